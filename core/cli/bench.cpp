@@ -1,0 +1,282 @@
+// `pase bench`: plans a grid of networks x device counts x orders and prints,
+// per case, the search's size, time, memory and speed (ns per visited pair),
+// next to a calibration loop that does one table read and one add per pair.
+//
+// Each case runs in a forked child so that its peak resident memory is its
+// own (wait4 reports the child's high-water mark).
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_util.hpp"
+#include "pase/json_api.hpp"
+#include "pase/models.hpp"
+#include "pase/plan.hpp"
+
+namespace pase_cli {
+
+namespace {
+
+struct Case {
+  std::string model;
+  int64_t devices = 0;
+  pase::Order order = pase::Order::kGenSeq;
+  int vertices = 0;
+  bool ran = false;
+  std::string note;  // why it did not run
+  pase::SearchStats stats;
+  double cost = 0;
+  double time_s = 0;
+  double peak_rss_bytes = 0;
+};
+
+// What the child sends back through the pipe.
+struct Report {
+  int ok = 0;
+  double cost = 0;
+  double time_s = 0;
+  char message[256] = {};
+};
+
+// One read and one add per pair over a table that stays in cache, with four
+// independent sums so that the loop is bound by throughput, not latency: the
+// floor for a search that must read every table entry once per pair.
+double calibrate_ns_per_pair() {
+  std::vector<double> table(1 << 14);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<double>(i % 97);
+  const int reps = 8000;
+  auto start = std::chrono::steady_clock::now();
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (int r = 0; r < reps; ++r) {
+    const double* t = table.data();
+    for (size_t i = 0; i < table.size(); i += 4) {
+      s0 += t[i];
+      s1 += t[i + 1];
+      s2 += t[i + 2];
+      s3 += t[i + 3];
+    }
+    table[r % table.size()] += 1e-9;  // keep the compiler from hoisting the loop
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  volatile double sink = s0 + s1 + s2 + s3;
+  (void)sink;
+  return secs * 1e9 / (static_cast<double>(reps) * static_cast<double>(table.size()));
+}
+
+void run_case(Case& c, const pase::Cluster& base, uint64_t max_memory) {
+  auto g = pase::build_model(c.model);
+  if (!g) {
+    c.note = g.error().to_string();
+    return;
+  }
+  c.vertices = static_cast<int>(g->vertices.size());
+  pase::Cluster cluster = base;
+  cluster.devices = c.devices;
+  pase::PlanOptions opt;
+  opt.order = c.order;
+  opt.max_memory = max_memory;
+  auto est = pase::estimate(*g, cluster, opt);
+  if (!est) {
+    c.note = est.error().to_string();
+    return;
+  }
+  c.stats = *est;
+  if (max_memory && est->peak_bytes > max_memory) {
+    c.note = "needs " + bytes_text(est->peak_bytes) + " of tables (limit " + bytes_text(max_memory) + ")";
+    return;
+  }
+  int fds[2];
+  if (pipe(fds) != 0) {
+    c.note = "pipe failed";
+    return;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    Report r;
+    auto p = pase::plan(*g, cluster, opt);
+    if (p) {
+      r.ok = 1;
+      r.cost = p->cost;
+      r.time_s = p->search.time_s;
+    } else {
+      std::snprintf(r.message, sizeof r.message, "%s", p.error().to_string().c_str());
+    }
+    ssize_t w = write(fds[1], &r, sizeof r);
+    _exit(w == static_cast<ssize_t>(sizeof r) ? 0 : 1);
+  }
+  close(fds[1]);
+  Report r;
+  ssize_t got = pid > 0 ? read(fds[0], &r, sizeof r) : -1;
+  close(fds[0]);
+  int status = 0;
+  struct rusage ru {};
+  if (pid > 0) wait4(pid, &status, 0, &ru);
+  if (got != static_cast<ssize_t>(sizeof r)) {
+    c.note = "the planning process failed";
+    return;
+  }
+  if (!r.ok) {
+    c.note = r.message;
+    return;
+  }
+  c.ran = true;
+  c.cost = r.cost;
+  c.time_s = r.time_s;
+  c.peak_rss_bytes = static_cast<double>(ru.ru_maxrss) * 1024.0;
+}
+
+}  // namespace
+
+std::string bench_usage() {
+  return "usage: pase bench [--models LIST] [--procs LIST] [--order LIST] [options]\n\n"
+         "Plans every network at every device count with every order and prints, per\n"
+         "case: vertices, largest dependent set, largest table (entries and bytes),\n"
+         "pairs visited, time, peak resident memory, cost and nanoseconds per pair.\n"
+         "An order whose tables exceed --max-memory is reported with the memory it\n"
+         "would need instead of being run. Each case runs in its own process.\n\n"
+         "  --models LIST       comma-separated networks (default: all five)\n"
+         "  --procs LIST        comma-separated device counts (default 4,8,16,32,64)\n"
+         "  --order LIST        comma-separated orders: genseq, bfs, mintable (default genseq)\n"
+         "  --flops TF          peak TFLOP/s of one device (default 10)\n"
+         "  --bandwidth GBS     link bandwidth in GB/s (default 16)\n"
+         "  --max-memory SIZE   table limit per case (default 4GiB)\n"
+         "  --format FORMAT     text (default) or json\n";
+}
+
+int run_bench(const Args& args) {
+  Flags flags;
+  const std::vector<FlagSpec> specs = {{"--models", true}, {"--procs", true},      {"--order", true},
+                                       {"--flops", true},  {"--bandwidth", true},  {"--max-memory", true},
+                                       {"--format", true}};
+  if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
+  bool json = false;
+  if (auto failure = format_from_flags(flags, json)) return failure->report("bench");
+  pase::Cluster cluster;
+  if (auto failure = cluster_from_flags(flags, cluster)) return failure->report("bench");
+  std::vector<std::string> models;
+  for (const pase::ModelInfo& m : pase::list_models()) models.push_back(m.name);
+  if (auto text = flags.get("--models")) models = split_list(*text);
+  for (const std::string& m : models)
+    if (auto spec = pase::model_spec(m); !spec) return input_error(spec.error());
+  std::vector<int64_t> procs = {4, 8, 16, 32, 64};
+  if (auto text = flags.get("--procs")) {
+    procs.clear();
+    for (const std::string& item : split_list(*text)) {
+      std::optional<int64_t> n = parse_int(item);
+      if (!n) return usage_error("bench", "--procs: '" + *text + "' is not a list of integers (4,8,16)");
+      pase::Cluster c = cluster;
+      c.devices = *n;
+      if (pase::Error e = pase::check_cluster(c); !e.message.empty()) return input_error(e);
+      procs.push_back(*n);
+    }
+  }
+  std::vector<pase::Order> orders = {pase::Order::kGenSeq};
+  if (auto text = flags.get("--order")) {
+    orders.clear();
+    for (const std::string& item : split_list(*text)) {
+      pase::Result<pase::Order> o = pase::parse_order(item);
+      if (!o) return usage_error("bench", "--order: " + o.error().message);
+      orders.push_back(*o);
+    }
+  }
+  uint64_t max_memory = uint64_t{4} << 30;
+  if (auto text = flags.get("--max-memory")) {
+    std::optional<uint64_t> bytes = parse_size(*text);
+    if (!bytes) return usage_error("bench", "--max-memory: '" + *text + "' is not a size (e.g. 512M, 4GiB)");
+    max_memory = *bytes;
+  }
+
+  double calib = calibrate_ns_per_pair();
+  std::vector<Case> cases;
+  auto t0 = std::chrono::steady_clock::now();
+  auto ns_per_pair = [](const Case& c) {
+    return c.stats.pairs ? c.time_s * 1e9 / static_cast<double>(c.stats.pairs) : 0.0;
+  };
+  for (const std::string& m : models)
+    for (int64_t p : procs)
+      for (pase::Order o : orders) {
+        Case c;
+        c.model = m;
+        c.devices = p;
+        c.order = o;
+        run_case(c, cluster, max_memory);
+        if (!json) {
+          if (cases.empty()) {
+            std::printf("%-12s %5s %-8s %5s %4s %10s %10s %14s %9s %10s %20s %8s\n", "network", "procs",
+                        "order", "verts", "maxD", "largest", "table", "pairs", "time", "peak_rss", "cost",
+                        "ns/pair");
+          }
+          std::string largest = grouped(c.stats.largest_table);
+          std::string table = bytes_text(c.stats.largest_table * 8);
+          if (c.ran) {
+            std::printf("%-12s %5lld %-8s %5d %4d %10s %10s %14s %9s %10s %20s %8.3f\n", c.model.c_str(),
+                        static_cast<long long>(c.devices), pase::order_name(c.order), c.vertices,
+                        c.stats.max_dependent_set, largest.c_str(), table.c_str(),
+                        grouped(c.stats.pairs).c_str(), seconds_text(c.time_s).c_str(),
+                        bytes_text(static_cast<uint64_t>(c.peak_rss_bytes)).c_str(), exact(c.cost).c_str(),
+                        ns_per_pair(c));
+          } else {
+            std::printf("%-12s %5lld %-8s %5d %4d %10s %10s  not run: %s\n", c.model.c_str(),
+                        static_cast<long long>(c.devices), pase::order_name(c.order), c.vertices,
+                        c.stats.max_dependent_set, largest.c_str(), table.c_str(), c.note.c_str());
+          }
+          std::fflush(stdout);
+        }
+        cases.push_back(c);
+      }
+  double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double pairs = 0, secs = 0;
+  for (const Case& c : cases)
+    if (c.ran) {
+      pairs += static_cast<double>(c.stats.pairs);
+      secs += c.time_s;
+    }
+  double overall = pairs > 0 ? secs * 1e9 / pairs : 0;
+  if (!json) {
+    std::printf("\ncalibration: %.3f ns per pair (one read + one add, in cache); all cases: %.3f ns per pair "
+                "(%.1fx the calibration)\n",
+                calib, overall, calib > 0 ? overall / calib : 0);
+    std::printf("total: %zu cases in %s (planning %s)\n", cases.size(), seconds_text(total).c_str(),
+                seconds_text(secs).c_str());
+    return kExitOk;
+  }
+  nlohmann::ordered_json doc;
+  doc["calibration_ns_per_pair"] = calib;
+  doc["ns_per_pair"] = overall;
+  doc["total_time_s"] = total;
+  doc["cases"] = nlohmann::ordered_json::array();
+  for (const Case& c : cases) {
+    nlohmann::ordered_json j;
+    j["network"] = c.model;
+    j["devices"] = c.devices;
+    j["order"] = pase::order_name(c.order);
+    j["vertices"] = c.vertices;
+    j["max_dependent_set"] = c.stats.max_dependent_set;
+    j["largest_table"] = c.stats.largest_table;
+    j["largest_table_bytes"] = c.stats.largest_table * 8;
+    j["pairs"] = c.stats.pairs;
+    j["predicted_peak_bytes"] = c.stats.peak_bytes;
+    j["ran"] = c.ran;
+    if (c.ran) {
+      j["time_s"] = c.time_s;
+      j["peak_rss_bytes"] = c.peak_rss_bytes;
+      j["cost"] = c.cost;
+      j["ns_per_pair"] = ns_per_pair(c);
+    } else {
+      j["note"] = c.note;
+    }
+    doc["cases"].push_back(j);
+  }
+  return write_stdout(doc.dump(2) + "\n") ? kExitOk : kExitError;
+}
+
+}  // namespace pase_cli

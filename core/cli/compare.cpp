@@ -1,0 +1,258 @@
+// pase compare: the PaSE plan next to data parallelism, the expert strategy
+// and a FlexFlow-style MCMC search, on the same cost model and machine
+// (compare.hpp); with --sweep, the speedups over data parallelism per device
+// count (the paper's Fig. 6).
+//
+// Everything goes through the public API (compare(), comparison_to_json(),
+// sweep_to_json()); this file only turns flags into options and results into
+// tables.
+//
+
+#include "pase/compare.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "pase/graph.hpp"
+#include "pase/models.hpp"
+#include "pase/plan.hpp"
+#include "pase/result.hpp"
+#include "cli_util.hpp"
+
+namespace pase_cli {
+
+namespace {
+
+std::string speedup_text(const pase::StrategyReport& r) {
+  return format("%.2fx", r.speedup) + (r.in_enumeration() ? " " : "*");
+}
+
+std::vector<const pase::StrategyReport*> reports(const pase::Comparison& c) {
+  std::vector<const pase::StrategyReport*> all = {&c.pase, &c.data_parallel};
+  if (c.expert) all.push_back(&*c.expert);
+  if (c.mcmc) all.push_back(&*c.mcmc);
+  return all;
+}
+
+// "b/8 n/4": the split dimensions only; "-" when nothing is split.
+std::string splits_text(const pase::Vertex& v, const pase::Config& c) {
+  std::string text;
+  for (size_t d = 0; d < c.size() && d < v.dims.size(); ++d) {
+    if (c[d] == 1) continue;
+    if (!text.empty()) text += ' ';
+    text += v.dims[d] + "/" + std::to_string(c[d]);
+  }
+  return text.empty() ? "-" : text;
+}
+
+std::string comparison_text(const pase::Graph& graph, const pase::Comparison& c, bool layers) {
+  const pase::Cluster& k = c.cluster;
+  std::string out = graph.name + ": " + std::to_string(graph.vertices.size()) + " vertices, " +
+                    std::to_string(graph.edges.size()) + " edges on " + std::to_string(k.devices) +
+                    (k.devices == 1 ? " device" : " devices") + " (" + format("%g", k.tflops) +
+                    " TFLOP/s, " + format("%g", k.bandwidth_gbps) + " GB/s links)\n\n";
+  const auto all = reports(c);
+  bool outside = false;
+  out += pad_right("strategy", 15) + pad_left("cost", 12) + pad_left("step time", 13) +
+         pad_left("speedup", 10) + "\n";
+  for (const pase::StrategyReport* r : all) {
+    outside |= !r->in_enumeration();
+    out += pad_right(r->name, 15) + pad_left(format("%.4e", r->plan.cost), 12) +
+           pad_left(seconds_text(r->plan.step_time_s), 13) + pad_left(speedup_text(*r), 10) + "\n";
+  }
+  out += "\nspeedup: data-parallel cost / strategy cost (predicted step time = cost / peak)\n";
+  if (outside) {
+    out +=
+        "*: uses configurations outside the enumeration that plan() searches (priced all "
+        "the same)\n";
+  }
+  out += "\n";
+  for (const pase::StrategyReport* r : all) {
+    out += pad_right(r->name, 15) + r->description + "\n";
+    for (const std::string& note : r->notes) out += pad_right("", 15) + "- " + note + "\n";
+  }
+  if (!c.notes.empty()) {
+    out += "\nnotes\n";
+    for (const std::string& note : c.notes) out += "  - " + note + "\n";
+  }
+  if (layers) {
+    size_t name_width = 5;
+    for (const pase::Vertex& v : graph.vertices) name_width = std::max(name_width, v.name.size());
+    out += "\n" + pad_left("id", 5) + "  " + pad_right("layer", name_width);
+    for (const pase::StrategyReport* r : all) out += "  " + pad_right(r->name, 16);
+    out += "\n";
+    for (const pase::Vertex& v : graph.vertices) {
+      out += pad_left(std::to_string(v.id), 5) + "  " + pad_right(v.name, name_width);
+      for (const pase::StrategyReport* r : all)
+        out += "  " + pad_right(splits_text(v, r->plan.strategy[v.id]), 16);
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string sweep_text(const pase::Graph& graph, const std::vector<pase::Comparison>& rows) {
+  const pase::Cluster& k = rows.front().cluster;
+  std::string out = graph.name + " (" + format("%g", k.tflops) + " TFLOP/s, " +
+                    format("%g", k.bandwidth_gbps) +
+                    " GB/s links): speedup over data parallelism\n\n";
+  const bool expert = rows.front().expert.has_value();
+  const bool mcmc = rows.front().mcmc.has_value();
+  out += pad_left("devices", 7) + pad_left("data_parallel", 15) + pad_left("step time", 12) +
+         pad_left("pase", 9) + (expert ? pad_left("expert", 9) : "") +
+         (mcmc ? pad_left("mcmc", 9) : "") + "\n";
+  bool outside = false;
+  for (const pase::Comparison& c : rows) {
+    for (const pase::StrategyReport* r : reports(c)) outside |= !r->in_enumeration();
+    out += pad_left(std::to_string(c.cluster.devices), 7) +
+           pad_left(format("%.4e", c.data_parallel.plan.cost) +
+                        (c.data_parallel.in_enumeration() ? " " : "*"),
+                    15) +
+           pad_left(seconds_text(c.data_parallel.plan.step_time_s), 12) +
+           pad_left(speedup_text(c.pase), 9) +
+           (c.expert ? pad_left(speedup_text(*c.expert), 9) : "") +
+           (c.mcmc ? pad_left(speedup_text(*c.mcmc), 9) : "") + "\n";
+  }
+  out += "\nspeedup: data-parallel cost / strategy cost, same cost model and machine\n";
+  if (outside) {
+    out +=
+        "*: uses configurations outside the enumeration that plan() searches (the cutoff "
+        "forbids them); priced all the same\n";
+  }
+  // The findings per device count; the missing expert strategy only once.
+  for (const pase::Comparison& c : rows)
+    for (const std::string& note : c.notes)
+      if (c.expert || &c == &rows.front() || note.rfind("no expert strategy", 0) != 0)
+        out += "P=" + std::to_string(c.cluster.devices) + ": " + note + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string compare_usage() {
+  return "usage: pase compare (--model NAME [--batch B] | --graph FILE) [options]\n\n"
+         "Compares the PaSE plan with data parallelism, the expert strategy (built-in\n"
+         "networks only) and a FlexFlow-style MCMC search, on the same cost model and\n"
+         "machine: cost, predicted step time and speedup over data parallelism.\n\n"
+         "  --model NAME          a built-in network (see 'pase models')\n"
+         "  --batch B             batch size of --model (default: the model's)\n"
+         "  --graph FILE          a pase-graph/1 document ('-': standard input)\n"
+         "  --procs P             number of devices (default 8)\n"
+         "  --flops TF            peak TFLOP/s of one device (default 10)\n"
+         "  --bandwidth GBS       link bandwidth in GB/s (default 16)\n"
+         "  --sweep P1,P2,...     compare at each device count (instead of --procs) and\n"
+         "                        print the table of speedups (the paper's Fig. 6)\n"
+         "  --mcmc-iterations N   MCMC proposals (default 100000; 0: no MCMC)\n"
+         "  --mcmc-time S         MCMC time limit in seconds (default 5; 0: none)\n"
+         "  --mcmc-beta B         MCMC inverse temperature per vertex (default 10)\n"
+         "  --seed S              MCMC seed (default 1)\n"
+         "  --layers              also list every layer's configuration per strategy\n"
+         "  --format FORMAT       text (default) or json\n";
+}
+
+int run_compare(const Args& args) {
+  Flags flags;
+  const auto specs = join({kGraphFlags,
+                           kClusterFlags,
+                           {{"--sweep", true},
+                            {"--mcmc-iterations", true},
+                            {"--mcmc-time", true},
+                            {"--mcmc-beta", true},
+                            {"--seed", true},
+                            {"--format", true},
+                            {"--layers", false}}});
+  if (auto message = parse_flags(args, specs, flags)) return usage_error("compare", *message);
+  bool json = false;
+  GraphSource source;
+  pase::Cluster cluster;
+  if (auto failure = format_from_flags(flags, json)) return failure->report("compare");
+  if (auto failure = graph_source_from_flags(flags, source)) return failure->report("compare");
+  const bool sweeping = flags.has("--sweep");
+  if (sweeping && flags.has("--procs")) {
+    return usage_error("compare", "give either --procs or --sweep, not both");
+  }
+  if (auto failure = cluster_from_flags(flags, cluster)) return failure->report("compare");
+  std::vector<int64_t> sweep;
+  if (std::optional<std::string> text = flags.get("--sweep")) {
+    for (const std::string& item : split_list(*text)) {
+      std::optional<int64_t> n = parse_int(item);
+      if (!n) {
+        return usage_error("compare", "--sweep: '" + *text + "' is not a list of integers (4,8,16)");
+      }
+      pase::Cluster c = cluster;
+      c.devices = *n;
+      if (pase::Error e = pase::check_cluster(c); !e.message.empty()) {
+        e.where = "sweep";
+        return input_error(e);
+      }
+      sweep.push_back(*n);
+    }
+  } else {
+    sweep.push_back(cluster.devices);
+  }
+
+  pase::CompareOptions options;
+  const std::pair<std::string_view, uint64_t*> counts[] = {
+      {"--mcmc-iterations", &options.mcmc_iterations}, {"--seed", &options.mcmc_seed}};
+  for (const auto& [name, out] : counts) {
+    if (std::optional<std::string> text = flags.get(name)) {
+      std::optional<int64_t> n = parse_int(*text);
+      if (!n || *n < 0) {
+        return usage_error("compare", std::string(name) + ": '" + *text +
+                                          "' is not a non-negative integer");
+      }
+      *out = static_cast<uint64_t>(*n);
+    }
+  }
+  const std::pair<std::string_view, double*> reals[] = {
+      {"--mcmc-time", &options.mcmc_time_limit_s}, {"--mcmc-beta", &options.mcmc_beta}};
+  for (const auto& [name, out] : reals) {
+    if (std::optional<std::string> text = flags.get(name)) {
+      std::optional<double> d = parse_double(*text);
+      if (!d || !(*d >= 0) || !std::isfinite(*d)) {
+        return usage_error("compare",
+                           std::string(name) + ": '" + *text + "' is not a non-negative number");
+      }
+      *out = *d;
+    }
+  }
+
+  pase::Result<pase::Graph> graph = load_source(source);
+  if (!graph) return input_error(graph.error());
+
+  std::vector<pase::Comparison> rows;
+  for (int64_t p : sweep) {
+    pase::Cluster c = cluster;
+    c.devices = p;
+    pase::Result<pase::Comparison> result = pase::compare(*graph, c, options);
+    if (!result) {
+      pase::Error e = result.error();
+      if (sweeping) e.message += " (at " + std::to_string(p) + " devices)";
+      return input_error(e);
+    }
+    rows.push_back(std::move(*result));
+  }
+
+  std::string out;
+  if (sweeping) {
+    out = json ? pase::sweep_to_json(*graph, rows) : trim_line_ends(sweep_text(*graph, rows));
+  } else {
+    out = json ? pase::comparison_to_json(*graph, rows.front())
+               : trim_line_ends(comparison_text(*graph, rows.front(), flags.has("--layers")));
+  }
+  if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
+  return kExitOk;
+}
+
+}  // namespace pase_cli

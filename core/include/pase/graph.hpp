@@ -1,0 +1,183 @@
+// The DNN computation graph: the `pase-graph/1` document (GraphSpec) and the
+// validated vertex graph (Graph) that the cost model and the search work on.
+//
+// USAGE
+//   Result<Graph> g = load_graph(json_text);          // parse + validate
+//   Result<Graph> g = build_graph(spec);              // validate a spec built in code
+//   std::string text = write_graph(g->spec);          // back to pase-graph/1
+//
+// A GraphSpec mirrors the JSON document field for field (layers with op
+// attributes, graph inputs, cutoff). build_graph() checks it and lowers it to
+// vertices: one vertex per layer, except Reshape which becomes the two vertices
+// Ravel and Unravel. Vertex ids are creation order, starting at 0.
+//
+// ERRORS
+//   Every problem is returned as Error{message, where} with `where` naming the
+//   field: "layers[3].filter", "inputs.x", "cutoff". Nothing throws.
+//   Limits: at most kMaxLayers layers, tensor element counts below 2^62, every
+//   size a positive integer.
+//
+// COMPLEXITY
+//   Linear in the number of layers and their operands.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pase/result.hpp"
+
+namespace pase {
+
+using Shape = std::vector<int64_t>;
+
+// Ops of the graph format. kRavel and kUnravel are vertex kinds only (a
+// Reshape layer lowers to them); they are not accepted in a document.
+enum class Op : uint8_t {
+  kFC,
+  kEinsum,
+  kEmbedding,
+  kConv,
+  kPool,
+  kElementwise,
+  kNorm,
+  kReduceMean,
+  kSoftmax,
+  kSoftmaxCrossEntropy,
+  kReshape,
+  kTranspose,
+  kConcat,
+  kSplit,
+  kStack,
+  kUnstack,
+  kLSTM,
+  kRavel,
+  kUnravel,
+};
+
+// The report name of an op ("FC", "Pool", "Ravel", ...).
+const char* op_name(Op op);
+
+// One operand of a layer: a named tensor (a graph input, a layer output "fc1",
+// or one output of a multi-output layer "split:1"), or a weight / constant
+// given only by its shape (`{"shape": [..]}` in JSON; no edge).
+struct Operand {
+  std::string name;  // empty for a weight
+  Shape weight_shape;
+  bool is_weight() const { return name.empty(); }
+};
+
+// A layer as written in the document. Only the attributes of `op` are
+// meaningful; the others keep their defaults and are not written back.
+struct LayerSpec {
+  std::string name;
+  Op op = Op::kFC;
+  std::vector<Operand> inputs;
+  int64_t units = 0;             // FC, LSTM
+  int64_t pw = 0;                // FC, Einsum, Conv, Elementwise: fused point-wise ops
+  std::string equation;          // Einsum, "in1,in2->out"
+  int64_t vocab = 0, dim = 0;    // Embedding
+  Shape filter;                  // Conv: [n, c, r, s]
+  Shape window;                  // Pool: [r, s]
+  std::array<int64_t, 2> stride{1, 1};  // Conv, Pool: [h, w]
+  std::array<int64_t, 2> pad{0, 0};     // Conv, Pool: [h, w]
+  int64_t axis = 0;              // Norm, Softmax (-1), Concat, Split, Stack, Unstack (0)
+  std::vector<int64_t> axes;     // ReduceMean; empty with has_axes=false means all
+  bool has_axes = false;
+  bool keepdims = false;         // ReduceMean
+  Shape shape;                   // Reshape target
+  std::vector<int64_t> perm;     // Transpose
+  int64_t num = 0;               // Split
+  int64_t layers = 0;            // LSTM
+};
+
+// The pase-graph/1 document.
+struct GraphSpec {
+  std::string name;
+  int64_t cutoff = 4;
+  std::vector<std::pair<std::string, Shape>> inputs;  // in document order
+  std::vector<LayerSpec> layers;                      // topological order
+  std::string meta_json = "{}";                       // free-form, kept verbatim
+};
+
+// For each dimension of a tensor, the positions of the layer configuration
+// whose splits multiply to that dimension's split (empty: never split).
+using TensorMap = std::vector<std::vector<int>>;
+
+// An input slot of a vertex. `producer` is the vertex whose output `output`
+// feeds it, or -1 for a graph input or weight (no edge).
+struct Slot {
+  int producer = -1;
+  int output = 0;
+  Shape shape;
+  TensorMap map;
+};
+
+struct Output {
+  Shape shape;
+  TensorMap map;
+};
+
+// GEMM view of a layer (cost-model.md section 4): each list holds positions of
+// the configuration; every `batch` position is its own batch dimension.
+struct GemmView {
+  std::vector<int> batch, m, n, k;
+  int64_t pw = 0;
+  int64_t n_scale = 1, k_scale = 1;  // N and K are these multiples of their sizes (LSTM: 4u, 2u)
+};
+
+struct Vertex {
+  int id = 0;
+  std::string name;  // the layer name; a Reshape's vertices are "name/ravel" and "name"
+  Op op = Op::kFC;
+  int layer = 0;     // index into GraphSpec::layers
+  std::vector<std::string> dims;  // dimension names, in configuration order
+  Shape dom;                      // iteration space
+  std::vector<bool> pinned;       // pinned dimensions always split 1
+  std::vector<Slot> inputs;
+  std::vector<Output> outputs;
+  // Cost parameters (cost-model.md section 5), used by the op's cost formula.
+  GemmView gemm;                  // FC, Einsum, Embedding, Conv, LSTM
+  int axis = 0;                   // Norm, Softmax
+  std::vector<int> axes;          // ReduceMean: reduced positions
+  std::array<int64_t, 2> window{0, 0};  // Pool
+  int64_t pw = 0;                 // Elementwise
+};
+
+// A tensor edge: output `src_output` of vertex `src` feeds input slot
+// `dst_slot` of vertex `dst`. Two slots fed by the same producer are two edges.
+struct Edge {
+  int src = 0, src_output = 0, dst = 0, dst_slot = 0;
+};
+
+struct Graph {
+  std::string name;
+  int64_t cutoff = 4;
+  std::vector<Vertex> vertices;
+  std::vector<Edge> edges;  // ordered by (dst, dst_slot)
+  GraphSpec spec;           // the document this graph was built from
+};
+
+inline constexpr int kMaxLayers = 100000;
+
+// Validates `spec` (names, shapes, attributes) and lowers it to vertices.
+Result<Graph> build_graph(GraphSpec spec);
+
+// Parses a pase-graph/1 document: JSON syntax, field names and types. Limits:
+// kMaxDocumentBytes of text, nesting depth kMaxJsonDepth.
+Result<GraphSpec> parse_graph_spec(std::string_view json_text);
+
+// parse_graph_spec() followed by build_graph().
+Result<Graph> load_graph(std::string_view json_text);
+
+// Writes `spec` as a pase-graph/1 document (2-space indented JSON). Loading the
+// text again gives an equal GraphSpec.
+std::string write_graph(const GraphSpec& spec);
+
+inline constexpr size_t kMaxDocumentBytes = 64u << 20;  // 64 MiB
+inline constexpr int kMaxJsonDepth = 64;
+
+}  // namespace pase

@@ -1,0 +1,148 @@
+// Planning: the PaSE search for the per-layer parallelization of least cost.
+//
+// USAGE
+//   Result<Graph> g = load_graph(text);
+//   Result<Plan> p = plan(*g, Cluster{.devices = 16});
+//   Result<Plan> e = evaluate(*g, Cluster{}, strategy);   // cost of a given strategy
+//
+// THE METHOD (Elango, "Automatic Parallelization Strategies for DNN Training",
+// IPDPS 2021). Every vertex has a set of configurations (how many ways each
+// dimension of its iteration space is split, cost-model.md section 2). The cost
+// of a strategy is the sum of the layer costs and the re-distribution costs of
+// the tensor edges (section 3). plan() orders the vertices (GenerateSeq, paper
+// Fig. 3, by default), then runs the dynamic program of paper Fig. 4 /
+// recurrence (4): after vertex v(i) is processed, a table indexed by the
+// configurations of its dependent set D(i) holds the least cost of the processed
+// part of the graph that touches it. The table of the last vertex holds the
+// optimum; the strategy is recovered from per-table arg-min records.
+//
+// COMPLEXITY
+//   Time O(sum over i of |configs(v(i))| * prod over u in D(i) of |configs(u)|)
+//   (the "pairs" of SearchStats); memory: the live cost tables (8 bytes an
+//   entry) plus every arg-min table (2 bytes an entry). Both are computed before
+//   anything is allocated; a plan over PlanOptions::max_memory is refused.
+//
+// DETERMINISM AND TIE-BREAKING
+//   Results are deterministic. Among configurations of equal cost the one
+//   enumerated first wins (enumeration: first dimension outermost, splits
+//   ascending). GenerateSeq breaks ties by the lowest vertex id.
+//
+// ERRORS
+//   Bad cluster values, strategies of the wrong shape, too many configurations,
+//   a plan over the memory limit and cancellation come back as Error.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pase/graph.hpp"
+#include "pase/result.hpp"
+
+namespace pase {
+
+// The machine: `devices` identical devices of `tflops` peak each, joined by
+// links of `bandwidth_gbps`. cost-model.md section 1.
+struct Cluster {
+  int64_t devices = 8;
+  double tflops = 10.0;
+  double bandwidth_gbps = 16.0;
+};
+
+inline constexpr int64_t kMaxDevices = 65536;
+
+// An error naming the bad field ("cluster.devices") or an empty message.
+Error check_cluster(const Cluster& cluster);
+
+using Config = std::vector<int64_t>;  // one split per dimension of a vertex
+using Strategy = std::vector<Config>; // one configuration per vertex, by id
+
+enum class Order : uint8_t {
+  kGenSeq,    // paper Fig. 3: least dependent-set cardinality first
+  kBfs,       // breadth-first from vertex 0 (the paper's comparison)
+  kMinTable,  // least dependent-set table size (product of configuration counts)
+};
+const char* order_name(Order order);
+
+// Options of the configuration enumeration (cost-model.md section 2).
+struct EnumOptions {
+  bool pow2_only = false;    // only power-of-two splits (not the paper's)
+  bool all_devices = false;  // only configurations whose splits multiply to devices
+};
+
+// Progress of a running plan: called on the planning thread at most about a
+// hundred times, and once at the end with fraction 1.
+struct Progress {
+  double fraction = 0;  // of the predicted work (pairs), 0..1
+  int vertices_done = 0;
+  int vertices_total = 0;
+  int current_vertex = -1;
+};
+
+struct PlanOptions {
+  Order order = Order::kGenSeq;
+  uint64_t max_memory = uint64_t{4} << 30;  // bytes for the tables; 0 = no limit
+  EnumOptions enumeration;
+  std::function<void(const Progress&)> on_progress;  // may be empty
+  const std::atomic<bool>* cancel = nullptr;         // checked regularly; may be null
+};
+
+struct SearchStats {
+  Order order = Order::kGenSeq;
+  int max_dependent_set = 0;      // largest |D(i)|
+  uint64_t table_entries = 0;     // sum of all table sizes
+  uint64_t largest_table = 0;     // entries of the largest table
+  uint64_t pairs = 0;             // (dependent-set state, configuration) pairs visited
+  uint64_t peak_bytes = 0;        // predicted peak of table memory
+  uint64_t configurations = 0;    // sum over vertices of their configuration counts
+  double time_s = 0;              // wall time of plan()
+};
+
+// A layer's cost split into its parts; total is the cost-model value.
+struct LayerCost {
+  double total = 0;
+  double compute = 0;   // arithmetic (including fused point-wise ops)
+  double comm = 0;      // intra-layer communication (all-reduces, halos, gathers)
+};
+
+struct Plan {
+  double cost = 0;                 // F(G, strategy), FLOP-equivalents
+  double step_time_s = 0;          // cost / (tflops * 1e12)
+  Strategy strategy;               // by vertex id
+  std::vector<LayerCost> layers;   // by vertex id
+  std::vector<double> edge_costs;  // by Graph::edges index
+  double compute = 0, comm = 0, redistribution = 0;  // the total, by part
+  SearchStats search;
+};
+
+// The strategy of least cost. Errors: invalid cluster, a vertex with more
+// than kMaxConfigurations configurations, tables over max_memory ("needs 7.2 GiB
+// of tables, more than the limit of 4 GiB"), cancellation ("cancelled").
+Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions& options = {});
+
+// What plan() would need, without running the search: the ordering's
+// dependent sets, table sizes, pairs and predicted peak memory (time_s is the
+// time of the estimate). Same errors as plan() except the memory limit.
+Result<SearchStats> estimate(const Graph& graph, const Cluster& cluster, const PlanOptions& options = {});
+
+// The cost of a given strategy. Every configuration must have one split per
+// dimension, each split a positive divisor of its dimension (1 for pinned
+// dimensions), and their product at most the number of devices; it need not be
+// one the enumeration yields. Errors name the entry: "strategy[3][1]".
+Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy& strategy);
+
+// The configurations of one vertex, in enumeration order.
+Result<std::vector<Config>> enumerate_configs(const Graph& graph, int vertex,
+                                              const Cluster& cluster,
+                                              const EnumOptions& options = {});
+
+// The strategy of least cost by trying every combination (tests only): refused
+// when the product of configuration counts exceeds `max_combinations`.
+Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
+                               uint64_t max_combinations = 10'000'000);
+
+inline constexpr int kMaxConfigurations = 65535;
+
+}  // namespace pase

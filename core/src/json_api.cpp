@@ -1,0 +1,345 @@
+// json_api.hpp: plan requests, clusters and strategies in, plan results and
+// errors out. Everything here forwards to graph.hpp / plan.hpp / models.hpp;
+// the only logic of its own is naming the offending field.
+
+#include "pase/json_api.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "json_util.hpp"
+#include "pase/graph.hpp"
+#include "pase/models.hpp"
+#include "pase/plan.hpp"
+
+namespace pase {
+namespace {
+
+using json_detail::field_path;
+using json_detail::index_path;
+using json_detail::Json;
+using json_detail::ObjectReader;
+using json_detail::type_error;
+using json_detail::with_prefix;
+
+// ---- Readers ------------------------------------------------------------------
+
+Result<Cluster> cluster_from_json(const Json& value, const std::string& where) {
+  if (!value.is_object()) return type_error("an object", value, where);
+  ObjectReader reader(value, where);
+  reader.allow_only({"devices", "tflops", "bandwidth_gbps"});
+  Cluster cluster;
+  if (reader.read("devices", cluster.devices, json_detail::to_positive_int) &&
+      cluster.devices > kMaxDevices) {
+    reader.fail(Error{"must be at most " + std::to_string(kMaxDevices) + ", not " +
+                          std::to_string(cluster.devices),
+                      reader.path("devices")});
+  }
+  reader.read("tflops", cluster.tflops, json_detail::to_positive_number);
+  reader.read("bandwidth_gbps", cluster.bandwidth_gbps, json_detail::to_positive_number);
+  if (!reader.ok()) return reader.error();
+  return cluster;
+}
+
+Result<Config> config_from_json(const Json& value, const std::string& where) {
+  return json_detail::to_list<int64_t>(value, where, "a list of positive integers",
+                                       json_detail::to_positive_int);
+}
+
+// A list of configurations, or a plan result whose vertices[i].config are
+// taken in vertex order (so a saved result can be evaluated again).
+Result<Strategy> strategy_from_json(const Json& value, const std::string& where) {
+  if (value.is_array()) {
+    return json_detail::to_list<Config>(value, where, "a list of configurations", config_from_json);
+  }
+  if (!value.is_object()) {
+    return type_error("a list of configurations or a plan result", value, where);
+  }
+  const std::string vertices_where = field_path(where, "vertices");
+  auto it = value.find("vertices");
+  if (it == value.end()) return Error{"missing required field 'vertices'", vertices_where};
+  const Json& vertices = *it;
+  if (!vertices.is_array()) return type_error("a list of vertices", vertices, vertices_where);
+  Strategy strategy;
+  strategy.reserve(vertices.size());
+  for (size_t i = 0; i < vertices.size(); ++i) {
+    const Json& vertex = vertices[i];
+    const std::string vertex_where = index_path(vertices_where, i);
+    if (!vertex.is_object()) return type_error("an object", vertex, vertex_where);
+    // Only the configuration matters; the other fields of a result are ignored.
+    ObjectReader reader(vertex, vertex_where);
+    Config config;
+    reader.require("config", config, config_from_json);
+    if (!reader.ok()) return reader.error();
+    strategy.push_back(std::move(config));
+  }
+  return strategy;
+}
+
+// parse_order() names its own field "order"; inside a request the caller's
+// path is used instead.
+Result<Order> order_from_json(const Json& value, const std::string& where) {
+  if (!value.is_string()) return type_error("a string", value, where);
+  Result<Order> order = parse_order(value.get<std::string>());
+  if (!order) return Error{order.error().message, where};
+  return order;
+}
+
+// Bytes: any non-negative integral number; JSON writers often print large
+// integers as floats (4e9), so those are accepted when integral.
+Result<uint64_t> bytes_from_json(const Json& value, const std::string& where) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>();
+  if (value.is_number_integer()) {
+    const int64_t n = value.get<int64_t>();
+    if (n < 0) return type_error("a non-negative number of bytes", value, where);
+    return static_cast<uint64_t>(n);
+  }
+  if (value.is_number_float()) {
+    const double d = value.get<double>();
+    // 2^64 is exactly representable; anything at or above it does not fit.
+    if (!(d >= 0) || d != std::floor(d) || d >= 18446744073709551616.0) {
+      return type_error("a non-negative whole number of bytes", value, where);
+    }
+    return static_cast<uint64_t>(d);
+  }
+  return type_error("a non-negative number of bytes", value, where);
+}
+
+Result<PlanRequest> request_from_json(const Json& value) {
+  if (!value.is_object()) return Error{"the request must be a JSON object", ""};
+  ObjectReader reader(value, "");
+  reader.allow_only({"graph", "model", "batch", "cluster", "order", "max_memory", "strategy",
+                     "pow2_only", "all_devices"});
+
+  PlanRequest request;
+  const Json* graph = reader.find("graph");
+  const Json* model = reader.find("model");
+  if (reader.ok() && graph != nullptr && model != nullptr) {
+    reader.fail(Error{"give either 'graph' or 'model', not both", "model"});
+  } else if (reader.ok() && graph == nullptr && model == nullptr) {
+    reader.fail(Error{"missing required field 'graph' (or 'model')", "graph"});
+  }
+  std::string model_name;
+  reader.read("model", model_name, json_detail::to_non_empty_string);
+  int64_t batch = 0;
+  if (reader.read("batch", batch, json_detail::to_positive_int) && model == nullptr) {
+    reader.fail(Error{"'batch' applies only to a built-in 'model'", "batch"});
+  }
+  // The small fields come before the graph so that their errors do not wait
+  // for a large graph to be built.
+  reader.read("cluster", request.cluster, cluster_from_json);
+  reader.read("order", request.options.order, order_from_json);
+  reader.read("max_memory", request.options.max_memory, bytes_from_json);
+  reader.read("pow2_only", request.options.enumeration.pow2_only, json_detail::to_bool);
+  reader.read("all_devices", request.options.enumeration.all_devices, json_detail::to_bool);
+  Strategy strategy;
+  if (reader.read("strategy", strategy, strategy_from_json)) request.strategy = std::move(strategy);
+  if (!reader.ok()) return reader.error();
+
+  // build_model() and build_graph() report paths relative to the graph
+  // document; inside a request they live under "graph" (or "model").
+  if (model != nullptr) {
+    Result<Graph> built = build_model(model_name, batch);
+    if (!built) {
+      Error error = built.error();
+      if (error.where.empty()) error.where = "model";
+      return error;
+    }
+    request.graph = std::move(*built);
+  } else {
+    Result<GraphSpec> spec = json_detail::graph_spec_from_json(*graph, "graph");
+    if (!spec) return spec.error();
+    Result<Graph> built = build_graph(std::move(*spec));
+    if (!built) return with_prefix(built.error(), "graph");
+    request.graph = std::move(*built);
+  }
+  return request;
+}
+
+// Parses a whole document and reads it with `read`; syntax errors are placed
+// at `where` (the field the document stands for, or "" for a request).
+template <class T, class Read>
+Result<T> read_document(std::string_view text, const std::string& where, Read read) {
+  Result<Json> document = json_detail::parse_document(text);
+  if (!document) return with_prefix(document.error(), where);
+  return read(*document, where);
+}
+
+// ---- Writers ------------------------------------------------------------------
+
+Json cluster_to_json(const Cluster& cluster) {
+  Json j = Json::object();
+  j["devices"] = cluster.devices;
+  j["tflops"] = cluster.tflops;
+  j["bandwidth_gbps"] = cluster.bandwidth_gbps;
+  return j;
+}
+
+// Runs `body`, turning an escaped exception into an error document. Native
+// builds can throw std::bad_alloc from deep inside the search; WebAssembly
+// builds may be compiled without exceptions, where there is nothing to catch.
+template <class Body>
+std::string guarded(Body body) {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return error_to_json(Error{"out of memory", ""});
+  } catch (const std::length_error&) {
+    return error_to_json(Error{"out of memory (a table larger than the address space)", ""});
+  } catch (...) {
+    return error_to_json(Error{"internal error", ""});
+  }
+#else
+  return body();
+#endif
+}
+
+}  // namespace
+
+Result<PlanRequest> parse_plan_request(std::string_view json_text) {
+  Result<Json> document = json_detail::parse_document(json_text);
+  if (!document) return document.error();
+  return request_from_json(*document);
+}
+
+Result<Cluster> parse_cluster(std::string_view json_text, const std::string& where) {
+  return read_document<Cluster>(json_text, where, cluster_from_json);
+}
+
+Result<Strategy> parse_strategy(std::string_view json_text) {
+  return read_document<Strategy>(json_text, "strategy", strategy_from_json);
+}
+
+Result<Order> parse_order(std::string_view name) {
+  if (name == "genseq") return Order::kGenSeq;
+  if (name == "bfs") return Order::kBfs;
+  if (name == "mintable") return Order::kMinTable;
+  return Error{"unknown order '" + std::string(name) + "'; known: genseq, bfs, mintable", "order"};
+}
+
+std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan& plan) {
+  // The cluster is echoed so that a saved result stands on its own: the
+  // costs mean nothing without the machine they were computed for.
+  Json j = Json::object();
+  j["graph"] = graph.name;
+  j["cluster"] = cluster_to_json(cluster);
+  j["cost"] = plan.cost;
+  j["step_time_s"] = plan.step_time_s;
+
+  Json vertices = Json::array();
+  for (size_t i = 0; i < graph.vertices.size(); ++i) {
+    const Vertex& vertex = graph.vertices[i];
+    Json v = Json::object();
+    v["id"] = vertex.id;
+    v["name"] = vertex.name;
+    v["op"] = op_name(vertex.op);
+    v["dims"] = vertex.dims;
+    v["sizes"] = vertex.dom;
+    // A plan always covers every vertex; the guards only keep a malformed
+    // Plan from reading out of bounds.
+    v["config"] = i < plan.strategy.size() ? Json(plan.strategy[i]) : Json();
+    const LayerCost cost = i < plan.layers.size() ? plan.layers[i] : LayerCost{};
+    v["cost"] = cost.total;
+    v["compute"] = cost.compute;
+    v["comm"] = cost.comm;
+    vertices.push_back(std::move(v));
+  }
+  j["vertices"] = std::move(vertices);
+
+  // Edges in Graph::edges order, so edges[i] here is Plan::edge_costs[i].
+  Json edges = Json::array();
+  for (size_t i = 0; i < graph.edges.size(); ++i) {
+    const Edge& edge = graph.edges[i];
+    Json e = Json::object();
+    e["src"] = edge.src;
+    e["dst"] = edge.dst;
+    e["cost"] = i < plan.edge_costs.size() ? plan.edge_costs[i] : 0.0;
+    edges.push_back(std::move(e));
+  }
+  j["edges"] = std::move(edges);
+
+  j["breakdown"] =
+      Json{{"compute", plan.compute}, {"comm", plan.comm}, {"redistribution", plan.redistribution}};
+  const SearchStats& s = plan.search;
+  j["search"] = Json{{"order", order_name(s.order)},
+                     {"max_dependent_set", s.max_dependent_set},
+                     {"table_entries", s.table_entries},
+                     {"largest_table", s.largest_table},
+                     {"pairs", s.pairs},
+                     {"peak_bytes", s.peak_bytes},
+                     {"configurations", s.configurations},
+                     {"time_s", s.time_s}};
+  return json_detail::dump_pretty(j) + "\n";
+}
+
+std::string error_to_json(const Error& error) {
+  Json j = Json::object();
+  j["error"] = Json{{"message", error.message}, {"where", error.where}};
+  return json_detail::dump_pretty(j) + "\n";
+}
+
+std::string models_to_json() {
+  Json list = Json::array();
+  for (const ModelInfo& info : list_models()) {
+    Json m = Json::object();
+    m["name"] = info.name;
+    m["description"] = info.description;
+    m["default_batch"] = info.default_batch;
+    m["cutoff"] = info.cutoff;
+    // The counts come from building the network, so they cannot drift from
+    // the zoo's code.
+    Result<Graph> graph = build_model(info.name);
+    if (graph) {
+      m["vertices"] = graph->vertices.size();
+      m["edges"] = graph->edges.size();
+    } else {
+      m["error"] = graph.error().to_string();
+    }
+    list.push_back(std::move(m));
+  }
+  return json_detail::dump_pretty(list) + "\n";
+}
+
+std::string plan_json(std::string_view request_json,
+                      const std::function<void(const Progress&)>& on_progress) {
+  return guarded([&] {
+    Result<PlanRequest> request = parse_plan_request(request_json);
+    if (!request) return error_to_json(request.error());
+    request->options.on_progress = on_progress;
+    Result<Plan> result = plan(request->graph, request->cluster, request->options);
+    if (!result) return error_to_json(result.error());
+    return plan_to_json(request->graph, request->cluster, *result);
+  });
+}
+
+std::string evaluate_json(std::string_view request_json) {
+  return guarded([&] {
+    Result<PlanRequest> request = parse_plan_request(request_json);
+    if (!request) return error_to_json(request.error());
+    if (!request->strategy) {
+      return error_to_json(Error{"missing required field 'strategy'", "strategy"});
+    }
+    Result<Plan> result = evaluate(request->graph, request->cluster, *request->strategy);
+    if (!result) return error_to_json(result.error());
+    return plan_to_json(request->graph, request->cluster, *result);
+  });
+}
+
+std::string export_model_json(std::string_view name, int64_t batch) {
+  return guarded([&] {
+    Result<GraphSpec> spec = model_spec(name, batch);
+    if (!spec) return error_to_json(spec.error());
+    return write_graph(*spec);
+  });
+}
+
+}  // namespace pase

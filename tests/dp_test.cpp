@@ -1,0 +1,446 @@
+// The dynamic program (paper Fig. 4, recurrence 4) against exhaustive search:
+// on hand-made and random small graphs with branches and joins (fixed seeds),
+// plan() must find the exhaustive optimum under every order, and the value of
+// the program's own tables must equal the evaluated cost of its choice.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "configurations.hpp"
+#include "dynamic_program.hpp"
+#include "ops/op_cost.hpp"
+#include "ordering.hpp"
+#include "pase/graph.hpp"
+#include "pase/plan.hpp"
+
+using namespace pase;
+
+namespace {
+
+// The error text of a failed result, for assertion messages (which doctest
+// may build even when the assertion passes).
+template <class T>
+std::string why(const pase::Result<T>& r) {
+  return r.ok() ? std::string() : r.error().to_string();
+}
+
+constexpr Order kOrders[] = {Order::kGenSeq, Order::kBfs, Order::kMinTable};
+
+bool close(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+LayerSpec layer(std::string name, Op op, std::vector<std::string> inputs) {
+  LayerSpec l;
+  l.name = std::move(name);
+  l.op = op;
+  for (std::string& in : inputs) l.inputs.push_back(Operand{std::move(in), {}});
+  return l;
+}
+
+uint64_t combinations(const Graph& g, int64_t devices, const EnumOptions& options = {}) {
+  Result<std::vector<ConfigSet>> sets = enumerate_all(g, devices, options);
+  REQUIRE(sets.ok());
+  double n = 1;
+  for (const ConfigSet& s : *sets) n *= static_cast<double>(s.size());
+  return n > 1e18 ? UINT64_MAX : static_cast<uint64_t>(n);
+}
+
+// The dynamic program run directly: its table value must be the evaluated cost
+// of the strategy it recovers.
+void check_dp_value(const Graph& g, const Cluster& cluster, Order order) {
+  Result<std::vector<ConfigSet>> sets = enumerate_all(g, cluster.devices, {});
+  REQUIRE(sets.ok());
+  std::vector<size_t> counts;
+  for (const ConfigSet& s : *sets) counts.push_back(s.size());
+  Ordering ord = make_ordering(g, order, counts);
+  DpEstimate est = estimate_dp(ord, *sets);
+  Result<DpResult> dp = run_dp(g, *sets, ord, ops::make_machine(cluster), est, PlanOptions{});
+  REQUIRE(dp.ok());
+  Strategy s;
+  for (const Vertex& v : g.vertices) {
+    const int64_t* c = (*sets)[v.id].at(dp->choice[v.id]);
+    s.emplace_back(c, c + v.dom.size());
+  }
+  Result<Plan> e = evaluate(g, cluster, s);
+  REQUIRE(e.ok());
+  CHECK(close(dp->cost, e->cost));
+}
+
+// plan() under every order equals exhaustive search; returns the optimum.
+double check_against_brute_force(const Graph& g, const Cluster& cluster) {
+  Result<Plan> best = exhaustive_search(g, cluster);
+  REQUIRE_MESSAGE(best.ok(), why(best));
+  for (Order order : kOrders) {
+    CAPTURE(order_name(order));
+    PlanOptions options;
+    options.order = order;
+    Result<Plan> p = plan(g, cluster, options);
+    REQUIRE_MESSAGE(p.ok(), why(p));
+    CHECK_MESSAGE(close(p->cost, best->cost), "plan " << p->cost << " exhaustive " << best->cost);
+    CHECK(p->search.order == order);
+    check_dp_value(g, cluster, order);
+  }
+  return best->cost;
+}
+
+// ---- Random graphs ----------------------------------------------------------------------
+// Tensors of rank 2 and 3 with small sizes; each new layer reads one or two
+// earlier tensors picked at random, so the graphs branch and join.
+
+struct Tensor {
+  std::string name;
+  Shape shape;
+};
+
+class RandomGraphs {
+ public:
+  explicit RandomGraphs(uint32_t seed) : rng_(seed) {}
+
+  int64_t pick(std::initializer_list<int64_t> values) {
+    return values.begin()[rng_() % values.size()];
+  }
+
+  GraphSpec next(int n_layers) {
+    GraphSpec s;
+    s.name = "random";
+    s.cutoff = pick({1, 1, 2});
+    tensors_.clear();
+    Shape x = {pick({2, 4, 6}), pick({2, 4, 6})};
+    s.inputs.push_back({"x", x});
+    tensors_.push_back({"x", x});
+    if (rng_() % 3 == 0) {  // a second input: may start another component
+      Shape y = {pick({2, 4}), pick({3, 4}), pick({2, 4})};
+      s.inputs.push_back({"y", y});
+      tensors_.push_back({"y", y});
+    }
+    while (static_cast<int>(s.layers.size()) < n_layers) {
+      std::string name = std::to_string(s.layers.size());
+      name.insert(name.begin(), 'l');
+      if (auto l = make_layer(name)) s.layers.push_back(*l);
+    }
+    return s;
+  }
+
+ private:
+  const Tensor& any() { return tensors_[rng_() % tensors_.size()]; }
+  // Prefers recent tensors, so that chains form as well as branches.
+  const Tensor& recent() {
+    size_t n = tensors_.size();
+    size_t back = std::min<size_t>(n - 1, rng_() % 3);
+    return tensors_[n - 1 - back];
+  }
+  const Tensor* matching(const std::function<bool(const Tensor&)>& ok) {
+    std::vector<const Tensor*> c;
+    for (const Tensor& t : tensors_)
+      if (ok(t)) c.push_back(&t);
+    return c.empty() ? nullptr : c[rng_() % c.size()];
+  }
+  void add(const std::string& name, Shape shape) { tensors_.push_back({name, std::move(shape)}); }
+
+  std::optional<LayerSpec> make_layer(const std::string& name) {
+    const Tensor a = rng_() % 2 ? recent() : any();
+    const size_t rank = a.shape.size();
+    switch (rng_() % 13) {
+      case 0:
+      case 1: {  // FC
+        LayerSpec l = layer(name, Op::kFC, {a.name});
+        l.units = pick({2, 4, 6});
+        l.pw = pick({0, 1});
+        Shape out = a.shape;
+        out.back() = l.units;
+        add(name, out);
+        return l;
+      }
+      case 2: {  // Elementwise with a tensor of the same shape (possibly itself)
+        const Tensor* b = matching([&](const Tensor& t) { return t.shape == a.shape; });
+        LayerSpec l = layer(name, Op::kElementwise, {a.name, b->name});
+        l.pw = pick({0, 2});
+        add(name, a.shape);
+        return l;
+      }
+      case 3: {  // Concat along the last axis
+        const Tensor* b = matching([&](const Tensor& t) {
+          return t.shape.size() == rank &&
+                 std::equal(t.shape.begin(), t.shape.end() - 1, a.shape.begin());
+        });
+        LayerSpec l = layer(name, Op::kConcat, {a.name, b->name});
+        l.axis = -1;
+        Shape out = a.shape;
+        out.back() += b->shape.back();
+        if (out.back() > 12) return std::nullopt;
+        add(name, out);
+        return l;
+      }
+      case 4: {  // Norm
+        LayerSpec l = layer(name, Op::kNorm, {a.name});
+        l.axis = pick({0, -1});
+        add(name, a.shape);
+        return l;
+      }
+      case 5: {  // Softmax
+        LayerSpec l = layer(name, Op::kSoftmax, {a.name});
+        l.axis = pick({0, -1});
+        add(name, a.shape);
+        return l;
+      }
+      case 6: {  // Transpose of the last two axes
+        LayerSpec l = layer(name, Op::kTranspose, {a.name});
+        Shape out = a.shape;
+        for (size_t i = 0; i < rank; ++i) l.perm.push_back(static_cast<int64_t>(i));
+        std::swap(l.perm[rank - 1], l.perm[rank - 2]);
+        std::swap(out[rank - 1], out[rank - 2]);
+        add(name, out);
+        return l;
+      }
+      case 7: {  // Einsum against another layer's tensor: "bk,nk->bn"
+        if (rank != 2) return std::nullopt;
+        const Tensor* b = matching(
+            [&](const Tensor& t) { return t.shape.size() == 2 && t.shape[1] == a.shape[1]; });
+        LayerSpec l = layer(name, Op::kEinsum, {a.name, b->name});
+        l.equation = "bk,nk->bn";
+        add(name, {a.shape[0], b->shape[0]});
+        return l;
+      }
+      case 8: {  // Split in two along the last axis
+        if (a.shape.back() % 2) return std::nullopt;
+        LayerSpec l = layer(name, Op::kSplit, {a.name});
+        l.num = 2;
+        l.axis = -1;
+        Shape out = a.shape;
+        out.back() /= 2;
+        add(name + ":0", out);
+        add(name + ":1", out);
+        return l;
+      }
+      case 9: {  // Reshape: swap the sizes of the last two axes (Ravel + Unravel)
+        LayerSpec l = layer(name, Op::kReshape, {a.name});
+        l.shape = a.shape;
+        std::swap(l.shape[rank - 1], l.shape[rank - 2]);
+        add(name, l.shape);
+        return l;
+      }
+      case 10: {  // Stack two equal tensors of rank 2, or Unstack one of rank 3
+        if (rank == 2) {
+          const Tensor* b = matching([&](const Tensor& t) { return t.shape == a.shape; });
+          LayerSpec l = layer(name, Op::kStack, {a.name, b->name});
+          add(name, {2, a.shape[0], a.shape[1]});
+          return l;
+        }
+        if (a.shape[0] > 4) return std::nullopt;
+        LayerSpec l = layer(name, Op::kUnstack, {a.name});
+        for (int64_t k = 0; k < a.shape[0]; ++k)
+          add(name + ":" + std::to_string(k), {a.shape[1], a.shape[2]});
+        return l;
+      }
+      case 11: {  // LSTM over a rank-3 tensor, or ReduceMean with keepdims
+        if (rank == 3) {
+          LayerSpec l = layer(name, Op::kLSTM, {a.name});
+          l.units = a.shape[2];
+          l.layers = pick({1, 2});
+          add(name, a.shape);
+          return l;
+        }
+        LayerSpec l = layer(name, Op::kReduceMean, {a.name});
+        l.axes = {1};
+        l.has_axes = true;
+        l.keepdims = true;
+        add(name, {a.shape[0], 1});
+        return l;
+      }
+      default: {  // SoftmaxCrossEntropy: its output is only ever a sink here
+        LayerSpec l = layer(name, Op::kSoftmaxCrossEntropy, {a.name});
+        return l;
+      }
+    }
+  }
+
+  std::mt19937 rng_;
+  std::vector<Tensor> tensors_;
+};
+
+}  // namespace
+
+// ---- Edge cases ----------------------------------------------------------------------------
+
+TEST_CASE("dp: a single vertex takes its cheapest configuration") {
+  GraphSpec s;
+  s.inputs = {{"x", {8, 16}}};
+  LayerSpec fc = layer("fc", Op::kFC, {"x"});
+  fc.units = 16;
+  s.layers = {fc};
+  s.cutoff = 1;
+  Result<Graph> g = build_graph(s);
+  REQUIRE(g.ok());
+  double best = check_against_brute_force(*g, Cluster{.devices = 4});
+  // Independently: the minimum over the enumeration of the layer cost.
+  Result<std::vector<Config>> cs = enumerate_configs(*g, 0, Cluster{.devices = 4});
+  REQUIRE(cs.ok());
+  double want = INFINITY;
+  for (const Config& c : *cs) want = std::min(want, evaluate(*g, Cluster{.devices = 4}, {c})->cost);
+  CHECK(close(best, want));
+}
+
+TEST_CASE("dp: two disconnected components add up") {
+  GraphSpec s;
+  s.cutoff = 1;
+  s.inputs = {{"x", {4, 8}}, {"y", {6, 4}}};
+  LayerSpec a = layer("a", Op::kFC, {"x"});
+  a.units = 8;
+  LayerSpec b = layer("b", Op::kSoftmax, {"a"});
+  b.axis = -1;
+  LayerSpec c = layer("c", Op::kFC, {"y"});
+  c.units = 6;
+  LayerSpec d = layer("d", Op::kNorm, {"c"});
+  s.layers = {a, b, c, d};
+  Result<Graph> g = build_graph(s);
+  REQUIRE(g.ok());
+  check_against_brute_force(*g, Cluster{.devices = 4});
+}
+
+TEST_CASE("dp: diamond graph matches brute force") {
+  GraphSpec s;
+  s.cutoff = 1;
+  s.inputs = {{"x", {8, 8}}};
+  LayerSpec top = layer("top", Op::kFC, {"x"});
+  top.units = 8;
+  LayerSpec left = layer("left", Op::kFC, {"top"});
+  left.units = 8;
+  left.pw = 1;
+  LayerSpec right = layer("right", Op::kSoftmax, {"top"});
+  right.axis = 0;
+  LayerSpec join = layer("join", Op::kElementwise, {"left", "right"});
+  s.layers = {top, left, right, join};
+  for (int64_t devices : {2, 4, 8}) {
+    CAPTURE(devices);
+    Result<Graph> g = build_graph(s);
+    REQUIRE(g.ok());
+    // A slow network makes re-distribution matter: the optimum is not just
+    // the per-layer minimum.
+    check_against_brute_force(*g, Cluster{.devices = devices, .bandwidth_gbps = 1.0});
+    check_against_brute_force(*g, Cluster{.devices = devices});
+  }
+}
+
+TEST_CASE("dp: a producer feeding two slots of one consumer counts both edges") {
+  GraphSpec s;
+  s.cutoff = 1;
+  s.inputs = {{"x", {4, 8}}};
+  LayerSpec a = layer("a", Op::kFC, {"x"});
+  a.units = 8;
+  LayerSpec b = layer("b", Op::kElementwise, {"a", "a"});
+  LayerSpec c = layer("c", Op::kConcat, {"b", "a", "b"});
+  c.axis = 1;
+  s.layers = {a, b, c};
+  Result<Graph> g = build_graph(s);
+  REQUIRE(g.ok());
+  check_against_brute_force(*g, Cluster{.devices = 4, .bandwidth_gbps = 2.0});
+}
+
+TEST_CASE("dp: nested branches with a wide join") {
+  // x -> a; a -> b, c, d; b -> e; (c, d, e) -> concat; concat -> f.
+  GraphSpec s;
+  s.cutoff = 1;
+  s.inputs = {{"x", {4, 4}}};
+  LayerSpec a = layer("a", Op::kFC, {"x"});
+  a.units = 4;
+  LayerSpec b = layer("b", Op::kNorm, {"a"});
+  LayerSpec c = layer("c", Op::kSoftmax, {"a"});
+  LayerSpec d = layer("d", Op::kTranspose, {"a"});
+  d.perm = {1, 0};
+  LayerSpec e = layer("e", Op::kFC, {"b"});
+  e.units = 4;
+  LayerSpec cat = layer("cat", Op::kConcat, {"c", "d", "e"});
+  cat.axis = 0;
+  LayerSpec f = layer("f", Op::kFC, {"cat"});
+  f.units = 2;
+  s.layers = {a, b, c, d, e, cat, f};
+  Result<Graph> g = build_graph(s);
+  REQUIRE(g.ok());
+  check_against_brute_force(*g, Cluster{.devices = 4, .tflops = 4.0, .bandwidth_gbps = 1.0});
+}
+
+// ---- Random graphs ---------------------------------------------------------------------------
+
+TEST_CASE("dp: plan equals exhaustive search on random graphs") {
+  RandomGraphs gen(1234567);
+  std::mt19937 rng(77);
+  int tested = 0, multi_dep = 0;
+  for (int attempt = 0; tested < 120 && attempt < 2000; ++attempt) {
+    GraphSpec s = gen.next(3 + static_cast<int>(rng() % 7));
+    Result<Graph> g = build_graph(s);
+    REQUIRE_MESSAGE(g.ok(), why(g));
+    const int64_t devices_choice[] = {2, 3, 4, 4, 6, 8};
+    Cluster cluster{.devices = devices_choice[rng() % 6]};
+    if (rng() % 2) cluster.bandwidth_gbps = 1.0;  // make re-distribution expensive
+    if (combinations(*g, cluster.devices) > 300000) continue;
+    CAPTURE(attempt);
+    CAPTURE(cluster.devices);
+    check_against_brute_force(*g, cluster);
+    ++tested;
+    PlanOptions options;
+    Result<Plan> p = plan(*g, cluster, options);
+    if (p && p->search.max_dependent_set > 1) ++multi_dep;
+  }
+  CHECK(tested == 120);
+  // The graphs must exercise tables over more than one vertex.
+  CHECK(multi_dep > 20);
+}
+
+TEST_CASE("dp: enumeration options restrict the search space") {
+  RandomGraphs gen(99);
+  int tested = 0;
+  for (int attempt = 0; tested < 20 && attempt < 500; ++attempt) {
+    GraphSpec s = gen.next(4);
+    Result<Graph> g = build_graph(s);
+    REQUIRE(g.ok());
+    for (EnumOptions options : {EnumOptions{.pow2_only = true}, EnumOptions{.all_devices = true}}) {
+      const int64_t devices = 4;
+      Cluster cluster{.devices = devices, .bandwidth_gbps = 2.0};
+      // Brute force over the restricted lists through the public API.
+      std::vector<std::vector<Config>> lists;
+      bool possible = true;
+      for (const Vertex& v : g->vertices) {
+        Result<std::vector<Config>> cs = enumerate_configs(*g, v.id, cluster, options);
+        if (!cs) {
+          possible = false;
+          break;
+        }
+        lists.push_back(*cs);
+      }
+      PlanOptions po;
+      po.enumeration = options;
+      Result<Plan> p = plan(*g, cluster, po);
+      if (!possible) {
+        CHECK_FALSE(p.ok());
+        continue;
+      }
+      if (combinations(*g, devices, options) > 5000) continue;
+      REQUIRE(p.ok());
+      double best = INFINITY;
+      std::vector<size_t> idx(lists.size(), 0);
+      while (true) {
+        Strategy st;
+        for (size_t v = 0; v < lists.size(); ++v) st.push_back(lists[v][idx[v]]);
+        best = std::min(best, evaluate(*g, cluster, st)->cost);
+        size_t v = 0;
+        while (v < idx.size() && ++idx[v] == lists[v].size()) idx[v++] = 0;
+        if (v == idx.size()) break;
+      }
+      CHECK(close(p->cost, best));
+      for (size_t v = 0; v < lists.size(); ++v)
+        CHECK(std::find(lists[v].begin(), lists[v].end(), p->strategy[v]) != lists[v].end());
+      ++tested;
+    }
+  }
+  CHECK(tested >= 20);
+}

@@ -1,0 +1,242 @@
+// The built WebAssembly module (build-wasm/site/pase.js) under Node:
+// bad inputs come back as error documents, and plans equal the native CLI's.
+//
+//   node --test tests/wasm/
+//
+// PASE_SITE overrides the site folder (default build-wasm/site), PASE_CLI the
+// native CLI (default build/pase). Without the CLI the comparisons are skipped,
+// except under CI (CI=true), where a missing CLI is a failure.
+
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const siteDir = path.resolve(repo, process.env.PASE_SITE ?? 'build-wasm/site');
+const cliPath = path.resolve(repo, process.env.PASE_CLI ?? 'build/pase');
+const examplesDir = path.join(repo, 'examples/graphs');
+const examples = readdirSync(examplesDir).filter((f) => f.endsWith('.json')).sort();
+const benchmarkModels = ['alexnet', 'resnet101', 'inception3', 'rnnlm', 'transformer'];
+
+const haveCli = existsSync(cliPath);
+const cliSkip = haveCli || process.env.CI ? false : `native CLI not found at ${cliPath} (build it or set PASE_CLI)`;
+
+/** @type {{plan: Function, evaluate: Function, models: Function, exportModel: Function, version: Function}} */
+let pase;
+
+before(async () => {
+  const moduleJs = path.join(siteDir, 'pase.js');
+  assert.ok(existsSync(moduleJs), `${moduleJs} not found: build it with emcmake cmake -S . -B build-wasm && cmake --build build-wasm`);
+  const createPase = createRequire(import.meta.url)(moduleJs);
+  pase = await createPase({ wasmBinary: readFileSync(path.join(siteDir, 'pase.wasm')) });
+});
+
+// ---- Helpers --------------------------------------------------------------------
+
+function plan(request, onProgress) {
+  const text = typeof request === 'string' ? request : JSON.stringify(request);
+  return JSON.parse(pase.plan(text, onProgress));
+}
+
+function cli(args) {
+  assert.ok(haveCli, `native CLI not found at ${cliPath}`);
+  // stderr carries the CLI's progress lines; only the JSON on stdout matters.
+  const out = execFileSync(cliPath, [...args, '--format', 'json'], { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
+  return JSON.parse(out);
+}
+
+/** An error document whose `where` is `where` (a string or a RegExp). */
+function assertError(doc, where) {
+  assert.ok(doc && typeof doc === 'object' && doc.error, `expected an error document, got ${JSON.stringify(doc).slice(0, 200)}`);
+  assert.deepEqual(Object.keys(doc), ['error']);
+  assert.equal(typeof doc.error.message, 'string');
+  assert.ok(doc.error.message.length > 0, 'the message must say what is wrong');
+  assert.equal(typeof doc.error.where, 'string');
+  if (where instanceof RegExp) assert.match(doc.error.where, where);
+  else if (where !== undefined) assert.equal(doc.error.where, where);
+}
+
+/** Deep equality with numbers equal to 1e-9 relative; search.time_s ignored. */
+function assertSamePlan(actual, expected, at = 'plan') {
+  if (typeof expected === 'number') {
+    assert.equal(typeof actual, 'number', `${at}: expected a number`);
+    const scale = Math.max(Math.abs(expected), Number.MIN_VALUE);
+    assert.ok(Math.abs(actual - expected) <= 1e-9 * scale, `${at}: ${actual} != ${expected}`);
+    return;
+  }
+  if (expected === null || typeof expected !== 'object') {
+    assert.equal(actual, expected, at);
+    return;
+  }
+  assert.equal(Array.isArray(actual), Array.isArray(expected), `${at}: array vs object`);
+  const keys = Object.keys(expected).filter((k) => !(at === 'plan.search' && k === 'time_s'));
+  if (!Array.isArray(expected)) {
+    assert.deepEqual(Object.keys(actual).filter((k) => !(at === 'plan.search' && k === 'time_s')).sort(), [...keys].sort(), `${at}: fields`);
+  } else {
+    assert.equal(actual.length, expected.length, `${at}: length`);
+  }
+  for (const k of keys) assertSamePlan(actual[k], expected[k], Array.isArray(expected) ? `${at}[${k}]` : `${at}.${k}`);
+}
+
+// ---- Bad input: error documents, never an abort ------------------------------------
+
+test('errors: empty and malformed JSON', () => {
+  assertError(plan(''), '');
+  assertError(plan('{"model": "alexnet",'), '');
+  assertError(plan('not json at all'));
+  assertError(JSON.parse(pase.evaluate('{')));
+});
+
+test('errors: a request that is not an object', () => {
+  assertError(plan('[]'));
+  assertError(plan('42'));
+  assertError(plan('null'));
+});
+
+test('errors: unknown model names the model field', () => {
+  const doc = plan({ model: 'lenet', cluster: { devices: 8 } });
+  assertError(doc, 'model');
+  assert.match(doc.error.message, /lenet/);
+});
+
+test('errors: zero, negative and fractional devices name cluster.devices', () => {
+  for (const devices of [0, -4, 2.5, 'eight', null]) {
+    assertError(plan({ model: 'alexnet', cluster: { devices } }), 'cluster.devices');
+  }
+});
+
+test('errors: non-positive throughput and bandwidth name their fields', () => {
+  assertError(plan({ model: 'alexnet', cluster: { tflops: 0 } }), 'cluster.tflops');
+  assertError(plan({ model: 'alexnet', cluster: { bandwidth_gbps: -1 } }), 'cluster.bandwidth_gbps');
+});
+
+test('errors: unknown request field and unknown order', () => {
+  assertError(plan({ model: 'alexnet', devices: 8 }), 'devices');
+  assertError(plan({ model: 'alexnet', order: 'dfs' }), 'order');
+});
+
+test('errors: an invalid graph names the layer and field', () => {
+  const graph = JSON.parse(readFileSync(path.join(examplesDir, 'small_cnn.json'), 'utf8'));
+  const i = graph.layers.findIndex((l) => l.op === 'Conv' && l.name !== graph.layers[0].name);
+  graph.layers[i].filter[1] += 1; // input channels no longer match
+  assertError(plan({ graph, cluster: { devices: 8 } }), `graph.layers[${i}].filter`);
+
+  const typo = JSON.parse(readFileSync(path.join(examplesDir, 'mlp_residual.json'), 'utf8'));
+  typo.layers[0].unit = typo.layers[0].units; // a typo must not be ignored
+  assertError(plan({ graph: typo, cluster: { devices: 8 } }), /^graph\.layers\[0\]/);
+
+  assertError(plan({ graph: { format: 'pase-graph/9', inputs: {}, layers: [] } }), /^graph/);
+  assertError(plan({ graph: 'small_cnn.json' }), /^graph/);
+});
+
+test('errors: a plan over the memory limit is refused, not attempted', () => {
+  // BFS on the transformer has dependent sets of dozens of vertices: the memory
+  // guard must refuse it up front (an attempt would abort or hang the module).
+  const doc = plan({ model: 'transformer', cluster: { devices: 64 }, order: 'bfs' });
+  assertError(doc, 'max_memory');
+  assert.match(doc.error.message, /limit/);
+  assertError(plan({ model: 'alexnet', cluster: { devices: 8 }, max_memory: 1 }), 'max_memory');
+});
+
+test('errors: with the memory guard off, an impossible plan still ends in an error document', () => {
+  // max_memory 0 lifts the guard: the allocation itself must fail cleanly
+  // (a C++ exception caught at the API edge), not abort the module.
+  assertError(plan({ model: 'transformer', cluster: { devices: 64 }, order: 'bfs', max_memory: 0 }));
+});
+
+test('errors: evaluate without or with a malformed strategy', () => {
+  assertError(JSON.parse(pase.evaluate(JSON.stringify({ model: 'alexnet' }))), 'strategy');
+  assertError(JSON.parse(pase.evaluate(JSON.stringify({ model: 'alexnet', strategy: [[1]] }))), /^strategy/);
+});
+
+test('errors: exportModel with an unknown name or a bad batch', () => {
+  assertError(JSON.parse(pase.exportModel('lenet', 0)), 'model');
+  assertError(JSON.parse(pase.exportModel('alexnet', -1)), 'batch');
+  for (const batch of [1.5, NaN, Infinity, 1e300]) assertError(JSON.parse(pase.exportModel('alexnet', batch)), 'batch');
+});
+
+test('errors: the module still plans after every kind of error', () => {
+  const doc = plan({ model: 'alexnet', cluster: { devices: 8 } });
+  assert.equal(doc.error, undefined);
+  assert.ok(doc.cost > 0);
+});
+
+// ---- The API surface --------------------------------------------------------------
+
+test('version: the project version of CMakeLists.txt', () => {
+  const cmake = readFileSync(path.join(repo, 'CMakeLists.txt'), 'utf8');
+  const [, expected] = cmake.match(/project\([^)]*VERSION\s+([0-9.]+)/);
+  assert.equal(pase.version(), expected);
+});
+
+test('models: the five benchmark networks in the order of models.md', () => {
+  const models = JSON.parse(pase.models());
+  assert.deepEqual(models.map((m) => m.name), benchmarkModels);
+  for (const m of models) {
+    assert.ok(m.default_batch > 0 && m.vertices > 0 && m.edges > 0, m.name);
+    assert.equal(typeof m.description, 'string');
+  }
+});
+
+test('plan: progress is optional, and when given rises to 1', () => {
+  const request = JSON.stringify({ model: 'inception3', cluster: { devices: 8 } });
+  const fractions = [];
+  const withProgress = JSON.parse(pase.plan(request, (f) => fractions.push(f)));
+  assert.ok(fractions.length >= 2, 'several progress reports');
+  assert.ok(fractions.every((f, i) => f >= 0 && f <= 1 && (i === 0 || f >= fractions[i - 1])), 'monotone in [0, 1]');
+  assert.equal(fractions.at(-1), 1);
+  assertSamePlan(JSON.parse(pase.plan(request, undefined)), withProgress);
+  assertSamePlan(JSON.parse(pase.plan(request, null)), withProgress);
+  assertSamePlan(JSON.parse(pase.plan(request)), withProgress);
+});
+
+test('plan: alexnet at 8 devices reaches the golden optimum of the PaSE prototype', () => {
+  // shared/golden/alexnet_p8.json: optimal_cost at 10 TFLOP/s, 16 GB/s, batch 128.
+  const doc = plan({ model: 'alexnet', cluster: { devices: 8, tflops: 10, bandwidth_gbps: 16 } });
+  assert.ok(Math.abs(doc.cost - 97098296512) <= 1e-9 * 97098296512, `cost ${doc.cost}`);
+  const parts = doc.breakdown.compute + doc.breakdown.comm + doc.breakdown.redistribution;
+  assert.ok(Math.abs(parts - doc.cost) <= 1e-9 * doc.cost, 'the breakdown adds up to the cost');
+});
+
+test('evaluate: the strategy of a plan costs what the plan said', () => {
+  const planned = plan({ model: 'resnet101', cluster: { devices: 8 } });
+  const evaluated = JSON.parse(pase.evaluate(JSON.stringify({ model: 'resnet101', cluster: { devices: 8 }, strategy: planned })));
+  assert.equal(evaluated.error, undefined);
+  assert.ok(Math.abs(evaluated.cost - planned.cost) <= 1e-9 * planned.cost);
+});
+
+test('exportModel: the exported document plans exactly like the built-in network', () => {
+  const exported = pase.exportModel('alexnet', 64);
+  assert.equal(JSON.parse(exported).format, 'pase-graph/1');
+  assert.equal(JSON.parse(pase.exportModel('alexnet')).inputs.image[0], 128, 'the default batch');
+  const fromFile = plan(`{"graph": ${exported}, "cluster": {"devices": 8}}`);
+  const builtIn = plan({ model: 'alexnet', batch: 64, cluster: { devices: 8 } });
+  assertSamePlan(fromFile, builtIn);
+});
+
+// ---- Same results as the native CLI -------------------------------------------------
+
+for (const model of benchmarkModels) {
+  test(`native: ${model} at 8 devices equals the CLI's plan`, { skip: cliSkip }, () => {
+    assertSamePlan(plan({ model, cluster: { devices: 8 } }), cli(['plan', '--model', model, '--procs', '8']));
+  });
+}
+
+test('native: alexnet at 6 devices, 25 TFLOP/s, 100 GB/s, batch 96 equals the CLI', { skip: cliSkip }, () => {
+  const wasm = plan({ model: 'alexnet', batch: 96, cluster: { devices: 6, tflops: 25, bandwidth_gbps: 100 } });
+  const native = cli(['plan', '--model', 'alexnet', '--batch', '96', '--procs', '6', '--flops', '25', '--bandwidth', '100']);
+  assertSamePlan(wasm, native);
+});
+
+for (const file of examples) {
+  test(`native: examples/graphs/${file} at 8 devices equals the CLI's plan`, { skip: cliSkip }, () => {
+    const text = readFileSync(path.join(examplesDir, file), 'utf8');
+    const wasm = plan(`{"graph": ${text}, "cluster": {"devices": 8}}`);
+    assert.equal(wasm.error, undefined, JSON.stringify(wasm.error));
+    assertSamePlan(wasm, cli(['plan', '--graph', path.join(examplesDir, file), '--procs', '8']));
+  });
+}

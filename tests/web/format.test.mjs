@@ -1,0 +1,32 @@
+// web/format.js: the numbers the page shows.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { formatCost, formatSeconds, formatShare, formatCount } from '../../web/format.js';
+
+test('format: non-finite values show a dash', () => {
+  assert.equal(formatCost(NaN), '—');
+  assert.equal(formatSeconds(Infinity), '—');
+  assert.equal(formatCount(undefined), '—');
+});
+
+test('format: costs get SI prefixes with three digits', () => {
+  assert.equal(formatCost(0), '0');
+  assert.equal(formatCost(512), '512');
+  assert.equal(formatCost(97098296512), '97.1 G');
+  assert.equal(formatCost(1.244e12), '1.24 T');
+});
+
+test('format: seconds pick a readable unit', () => {
+  assert.equal(formatSeconds(0.0097098), '9.71 ms');
+  assert.equal(formatSeconds(2.5), '2.50 s');
+  assert.equal(formatSeconds(4.2e-5), '42.0 µs');
+  assert.equal(formatSeconds(0), '0 s');
+});
+
+test('format: tiny shares are not shown as zero', () => {
+  assert.equal(formatShare(0), '0%');
+  assert.equal(formatShare(0.0004), '<0.1%');
+  assert.equal(formatShare(0.4213), '42.1%');
+  assert.equal(formatCount(1234567), '1,234,567');
+});

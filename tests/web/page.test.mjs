@@ -1,0 +1,294 @@
+// The page end to end: headless Debian Chromium (never a downloaded browser)
+// driven by playwright-core, against build-wasm/site/ served on 127.0.0.1.
+//
+//   node --test tests/web/
+//
+// PASE_SITE overrides the site folder, PASE_CHROMIUM the browser. Without a
+// browser the tests are skipped, except under CI (CI=true). Screenshots go to
+// test-results/.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer } from './serve.mjs';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const siteDir = path.resolve(repo, process.env.PASE_SITE ?? 'build-wasm/site');
+const chromiumPath = process.env.PASE_CHROMIUM ?? '/usr/bin/chromium';
+const resultsDir = path.join(repo, 'test-results');
+const examplesDir = path.join(repo, 'examples/graphs');
+
+const skip = existsSync(chromiumPath) || process.env.CI ? false : `no browser at ${chromiumPath} (set PASE_CHROMIUM)`;
+const timeout = 120_000;
+
+let server;
+let baseUrl;
+let browser;
+let pase; // the module under Node, for the expected costs
+
+before(async () => {
+  if (skip) return;
+  assert.ok(existsSync(path.join(siteDir, 'index.html')), `${siteDir}/index.html not found: build the site first`);
+  const { chromium } = await import('playwright-core');
+  ({ server, url: baseUrl } = await startServer(siteDir));
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    // A fresh temporary profile per launch; nothing reaches the network.
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  const createPase = createRequire(import.meta.url)(path.join(siteDir, 'pase.js'));
+  pase = await createPase({ wasmBinary: readFileSync(path.join(siteDir, 'pase.wasm')) });
+  mkdirSync(resultsDir, { recursive: true });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+// ---- Helpers --------------------------------------------------------------------
+
+/** A page in a fresh context; `problems` collects console errors, page errors and CSP reports. */
+async function openPage(query = '', { viewport = { width: 1400, height: 1000 } } = {}) {
+  const context = await browser.newContext({ viewport, acceptDownloads: true });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  await page.goto(baseUrl + query);
+  return { page, problems, close: () => context.close() };
+}
+
+async function waitReady(page) {
+  await page.waitForSelector('#plan-button:not([disabled])', { timeout: 30_000 });
+}
+
+async function waitForCost(page, previous = '—') {
+  await page.waitForFunction((old) => {
+    const text = document.getElementById('total-cost').textContent;
+    return text !== old && Number.isFinite(Number(text));
+  }, previous, { timeout: 60_000 });
+  return Number(await page.textContent('#total-cost'));
+}
+
+function expectedCost(request) {
+  const doc = JSON.parse(pase.plan(JSON.stringify(request), undefined));
+  assert.equal(doc.error, undefined, JSON.stringify(doc.error));
+  return doc.cost;
+}
+
+function assertClose(actual, expected, what) {
+  assert.ok(Math.abs(actual - expected) <= 1e-9 * Math.abs(expected), `${what}: ${actual} != ${expected}`);
+}
+
+async function errorText(page) {
+  await page.waitForSelector('#error', { state: 'visible', timeout: 30_000 });
+  return page.textContent('#error');
+}
+
+// ---- Error paths first ----------------------------------------------------------
+
+test('page: an invalid file shows what is wrong and where', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage();
+  await waitReady(page);
+  assert.equal(await page.isVisible('#error'), false, 'no error before anything went wrong');
+
+  // Not JSON at all.
+  await page.setInputFiles('#graph-file', { name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{"format": "pase-graph/1", "layers": [') });
+  let text = await errorText(page);
+  assert.match(text, /broken\.json/);
+  assert.match(text, /not valid JSON/);
+
+  // Valid JSON, invalid graph: the error names the layer and field of the file.
+  const graph = JSON.parse(readFileSync(path.join(examplesDir, 'small_cnn.json'), 'utf8'));
+  graph.layers[2].filter[1] += 1;
+  await page.setInputFiles('#graph-file', { name: 'bad-filter.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(graph)) });
+  await page.waitForFunction(() => document.getElementById('error').textContent.includes('bad-filter.json'));
+  text = await page.textContent('#error');
+  assert.match(text, /layers\[2\]\.filter/);
+  await page.screenshot({ path: path.join(resultsDir, 'page-invalid-file.png') });
+
+  // The bad file did not become the graph; planning a model clears the error.
+  assert.equal(await page.inputValue('#model-select'), 'alexnet');
+  await page.click('#plan-button');
+  await waitForCost(page);
+  assert.equal(await page.isVisible('#error'), false, 'the error is gone after a good plan');
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('page: an invalid cluster marks the field', { skip, timeout }, async () => {
+  const { page, close } = await openPage();
+  await waitReady(page);
+  await page.fill('#devices', '0');
+  await page.click('#plan-button');
+  const text = await errorText(page);
+  assert.match(text, /cluster\.devices/);
+  assert.equal(await page.getAttribute('#devices', 'aria-invalid'), 'true');
+  await close();
+});
+
+test('page: a plan over the memory limit says the graph is too big', { skip, timeout }, async () => {
+  const { page, close } = await openPage();
+  await waitReady(page);
+  await page.selectOption('#model-select', 'transformer');
+  await page.fill('#devices', '64');
+  await page.click('.advanced summary');
+  await page.selectOption('#order', 'bfs');
+  await page.click('#plan-button');
+  const text = await errorText(page);
+  assert.match(text, /too big/);
+  assert.match(text, /limit/);
+  assert.match(await page.textContent('#status'), /failed/i);
+  await close();
+});
+
+test('page: a module that fails to load is reported in the error box', { skip, timeout }, async () => {
+  const context = await browser.newContext();
+  // Workers' requests go through the context, so the route reaches them.
+  await context.route('**/pase.wasm', (route) => route.fulfill({ status: 404, body: 'gone' }));
+  const page = await context.newPage();
+  await page.goto(baseUrl);
+  const text = await errorText(page);
+  assert.match(text, /failed to load/i);
+  assert.equal(await page.isDisabled('#plan-button'), true);
+  await context.close();
+});
+
+// ---- Planning -------------------------------------------------------------------
+
+test('page: plans a built-in network and downloads the plan', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage();
+  await waitReady(page);
+  await page.selectOption('#model-select', 'inception3');
+  assert.equal(await page.inputValue('#batch'), '128', 'the model default batch');
+  await page.fill('#batch', '64');
+  await page.selectOption('#preset', 'v100-nvlink2');
+  assert.equal(await page.inputValue('#tflops'), '15.7');
+  await page.fill('#bandwidth', '100'); // editable after a preset
+  assert.equal(await page.inputValue('#preset'), 'custom');
+  await page.fill('#devices', '16');
+  await page.click('#plan-button');
+  const cost = await waitForCost(page);
+  assertClose(cost, expectedCost({ model: 'inception3', batch: 64, cluster: { devices: 16, tflops: 15.7, bandwidth_gbps: 100 } }), 'inception3');
+
+  assert.equal(await page.isVisible('#error'), false);
+  assert.match(await page.textContent('#step-time'), /\d+(\.\d+)? (ms|s|µs)/);
+  assert.equal(await page.locator('#strategy-table tbody tr').count(), 219);
+  assert.ok(await page.locator('#strategy-table .dim.split').count() > 0, 'split dimensions are marked');
+  assert.equal(await page.locator('#graph svg .node').count(), 219);
+  assert.equal(await page.locator('#progress').evaluate((p) => p.value), 1);
+
+  // The state is in the URL.
+  const url = new URL(page.url());
+  assert.equal(url.searchParams.get('model'), 'inception3');
+  assert.equal(url.searchParams.get('batch'), '64');
+  assert.equal(url.searchParams.get('devices'), '16');
+  assert.equal(url.searchParams.get('bw'), '100');
+
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-button')]);
+  const saved = JSON.parse(readFileSync(await download.path(), 'utf8'));
+  assertClose(saved.cost, cost, 'downloaded plan');
+  assert.equal(saved.vertices.length, 219);
+
+  await page.screenshot({ path: path.join(resultsDir, 'page-inception3.png'), fullPage: true });
+  assert.deepEqual(problems, [], 'no console errors or CSP violations');
+  await close();
+});
+
+test('page: uploads an example graph and plans it', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage();
+  await waitReady(page);
+  const file = path.join(examplesDir, 'attention_block.json');
+  await page.setInputFiles('#graph-file', file);
+  await page.waitForFunction(() => document.getElementById('model-select').value === 'upload');
+  assert.equal(await page.isDisabled('#batch'), true, 'a graph file sets its own batch');
+  await page.fill('#devices', '8');
+  await page.click('#plan-button');
+  const cost = await waitForCost(page);
+  const graph = JSON.parse(readFileSync(file, 'utf8'));
+  assertClose(cost, expectedCost({ graph, cluster: { devices: 8 } }), 'attention_block');
+  assert.equal(await page.locator('#strategy-table tbody tr').count(), graph.layers.length);
+  await page.screenshot({ path: path.join(resultsDir, 'page-upload.png'), fullPage: true });
+
+  // The link carries the uploaded graph: opening it plans the same graph.
+  const shared = await openPage(new URL(page.url()).search + new URL(page.url()).hash);
+  assertClose(await waitForCost(shared.page), cost, 'shared link');
+  await shared.close();
+
+  // Choosing another model leaves the uploaded graph.
+  await page.selectOption('#model-select', 'rnnlm');
+  assert.equal(await page.isDisabled('#batch'), false);
+  await page.click('#plan-button');
+  assertClose(await waitForCost(page, String(cost)), expectedCost({ model: 'rnnlm', cluster: { devices: 8 } }), 'rnnlm');
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('page: cancels a long plan and stays responsive', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage();
+  await waitReady(page);
+  await page.selectOption('#model-select', 'transformer');
+  await page.fill('#devices', '64');
+  await page.click('#plan-button');
+  // Progress arrives while the worker computes...
+  await page.waitForFunction(() => document.getElementById('progress').value > 0, null, { timeout: 30_000 });
+  assert.equal(await page.isEnabled('#cancel-button'), true);
+  // ...and the main thread still answers input.
+  await page.fill('#batch', '32');
+  assert.equal(await page.inputValue('#batch'), '32');
+  await page.click('#cancel-button');
+  assert.match(await page.textContent('#status'), /cancelled/i);
+  assert.equal(await page.isDisabled('#cancel-button'), true);
+  assert.equal(await page.textContent('#total-cost'), '—', 'no result from the cancelled plan');
+  assert.equal(await page.isVisible('#error'), false, 'cancelling is not an error');
+
+  // The restarted worker plans again.
+  await page.selectOption('#model-select', 'alexnet');
+  await page.fill('#devices', '8');
+  await page.click('#plan-button');
+  assertClose(await waitForCost(page), expectedCost({ model: 'alexnet', cluster: { devices: 8 } }), 'after cancel');
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('page: a new plan replaces the one in flight', { skip, timeout }, async () => {
+  const { page, close } = await openPage();
+  await waitReady(page);
+  await page.selectOption('#model-select', 'transformer');
+  await page.fill('#devices', '64');
+  await page.click('#plan-button');
+  await page.waitForFunction(() => document.getElementById('progress').value > 0, null, { timeout: 30_000 });
+  await page.selectOption('#model-select', 'rnnlm');
+  await page.fill('#devices', '4');
+  await page.click('#plan-button');
+  const cost = await waitForCost(page);
+  assertClose(cost, expectedCost({ model: 'rnnlm', cluster: { devices: 4 } }), 'rnnlm');
+  // A late answer from the old worker must not overwrite it.
+  await page.waitForTimeout(500);
+  assertClose(Number(await page.textContent('#total-cost')), cost, 'still the new plan');
+  assert.match(await page.textContent('#plan-title'), /rnnlm/);
+  await close();
+});
+
+test('page: a shared link plans on load, and ?embed=1 is compact', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage('?model=alexnet&devices=4&tflops=20&bw=50&embed=1', { viewport: { width: 760, height: 640 } });
+  const cost = await waitForCost(page);
+  assertClose(cost, expectedCost({ model: 'alexnet', cluster: { devices: 4, tflops: 20, bandwidth_gbps: 50 } }), 'embedded alexnet');
+  assert.equal(await page.isVisible('#model-select'), false, 'no controls when embedded');
+  assert.equal(await page.isVisible('#strategy-table'), false);
+  assert.equal(await page.isVisible('#graph svg'), true);
+  const full = new URL(await page.getAttribute('#open-full', 'href'));
+  assert.equal(full.searchParams.get('embed'), null);
+  assert.equal(full.searchParams.get('devices'), '4');
+  await page.screenshot({ path: path.join(resultsDir, 'page-embed.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await close();
+});

@@ -1,0 +1,40 @@
+// Number formatting for the page. Costs are FLOP-equivalents (large numbers
+// whose magnitude matters more than their digits); times are seconds.
+
+const siPrefixes = [
+  [1e18, 'E'], [1e15, 'P'], [1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k'],
+];
+
+/** 70320712672 -> "70.3 G"; three significant digits. */
+export function formatCost(value) {
+  if (!Number.isFinite(value)) return '—';
+  if (value === 0) return '0';
+  const abs = Math.abs(value);
+  for (const [scale, prefix] of siPrefixes) {
+    if (abs >= scale) return `${(value / scale).toPrecision(3)} ${prefix}`;
+  }
+  return value.toPrecision(3);
+}
+
+/** 0.0097 -> "9.70 ms". */
+export function formatSeconds(seconds) {
+  if (!Number.isFinite(seconds)) return '—';
+  const abs = Math.abs(seconds);
+  if (abs >= 1) return `${seconds.toPrecision(3)} s`;
+  if (abs >= 1e-3) return `${(seconds * 1e3).toPrecision(3)} ms`;
+  if (abs >= 1e-6) return `${(seconds * 1e6).toPrecision(3)} µs`;
+  if (abs === 0) return '0 s';
+  return `${(seconds * 1e9).toPrecision(3)} ns`;
+}
+
+/** 0.4213 -> "42.1%"; shares under 0.1% show as "<0.1%" rather than "0.0%". */
+export function formatShare(fraction) {
+  if (!Number.isFinite(fraction) || fraction <= 0) return '0%';
+  if (fraction < 0.001) return '<0.1%';
+  return `${(fraction * 100).toFixed(1)}%`;
+}
+
+/** 1234567 -> "1,234,567". */
+export function formatCount(value) {
+  return Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : '—';
+}

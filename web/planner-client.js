@@ -1,0 +1,95 @@
+// Request/response calls to the planner worker (worker.js).
+//
+// Each call() gets a fresh id and a promise; the worker answers with
+// {id, result}, {id, error} or, while planning, {id, progress}. There is no
+// way to interrupt WebAssembly that is busy computing, so restart() terminates
+// the worker and starts a new one; calls still in flight reject with a
+// PlannerError of kind 'cancelled'.
+
+export class PlannerError extends Error {
+  /**
+   * @param {string} message what is wrong
+   * @param {string} where field path into the request ("cluster.devices"), or ''
+   * @param {'input'|'module'|'cancelled'} kind
+   */
+  constructor(message, where = '', kind = 'input') {
+    super(message);
+    this.name = 'PlannerError';
+    this.where = where;
+    this.kind = kind;
+  }
+}
+
+export class PlannerClient {
+  #workerUrl;
+  #worker = null;
+  #nextId = 1;
+  #pending = new Map(); // id -> {resolve, reject, onProgress}
+
+  constructor(workerUrl = 'worker.js') {
+    this.#workerUrl = workerUrl;
+    this.#start();
+  }
+
+  /** Number of calls not yet answered. */
+  get pendingCount() {
+    return this.#pending.size;
+  }
+
+  /**
+   * Sends one request. Resolves with the parsed result document; rejects with
+   * a PlannerError carrying the module's {message, where}.
+   */
+  call(action, payload, { onProgress } = {}) {
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, onProgress });
+      this.#worker.postMessage({ id, action, payload });
+    });
+  }
+
+  /** Abandons all calls in flight and starts a fresh worker. */
+  restart() {
+    this.#worker.terminate();
+    this.#failAll(new PlannerError('cancelled', '', 'cancelled'));
+    this.#start();
+  }
+
+  #start() {
+    const worker = new Worker(this.#workerUrl);
+    // Messages or errors from a worker that has been replaced are late
+    // answers to abandoned calls: ignore them.
+    worker.onmessage = (event) => {
+      if (worker === this.#worker) this.#receive(event.data);
+    };
+    worker.onerror = (event) => {
+      if (worker !== this.#worker) return;
+      event.preventDefault();
+      const detail = event.message ? `: ${event.message}` : '';
+      this.#failAll(new PlannerError(`the planner worker failed${detail}`, 'module', 'module'));
+    };
+    this.#worker = worker;
+  }
+
+  #receive(message) {
+    const entry = this.#pending.get(message.id);
+    if (!entry) return;
+    if ('progress' in message) {
+      entry.onProgress?.(message.progress);
+      return;
+    }
+    this.#pending.delete(message.id);
+    if ('error' in message) {
+      const { message: text = 'unknown error', where = '' } = message.error ?? {};
+      entry.reject(new PlannerError(text, where, where === 'module' ? 'module' : 'input'));
+    } else {
+      entry.resolve(message.result);
+    }
+  }
+
+  #failAll(error) {
+    const entries = [...this.#pending.values()];
+    this.#pending.clear();
+    for (const entry of entries) entry.reject(error);
+  }
+}

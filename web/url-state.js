@@ -1,0 +1,129 @@
+// The page state in the URL, so that a plan can be shared as a link.
+//
+//   ?model=alexnet&batch=128&devices=8&tflops=10&bw=16[&order=bfs][&embed=1]
+//   ?example=small_cnn&devices=8...           an example graph shipped with the site
+//   ?graph=my-net.json&devices=8...#g=z...    an uploaded graph, carried in the
+//                                             fragment (never sent to a server),
+//                                             deflated and base64url-encoded
+//
+// Fields missing from the URL keep the page defaults. Nothing here validates
+// values: the module reports bad ones with the field they came from.
+
+// A link should stay pasteable; larger uploads are not put in the URL.
+export const maxGraphFragment = 48 * 1024;
+
+/**
+ * @typedef {{kind: 'model', name: string, batch: number|null}
+ *         | {kind: 'example', name: string}
+ *         | {kind: 'upload', fileName: string, text: string}} Source
+ * @typedef {{source: Source|null, devices: number|null, tflops: number|null,
+ *            bandwidth: number|null, order: string|null, embed: boolean,
+ *            hasPlanState: boolean}} PageState
+ */
+
+function numberParam(params, name) {
+  const text = params.get(name)?.trim();
+  if (!text) return null; // absent or empty: keep the page default
+  const value = Number(text);
+  return Number.isFinite(value) ? value : null;
+}
+
+/** Reads the state of a URL; async because an uploaded graph is inflated. */
+export async function readState(href) {
+  const url = new URL(href);
+  const params = url.searchParams;
+  /** @type {Source|null} */
+  let source = null;
+  if (params.has('model')) {
+    source = { kind: 'model', name: params.get('model'), batch: numberParam(params, 'batch') };
+  } else if (params.has('example')) {
+    source = { kind: 'example', name: params.get('example') };
+  } else if (params.has('graph')) {
+    const fragment = new URLSearchParams(url.hash.slice(1)).get('g');
+    if (fragment) {
+      source = { kind: 'upload', fileName: params.get('graph'), text: await decodeText(fragment) };
+    }
+  }
+  return {
+    source,
+    devices: numberParam(params, 'devices'),
+    tflops: numberParam(params, 'tflops'),
+    bandwidth: numberParam(params, 'bw'),
+    order: params.get('order'),
+    embed: params.get('embed') === '1',
+    // A link that names what to plan is a shared plan: the page plans it on load.
+    hasPlanState: source !== null,
+  };
+}
+
+/**
+ * The URL for a state, relative to `base`. Returns {href, graphShared}:
+ * graphShared is false when an uploaded graph was too large for the link.
+ */
+export async function writeState(base, state) {
+  const url = new URL(base);
+  url.search = '';
+  url.hash = '';
+  const params = url.searchParams;
+  const { source } = state;
+  let graphShared = true;
+  if (source?.kind === 'model') {
+    params.set('model', source.name);
+    if (source.batch != null) params.set('batch', String(source.batch));
+  } else if (source?.kind === 'example') {
+    params.set('example', source.name);
+  } else if (source?.kind === 'upload') {
+    const encoded = await encodeText(source.text);
+    if (encoded.length <= maxGraphFragment) {
+      params.set('graph', source.fileName);
+      url.hash = `g=${encoded}`;
+    } else {
+      graphShared = false;
+    }
+  }
+  for (const [name, value] of [['devices', state.devices], ['tflops', state.tflops], ['bw', state.bandwidth]]) {
+    if (value != null && value !== '') params.set(name, String(value));
+  }
+  if (state.order && state.order !== 'genseq') params.set('order', state.order);
+  if (state.embed) params.set('embed', '1');
+  return { href: url.href, graphShared };
+}
+
+// ---- Compact text encoding ------------------------------------------------------
+// "z" + base64url(deflate-raw(utf8)) where CompressionStream exists (every
+// current browser), "u" + base64url(utf8) otherwise.
+
+async function pipeBytes(bytes, transform) {
+  const stream = new Blob([bytes]).stream().pipeThrough(transform);
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+function toBase64Url(bytes) {
+  let binary = '';
+  // Chunked: String.fromCharCode(...bytes) overflows the stack on large inputs.
+  for (let i = 0; i < bytes.length; i += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  }
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function fromBase64Url(text) {
+  const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+export async function encodeText(text) {
+  const bytes = new TextEncoder().encode(text);
+  if (typeof CompressionStream === 'function') {
+    return `z${toBase64Url(await pipeBytes(bytes, new CompressionStream('deflate-raw')))}`;
+  }
+  return `u${toBase64Url(bytes)}`;
+}
+
+export async function decodeText(encoded) {
+  let bytes = fromBase64Url(encoded.slice(1));
+  if (encoded[0] === 'z') bytes = await pipeBytes(bytes, new DecompressionStream('deflate-raw'));
+  return new TextDecoder().decode(bytes);
+}
