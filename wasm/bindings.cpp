@@ -14,6 +14,7 @@
 #include <new>
 #include <string>
 
+#include "pase/compare.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
@@ -61,6 +62,12 @@ std::string evaluate(const std::string& request) {
   return guard([&] { return pase::evaluate_json(request); });
 }
 
+// compare(requestJson): a plan request plus an optional "mcmc" object
+// (compare.hpp, compare_json()); every strategy priced on the same cost model.
+std::string compare(const std::string& request) {
+  return guard([&] { return pase::compare_json(request); });
+}
+
 std::string models() {
   return guard([] { return pase::models_to_json(); });
 }
@@ -91,6 +98,7 @@ EMSCRIPTEN_BINDINGS(pase) {
   emscripten::function("plan", &plan);
   emscripten::function("plan", &plan_without_progress);
   emscripten::function("evaluate", &evaluate);
+  emscripten::function("compare", &compare);
   emscripten::function("models", &models);
   emscripten::function("exportModel", &export_model);
   emscripten::function("exportModel", &export_model_default_batch);

@@ -12,6 +12,7 @@ import { formatCost, formatCount, formatSeconds } from './format.js';
 import { renderTable, clearTable, highlightRow } from './views/table.js';
 import { renderGraph, renderLegend, highlightVertex } from './views/graph.js';
 import { renderBreakdown } from './views/charts.js';
+import { renderComparison, renderComparisonMessage } from './views/compare.js';
 import { el } from './views/dom.js';
 
 const $ = (id) => document.getElementById(id);
@@ -45,6 +46,7 @@ const ui = {
   graph: $('graph'),
   legend: $('graph-legend'),
   table: $('strategy-table'),
+  comparison: $('comparison'),
   shareButton: $('share-button'),
   openFull: $('open-full'),
   moduleVersion: $('module-version'),
@@ -55,6 +57,10 @@ const defaultDevices = 8;
 // Files beyond this are refused before reading: the benchmark networks export
 // to well under 1 MB, so anything this large is not a graph worth planning here.
 const maxFileBytes = 32 * 1024 * 1024;
+// The comparison's MCMC search gets a fixed proposal budget and no time
+// limit, so the page shows the same numbers on every machine (compare.hpp,
+// DETERMINISM); 20000 proposals take well under a second on every benchmark.
+const comparisonMcmc = { iterations: 20000, time_limit_s: 0 };
 const uploadValue = 'upload';
 const examplePrefix = 'example:';
 
@@ -75,6 +81,7 @@ const state = {
   source: null,    // {kind: 'model', name} | {kind: 'example', name, text} | {kind: 'upload', fileName, text}
   upload: null,    // the last uploaded graph, kept selectable: {fileName, text}
   running: null,   // token of the plan in flight; any other answer is stale
+  comparing: null, // token of the comparison in flight, likewise
   plan: null,      // the last result document
   planText: '',    // ... and its JSON for the download
   embed: false,
@@ -95,8 +102,13 @@ function setProgress(fraction) {
 }
 
 function setRunning(running) {
-  ui.cancelButton.disabled = !running;
   document.body.classList.toggle('planning', running);
+  syncCancelButton();
+}
+
+/** Cancel stops whatever the worker is doing: a plan or, after it, its comparison. */
+function syncCancelButton() {
+  ui.cancelButton.disabled = !(state.running || state.comparing);
 }
 
 function clearFieldMarks() {
@@ -160,9 +172,11 @@ function displayName(model) {
 }
 
 /** The request as JSON text. A graph file's text is spliced in unchanged, so
- *  the module sees exactly the bytes the user gave (and the CLI would). */
-function requestText() {
-  const tail = `"cluster": ${JSON.stringify(cluster())}, "order": ${JSON.stringify(ui.order.value)}`;
+ *  the module sees exactly the bytes the user gave (and the CLI would).
+ *  `extra` holds further request fields (the comparison's "mcmc"). */
+function requestText(extra = {}) {
+  let tail = `"cluster": ${JSON.stringify(cluster())}, "order": ${JSON.stringify(ui.order.value)}`;
+  for (const [key, value] of Object.entries(extra)) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
   const source = state.source;
   if (source.kind === 'model') {
     const batch = numberValue(ui.batch);
@@ -281,6 +295,7 @@ async function acceptFile(file) {
   // A plan of the old graph is moot once a new graph arrives; stopping it
   // also frees the worker to check the file at once.
   if (state.running) cancelPlan('Plan cancelled: a new graph was loaded.');
+  cancelComparison('Comparison cancelled: a new graph was loaded.');
   setStatus(`Checking ${file.name}…`);
   try {
     // One device has one configuration per layer, so this is a full
@@ -333,6 +348,7 @@ function setUpDropTarget() {
 async function startPlan() {
   if (!state.source) return;
   if (state.running) cancelPlan(); // a new plan replaces the one in flight
+  cancelComparison(); // ... and the comparison of the previous plan
   clearError();
   const token = {};
   state.running = token;
@@ -342,7 +358,11 @@ async function startPlan() {
   setStatus(`Planning ${label}…`);
   updateUrl();
   const request = requestText();
+  // Built now, from the inputs this plan answers, not from what the form
+  // says once the plan is done.
+  const compareRequest = requestText({ mcmc: comparisonMcmc });
   const started = performance.now();
+  let planned = false;
   try {
     const plan = await state.client.call('plan', request, {
       onProgress: (fraction) => {
@@ -356,6 +376,7 @@ async function startPlan() {
     showPlan(plan);
     setProgress(1);
     setStatus(`Planned ${label} in ${formatSeconds((performance.now() - started) / 1000)}.`);
+    planned = true;
   } catch (e) {
     if (state.running !== token) return; // superseded or cancelled
     const file = state.source.kind === 'model' ? undefined : sourceLabel(state.source);
@@ -369,6 +390,40 @@ async function startPlan() {
       setRunning(false);
     }
   }
+  if (planned) compareStrategies(compareRequest, label);
+}
+
+/** Prices the baselines (data parallel, expert, MCMC) next to the plan just
+ *  shown, in the same worker; its errors stay in the comparison card, since
+ *  the plan itself succeeded. */
+async function compareStrategies(request, label) {
+  const token = {};
+  state.comparing = token;
+  syncCancelButton();
+  renderComparisonMessage(ui.comparison, 'Comparing with data parallelism, the expert strategy and an MCMC search…');
+  const started = performance.now();
+  try {
+    const comparison = await state.client.call('compare', request);
+    if (state.comparing !== token) return;
+    renderComparison(ui.comparison, comparison);
+    setStatus(`Planned ${label}; compared with the baselines in ${formatSeconds((performance.now() - started) / 1000)}.`);
+  } catch (e) {
+    if (state.comparing !== token) return; // superseded or cancelled
+    renderComparisonMessage(ui.comparison, `The comparison failed: ${e.message}`, { error: true });
+  } finally {
+    if (state.comparing === token) {
+      state.comparing = null;
+      syncCancelButton();
+    }
+  }
+}
+
+function cancelComparison(message = 'Comparison cancelled.') {
+  if (!state.comparing) return;
+  state.comparing = null;
+  state.client.restart();
+  renderComparisonMessage(ui.comparison, message);
+  syncCancelButton();
 }
 
 function cancelPlan(message = 'Plan cancelled.') {
@@ -486,7 +541,10 @@ function wireControls() {
     updateUrl();
   });
   ui.planButton.addEventListener('click', startPlan);
-  ui.cancelButton.addEventListener('click', () => cancelPlan());
+  ui.cancelButton.addEventListener('click', () => {
+    if (state.running) cancelPlan();
+    else cancelComparison();
+  });
   ui.downloadButton.addEventListener('click', downloadPlan);
   ui.errorClose.addEventListener('click', clearError);
   ui.shareButton.addEventListener('click', copyLink);

@@ -33,6 +33,8 @@ const actions = {
   // the core sees exactly what the user gave.
   plan: (pase, payload, progress) => pase.plan(payload, progress),
   evaluate: (pase, payload) => pase.evaluate(payload),
+  // payload: a plan request plus an optional "mcmc" object (compare.hpp).
+  compare: (pase, payload) => pase.compare(payload),
   models: (pase) => pase.models(),
   exportModel: (pase, payload) => pase.exportModel(String(payload.name), Number(payload.batch ?? 0)),
   // version() is plain text, not JSON.

@@ -89,7 +89,7 @@ void run_case(Case& c, const pase::Cluster& base, uint64_t max_memory) {
     return;
   }
   c.stats = *est;
-  if (max_memory && est->peak_bytes > max_memory) {
+  if (max_memory && est->peak_bytes > static_cast<double>(max_memory)) {
     c.note = "needs " + bytes_text(est->peak_bytes) + " of tables (limit " + bytes_text(max_memory) + ")";
     return;
   }
@@ -160,8 +160,12 @@ int run_bench(const Args& args) {
   if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
   bool json = false;
   if (auto failure = format_from_flags(flags, json)) return failure->report("bench");
+  // --procs is a list here: only the machine's speeds go through the shared parser.
+  Flags machine;
+  for (std::string_view name : {"--flops", "--bandwidth"})
+    if (auto value = flags.get(name)) machine.set(name, *value);
   pase::Cluster cluster;
-  if (auto failure = cluster_from_flags(flags, cluster)) return failure->report("bench");
+  if (auto failure = cluster_from_flags(machine, cluster)) return failure->report("bench");
   std::vector<std::string> models;
   for (const pase::ModelInfo& m : pase::list_models()) models.push_back(m.name);
   if (auto text = flags.get("--models")) models = split_list(*text);
@@ -199,7 +203,7 @@ int run_bench(const Args& args) {
   std::vector<Case> cases;
   auto t0 = std::chrono::steady_clock::now();
   auto ns_per_pair = [](const Case& c) {
-    return c.stats.pairs ? c.time_s * 1e9 / static_cast<double>(c.stats.pairs) : 0.0;
+    return c.stats.pairs > 0 ? c.time_s * 1e9 / c.stats.pairs : 0.0;
   };
   for (const std::string& m : models)
     for (int64_t p : procs)
@@ -237,7 +241,7 @@ int run_bench(const Args& args) {
   double pairs = 0, secs = 0;
   for (const Case& c : cases)
     if (c.ran) {
-      pairs += static_cast<double>(c.stats.pairs);
+      pairs += c.stats.pairs;
       secs += c.time_s;
     }
   double overall = pairs > 0 ? secs * 1e9 / pairs : 0;

@@ -348,6 +348,12 @@ inline std::string grouped(uint64_t n) {
   return out;
 }
 
+// A count that may exceed 64 bits (predicted sizes of absurd orders).
+inline std::string grouped(double n) {
+  if (n < 1e15) return grouped(static_cast<uint64_t>(n));
+  return format("%.3g", n);
+}
+
 inline std::string bytes_text(uint64_t bytes) {
   static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   double value = static_cast<double>(bytes);
@@ -357,6 +363,11 @@ inline std::string bytes_text(uint64_t bytes) {
     ++unit;
   }
   return unit == 0 ? std::to_string(bytes) + " B" : format("%.1f ", value) + kUnits[unit];
+}
+
+inline std::string bytes_text(double bytes) {
+  if (bytes < 0x1p60) return bytes_text(static_cast<uint64_t>(bytes));
+  return format("%.3g EiB", bytes / 0x1p60);
 }
 
 inline std::string seconds_text(double s) {

@@ -148,10 +148,10 @@ SearchStats stats_of(const Prepared& p, Order order) {
   SearchStats s;
   s.order = order;
   s.max_dependent_set = p.est.max_dependent_set;
-  s.table_entries = static_cast<uint64_t>(std::min(p.est.table_entries, 1.8e19));
-  s.largest_table = static_cast<uint64_t>(std::min(p.est.largest_table, 1.8e19));
-  s.pairs = static_cast<uint64_t>(std::min(p.est.pairs, 1.8e19));
-  s.peak_bytes = static_cast<uint64_t>(std::min(p.est.peak_bytes, 1.8e19));
+  s.table_entries = p.est.table_entries;
+  s.largest_table = p.est.largest_table;
+  s.pairs = p.est.pairs;
+  s.peak_bytes = p.est.peak_bytes;
   s.configurations = p.configurations;
   return s;
 }

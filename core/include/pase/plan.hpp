@@ -89,13 +89,16 @@ struct PlanOptions {
   const std::atomic<bool>* cancel = nullptr;         // checked regularly; may be null
 };
 
+// Sizes are doubles: exact below 2^53, and an order whose tables could never
+// be built (breadth-first on InceptionV3: ~1e19 entries) reports its size
+// instead of overflowing.
 struct SearchStats {
   Order order = Order::kGenSeq;
   int max_dependent_set = 0;      // largest |D(i)|
-  uint64_t table_entries = 0;     // sum of all table sizes
-  uint64_t largest_table = 0;     // entries of the largest table
-  uint64_t pairs = 0;             // (dependent-set state, configuration) pairs visited
-  uint64_t peak_bytes = 0;        // predicted peak of table memory
+  double table_entries = 0;       // sum of all table sizes
+  double largest_table = 0;       // entries of the largest table
+  double pairs = 0;               // (dependent-set state, configuration) pairs visited
+  double peak_bytes = 0;          // predicted peak of table memory
   uint64_t configurations = 0;    // sum over vertices of their configuration counts
   double time_s = 0;              // wall time of plan()
 };
