@@ -2,6 +2,7 @@
 // per-dimension split candidates, bounded by the device count.
 #include "configurations.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace pase {
@@ -30,6 +31,29 @@ bool contiguous(const Vertex& v, const int64_t* c) {
   return true;
 }
 
+// all_devices: reach[k][j] says whether dimensions k.. can multiply to exactly
+// divisors[j] (a divisor of `devices`). O(dims * candidates * divisors).
+std::vector<std::vector<char>> exact_products(const std::vector<std::vector<int64_t>>& cand,
+                                              const std::vector<int64_t>& divisors) {
+  auto index = [&](int64_t d) {
+    return static_cast<size_t>(std::lower_bound(divisors.begin(), divisors.end(), d) -
+                               divisors.begin());
+  };
+  std::vector<std::vector<char>> reach(cand.size() + 1, std::vector<char>(divisors.size(), 0));
+  reach[cand.size()][0] = 1;  // divisors[0] == 1: the empty product
+  for (size_t k = cand.size(); k-- > 0;) {
+    for (size_t j = 0; j < divisors.size(); ++j) {
+      if (!reach[k + 1][j]) continue;
+      for (int64_t e : cand[k]) {
+        const int64_t p = divisors[j] * e;  // both <= devices: no overflow
+        if (p > divisors.back()) break;     // candidates ascend
+        if (divisors.back() % p == 0) reach[k][index(p)] = 1;
+      }
+    }
+  }
+  return reach;
+}
+
 }  // namespace
 
 Result<ConfigSet> enumerate_vertex(const Vertex& v, int64_t cutoff, int64_t devices, const EnumOptions& options) {
@@ -40,12 +64,32 @@ Result<ConfigSet> enumerate_vertex(const Vertex& v, int64_t cutoff, int64_t devi
   ConfigSet set;
   set.dims = static_cast<int>(n);
   std::vector<int64_t> cur(n, 1);
-  std::vector<size_t> idx(n, 0);
   bool filter = v.op == Op::kRavel || v.op == Op::kUnravel;
-  // Depth-first over the tuple, pruning on the running product.
+  // The depth-first search below skips only subtrees that hold no kept tuple,
+  // so order and result are those of the plain product. Without the pruning, a
+  // Ravel of many dimensions, or all_devices with a device count the sizes
+  // cannot make, visits every tuple with product <= devices (billions) to keep
+  // a handful, and planning hangs.
+  std::vector<int64_t> divisors;
+  std::vector<std::vector<char>> reach;
+  if (options.all_devices) {
+    for (int64_t d = 1; d <= devices; ++d)
+      if (devices % d == 0) divisors.push_back(d);
+    reach = exact_products(cand, divisors);
+  }
+  auto can_finish = [&](size_t k, int64_t prod) {
+    if (!options.all_devices) return true;
+    if (devices % prod != 0) return false;
+    const int64_t rest = devices / prod;
+    auto it = std::lower_bound(divisors.begin(), divisors.end(), rest);
+    return reach[k][static_cast<size_t>(it - divisors.begin())] != 0;
+  };
+  // Depth-first over the tuple, pruning on the running product. `broken`:
+  // some earlier split of a Ravel/Unravel is not its full size, so every later
+  // one must be 1 (see contiguous()).
   bool too_many = false;
-  auto rec = [&](auto&& self, size_t k, int64_t prod) -> void {
-    if (too_many) return;
+  auto rec = [&](auto&& self, size_t k, int64_t prod, bool broken) -> void {
+    if (too_many || !can_finish(k, prod)) return;
     if (k == n) {
       if (options.all_devices && prod != devices) return;
       if (filter && !contiguous(v, cur.data())) return;
@@ -58,12 +102,13 @@ Result<ConfigSet> enumerate_vertex(const Vertex& v, int64_t cutoff, int64_t devi
     }
     for (int64_t e : cand[k]) {
       if (prod * e > devices) break;  // candidates ascend
+      if (filter && broken && e != 1) break;
       cur[k] = e;
-      self(self, k + 1, prod * e);
+      self(self, k + 1, prod * e, broken || e != v.dom[k]);
     }
     cur[k] = 1;
   };
-  rec(rec, 0, 1);
+  rec(rec, 0, 1, false);
   if (too_many)
     return Error{"has more than " + std::to_string(kMaxConfigurations) + " configurations at " +
                      std::to_string(devices) + " devices (use fewer devices or --pow2-only)",

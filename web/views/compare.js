@@ -86,13 +86,17 @@ export function renderComparison(container, doc) {
   const longest = Math.max(0, ...reports.map(([, r]) => r.step_time_s).filter(Number.isFinite));
   container.replaceChildren(
     headline(doc) ?? '',
-    el('div', { class: 'compare-head', 'aria-hidden': 'true' }, [
-      el('span', { text: 'Strategy' }),
-      el('span', { text: 'Predicted step time' }),
-      el('span', { class: 'num', text: 'Speedup' }),
+    // One grid for the header and all rows (rows are subgrids), so the name
+    // column is as wide as the longest name and the bars line up.
+    el('div', { class: 'compare-chart' }, [
+      el('div', { class: 'compare-head', 'aria-hidden': 'true' }, [
+        el('span', { text: 'Strategy' }),
+        el('span', { text: 'Predicted step time' }),
+        el('span', { text: 'Speedup' }),
+      ]),
+      el('ol', { class: 'compare-rows', 'aria-label': 'Predicted step time per strategy' },
+        reports.map(([name, report]) => row(name, report, doc, longest))),
     ]),
-    el('ol', { class: 'compare-rows', 'aria-label': 'Predicted step time per strategy' },
-      reports.map(([name, report]) => row(name, report, doc, longest))),
     notes(doc, reports) ?? '',
   );
 }
