@@ -25,7 +25,7 @@ const benchmarkModels = ['alexnet', 'resnet101', 'inception3', 'rnnlm', 'transfo
 const haveCli = existsSync(cliPath);
 const cliSkip = haveCli || process.env.CI ? false : `native CLI not found at ${cliPath} (build it or set PASE_CLI)`;
 
-/** @type {{plan: Function, evaluate: Function, models: Function, exportModel: Function, version: Function}} */
+/** @type {{plan: Function, evaluate: Function, compare: Function, models: Function, exportModel: Function, version: Function}} */
 let pase;
 
 before(async () => {
@@ -41,6 +41,14 @@ function plan(request, onProgress) {
   const text = typeof request === 'string' ? request : JSON.stringify(request);
   return JSON.parse(pase.plan(text, onProgress));
 }
+
+function compare(request) {
+  return JSON.parse(pase.compare(typeof request === 'string' ? request : JSON.stringify(request)));
+}
+
+// The page's budget: a fixed number of MCMC proposals and no time limit, so
+// the result does not depend on the machine.
+const pageMcmc = { iterations: 20000, time_limit_s: 0 };
 
 function cli(args) {
   assert.ok(haveCli, `native CLI not found at ${cliPath}`);
@@ -159,6 +167,18 @@ test('errors: exportModel with an unknown name or a bad batch', () => {
   for (const batch of [1.5, NaN, Infinity, 1e300]) assertError(JSON.parse(pase.exportModel('alexnet', batch)), 'batch');
 });
 
+test('errors: compare with a bad request gives an error document', () => {
+  assertError(compare(''), '');
+  assertError(compare('{"model": "alexnet",'), '');
+  assertError(compare('[]'));
+  assertError(compare({ model: 'lenet', cluster: { devices: 8 } }), 'model');
+  assertError(compare({ model: 'alexnet', cluster: { devices: 0 } }), 'cluster.devices');
+  assertError(compare({ model: 'alexnet', strategy: [[1]] }), 'strategy');
+  assertError(compare({ model: 'alexnet', mcmc: { iterations: -1 } }), 'mcmc.iterations');
+  assertError(compare({ model: 'alexnet', mcmc: { steps: 10 } }), /^mcmc/);
+  assertError(compare({ model: 'alexnet', mcmc: 5 }), /^mcmc/);
+});
+
 test('errors: the module still plans after every kind of error', () => {
   const doc = plan({ model: 'alexnet', cluster: { devices: 8 } });
   assert.equal(doc.error, undefined);
@@ -202,6 +222,40 @@ test('plan: alexnet at 8 devices reaches the golden optimum of the PaSE prototyp
   assert.ok(Math.abs(parts - doc.cost) <= 1e-9 * doc.cost, 'the breakdown adds up to the cost');
 });
 
+test('compare: alexnet at 8 devices prices every strategy against the plan', () => {
+  const request = { model: 'alexnet', cluster: { devices: 8 } };
+  const planned = plan(request);
+  const doc = compare({ ...request, mcmc: pageMcmc });
+  assert.equal(doc.error, undefined, JSON.stringify(doc.error));
+  const { strategies } = doc;
+  assert.deepEqual(Object.keys(strategies).sort(), ['data_parallel', 'expert', 'mcmc', 'pase']);
+  assert.equal(doc.expert_kind, 'owt');
+  assertSamePlan(strategies.pase.cost, planned.cost, 'pase cost');
+  // The golden data-parallel cost of AlexNet at 8 devices (batch 128, 10 TFLOP/s, 16 GB/s).
+  assertSamePlan(strategies.data_parallel.cost, 601108833248, 'data_parallel cost');
+  for (const [name, s] of Object.entries(strategies)) {
+    assert.equal(s.strategy, name);
+    assert.ok(strategies.pase.cost <= s.cost * (1 + 1e-12), `pase ${strategies.pase.cost} > ${name} ${s.cost}`);
+    assert.ok(s.step_time_s > 0, name);
+    assertSamePlan(s.speedup, strategies.data_parallel.cost / s.cost, `${name} speedup`);
+  }
+  assert.equal(strategies.mcmc.mcmc.iterations <= pageMcmc.iterations, true);
+  // No time limit: the same request gives the same search, proposal by proposal.
+  const again = compare({ ...request, mcmc: pageMcmc });
+  assert.equal(again.strategies.mcmc.cost, strategies.mcmc.cost);
+  assert.deepEqual({ ...again.strategies.mcmc.mcmc, time_s: 0 }, { ...strategies.mcmc.mcmc, time_s: 0 });
+});
+
+test('compare: a custom graph has no expert strategy and says so', () => {
+  const text = readFileSync(path.join(examplesDir, 'small_cnn.json'), 'utf8');
+  const doc = compare(`{"graph": ${text}, "cluster": {"devices": 8}, "mcmc": ${JSON.stringify(pageMcmc)}}`);
+  assert.equal(doc.error, undefined, JSON.stringify(doc.error));
+  assert.equal(doc.expert_kind, 'none');
+  assert.equal(doc.strategies.expert, undefined);
+  assert.ok(doc.notes.some((note) => /no expert strategy/.test(note)), JSON.stringify(doc.notes));
+  assertSamePlan(doc.strategies.pase.cost, plan(`{"graph": ${text}, "cluster": {"devices": 8}}`).cost, 'pase cost');
+});
+
 test('evaluate: the strategy of a plan costs what the plan said', () => {
   const planned = plan({ model: 'resnet101', cluster: { devices: 8 } });
   const evaluated = JSON.parse(pase.evaluate(JSON.stringify({ model: 'resnet101', cluster: { devices: 8 }, strategy: planned })));
@@ -231,6 +285,23 @@ test('native: alexnet at 6 devices, 25 TFLOP/s, 100 GB/s, batch 96 equals the CL
   const native = cli(['plan', '--model', 'alexnet', '--batch', '96', '--procs', '6', '--flops', '25', '--bandwidth', '100']);
   assertSamePlan(wasm, native);
 });
+
+for (const model of ['alexnet', 'transformer']) {
+  test(`native: ${model} compare at 8 devices equals the CLI's, MCMC included`, { skip: cliSkip }, () => {
+    // The MCMC draws are derived from mt19937_64 by fixed formulas, so a fixed
+    // budget reproduces across standard libraries (compare.hpp, DETERMINISM).
+    const wasm = compare({ model, cluster: { devices: 8 }, mcmc: pageMcmc });
+    const native = cli(['compare', '--model', model, '--procs', '8', '--mcmc-iterations', String(pageMcmc.iterations), '--mcmc-time', '0']);
+    assert.deepEqual(Object.keys(wasm.strategies), Object.keys(native.strategies));
+    for (const name of Object.keys(native.strategies)) {
+      assertSamePlan(wasm.strategies[name].cost, native.strategies[name].cost, `${name} cost`);
+      assert.deepEqual(wasm.strategies[name].vertices.map((v) => v.config), native.strategies[name].vertices.map((v) => v.config), `${name} configurations`);
+    }
+    const { time_s: _w, ...wasmStats } = wasm.strategies.mcmc.mcmc;
+    const { time_s: _n, ...nativeStats } = native.strategies.mcmc.mcmc;
+    assert.deepEqual(wasmStats, nativeStats);
+  });
+}
 
 for (const file of examples) {
   test(`native: examples/graphs/${file} at 8 devices equals the CLI's plan`, { skip: cliSkip }, () => {

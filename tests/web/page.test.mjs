@@ -203,6 +203,62 @@ test('page: plans a built-in network and downloads the plan', { skip, timeout },
   await close();
 });
 
+test('page: the plan is compared with the baselines in a bar chart', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage('?model=alexnet&devices=8');
+  const cost = await waitForCost(page);
+  assertClose(cost, expectedCost({ model: 'alexnet', cluster: { devices: 8 } }), 'alexnet');
+  await page.waitForSelector('#comparison [data-strategy="pase"]', { timeout: 60_000 });
+  const rows = await page.$$eval('#comparison [data-strategy]', (items) => items.map((item) => ({
+    strategy: item.dataset.strategy,
+    time: item.querySelector('.compare-time').textContent,
+    bar: item.querySelector('.compare-bar').getBoundingClientRect().width,
+  })));
+  assert.deepEqual(rows.map((r) => r.strategy), ['pase', 'data_parallel', 'expert', 'mcmc']);
+  // The comparison's PaSE entry is the plan on display.
+  assert.equal(rows[0].time, await page.textContent('#step-time'));
+  assert.equal(rows[1].time, '60.1 ms', 'data parallelism: 601108833248 at 10 TFLOP/s');
+  for (const r of rows) assert.ok(rows[0].bar <= r.bar + 0.5, `PaSE's bar (${rows[0].bar}px) is longer than ${r.strategy}'s (${r.bar}px)`);
+  assert.ok(rows[1].bar > rows[0].bar * 2, 'data parallelism is far slower on AlexNet');
+  assert.match(await page.textContent('#comparison'), /6\.19× faster than data parallelism/);
+  assert.equal(await page.isDisabled('#cancel-button'), true, 'nothing left to cancel');
+  await page.locator('.compare-card').screenshot({ path: path.join(resultsDir, 'page-comparison.png') });
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('page: Cancel and a new plan stop the comparison in flight', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage();
+  await waitReady(page);
+  // The transformer at 64 devices takes seconds to compare (it plans again).
+  const comparing = async () => {
+    await page.selectOption('#model-select', 'transformer');
+    await page.fill('#devices', '64');
+    await page.click('#plan-button');
+    await page.waitForFunction(() => /^Comparing/.test(document.getElementById('comparison').textContent), null, { timeout: 60_000 });
+    return Number(await page.textContent('#total-cost'));
+  };
+
+  const cost = await comparing();
+  assert.equal(await page.isEnabled('#cancel-button'), true, 'the comparison can be cancelled');
+  await page.click('#cancel-button');
+  assert.match(await page.textContent('#comparison'), /cancelled/i);
+  assertClose(Number(await page.textContent('#total-cost')), cost, 'the plan stays');
+  assert.equal(await page.isVisible('#error'), false, 'cancelling is not an error');
+
+  await comparing();
+  await page.selectOption('#model-select', 'rnnlm');
+  await page.fill('#devices', '4');
+  await page.click('#plan-button');
+  await page.waitForSelector('#comparison [data-strategy="pase"]', { timeout: 60_000 });
+  // A late answer from the old worker must not overwrite the new comparison.
+  await page.waitForTimeout(500);
+  assert.match(await page.textContent('#plan-title'), /rnnlm/);
+  assert.equal(await page.textContent('#comparison [data-strategy="pase"] .compare-time'), await page.textContent('#step-time'));
+  assert.equal(await page.locator('#comparison [data-strategy]').count(), 4);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
 test('page: uploads an example graph and plans it', { skip, timeout }, async () => {
   const { page, problems, close } = await openPage();
   await waitReady(page);
