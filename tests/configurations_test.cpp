@@ -17,18 +17,12 @@
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "test_util.hpp"
 
 using namespace pase;
+using namespace pase::testing;
 
 namespace {
-
-LayerSpec layer(std::string name, Op op, std::vector<std::string> inputs) {
-  LayerSpec l;
-  l.name = std::move(name);
-  l.op = op;
-  for (std::string& in : inputs) l.inputs.push_back(Operand{std::move(in), {}});
-  return l;
-}
 
 // A graph whose only layer is an Elementwise over two graph inputs of `shape`.
 Graph elementwise(const Shape& shape, int64_t cutoff) {

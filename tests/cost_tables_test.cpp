@@ -15,20 +15,14 @@
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "test_util.hpp"
 
 using namespace pase;
+using namespace pase::testing;
 
 namespace {
 
 const Cluster kR1000{.devices = 16, .tflops = 1.0, .bandwidth_gbps = 8.0};
-
-LayerSpec layer(std::string name, Op op, std::vector<std::string> inputs) {
-  LayerSpec l;
-  l.name = std::move(name);
-  l.op = op;
-  for (std::string& in : inputs) l.inputs.push_back(Operand{std::move(in), {}});
-  return l;
-}
 
 Graph build(std::vector<std::pair<std::string, Shape>> inputs, std::vector<LayerSpec> layers,
             int64_t cutoff = 1) {

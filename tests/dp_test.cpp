@@ -21,31 +21,14 @@
 #include "ordering.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
+#include "test_util.hpp"
 
 using namespace pase;
+using namespace pase::testing;
 
 namespace {
 
-// The error text of a failed result, for assertion messages (which doctest
-// may build even when the assertion passes).
-template <class T>
-std::string why(const pase::Result<T>& r) {
-  return r.ok() ? std::string() : r.error().to_string();
-}
-
 constexpr Order kOrders[] = {Order::kGenSeq, Order::kBfs, Order::kMinTable};
-
-bool close(double a, double b) {
-  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
-}
-
-LayerSpec layer(std::string name, Op op, std::vector<std::string> inputs) {
-  LayerSpec l;
-  l.name = std::move(name);
-  l.op = op;
-  for (std::string& in : inputs) l.inputs.push_back(Operand{std::move(in), {}});
-  return l;
-}
 
 uint64_t combinations(const Graph& g, int64_t devices, const EnumOptions& options = {}) {
   Result<std::vector<ConfigSet>> sets = enumerate_all(g, devices, options);

@@ -15,18 +15,13 @@
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
+#include "test_util.hpp"
 
 using namespace pase;
+using namespace pase::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-// The error text of a failed result, for assertion messages (which doctest
-// may build even when the assertion passes).
-template <class T>
-std::string why(const Result<T>& r) {
-  return r.ok() ? std::string() : r.error().to_string();
-}
 
 std::vector<fs::path> example_files() {
   std::vector<fs::path> out;

@@ -20,18 +20,13 @@
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "test_util.hpp"
 
 using namespace pase;
+using namespace pase::testing;
 using nlohmann::json;
 
 namespace {
-
-// The error text of a failed result, for assertion messages (which doctest
-// may build even when the assertion passes).
-template <class T>
-std::string why(const pase::Result<T>& r) {
-  return r.ok() ? std::string() : r.error().to_string();
-}
 
 json read_golden(const std::string& file) {
   std::ifstream in(std::string(PASE_TEST_DATA_DIR) + "/golden/" + file);

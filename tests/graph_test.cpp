@@ -2,6 +2,7 @@
 // and the lowering of every op to vertices (dom, dims, pinned dimensions,
 // tensor shapes and maps, edges).
 #include "pase/graph.hpp"
+#include "test_util.hpp"
 
 #include <doctest/doctest.h>
 
@@ -10,16 +11,9 @@
 #include <vector>
 
 using namespace pase;
+using namespace pase::testing;
 
 namespace {
-
-LayerSpec layer(std::string name, Op op, std::vector<std::string> inputs) {
-  LayerSpec l;
-  l.name = std::move(name);
-  l.op = op;
-  for (std::string& in : inputs) l.inputs.push_back(Operand{std::move(in), {}});
-  return l;
-}
 
 Operand weight(Shape shape) { return Operand{"", std::move(shape)}; }
 

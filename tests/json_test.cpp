@@ -13,18 +13,13 @@
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "test_util.hpp"
 
 using namespace pase;
+using namespace pase::testing;
 using nlohmann::json;
 
 namespace {
-
-// The error text of a failed result, for assertion messages (which doctest
-// may build even when the assertion passes).
-template <class T>
-std::string why(const Result<T>& r) {
-  return r.ok() ? std::string() : r.error().to_string();
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

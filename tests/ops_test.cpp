@@ -11,27 +11,14 @@
 #include "ops/op_cost.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
+#include "test_util.hpp"
 
 using namespace pase;
+using namespace pase::testing;
 
 namespace {
 
-// The error text of a failed result, for assertion messages (which doctest
-// may build even when the assertion passes).
-template <class T>
-std::string why(const pase::Result<T>& r) {
-  return r.ok() ? std::string() : r.error().to_string();
-}
-
 const Cluster kR1000{.devices = 16, .tflops = 1.0, .bandwidth_gbps = 8.0};
-
-LayerSpec layer(std::string name, Op op, std::vector<std::string> inputs) {
-  LayerSpec l;
-  l.name = std::move(name);
-  l.op = op;
-  for (std::string& in : inputs) l.inputs.push_back(Operand{std::move(in), {}});
-  return l;
-}
 
 // A graph of one layer on graph inputs; its vertex `index` (the layer's first
 // vertex unless the layer is a Reshape).

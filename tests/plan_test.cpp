@@ -18,17 +18,12 @@
 #include "ordering.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
+#include "test_util.hpp"
 
 using namespace pase;
+using namespace pase::testing;
 
 namespace {
-
-// The error text of a failed result, for assertion messages (which doctest
-// may build even when the assertion passes).
-template <class T>
-std::string why(const Result<T>& r) {
-  return r.ok() ? std::string() : r.error().to_string();
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -3,6 +3,7 @@
 #include "configurations.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 namespace pase {
@@ -29,6 +30,20 @@ bool contiguous(const Vertex& v, const int64_t* c) {
   for (size_t j = i + 1; j < v.dom.size(); ++j)
     if (c[j] != 1) return false;
   return true;
+}
+
+// "100 B", "12.5 MiB", "4.0 GiB": the units of plan()'s memory messages.
+std::string bytes_text(uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double b = static_cast<double>(bytes);
+  int u = 0;
+  while (b >= 1024 && u < 6) {
+    b /= 1024;
+    ++u;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", b, kUnits[u]);
+  return text;
 }
 
 // all_devices: reach[k][j] says whether dimensions k.. can multiply to exactly
@@ -117,14 +132,26 @@ Result<ConfigSet> enumerate_vertex(const Vertex& v, int64_t cutoff, int64_t devi
   return set;
 }
 
-Result<std::vector<ConfigSet>> enumerate_all(const Graph& g, int64_t devices, const EnumOptions& options) {
+Result<std::vector<ConfigSet>> enumerate_all(const Graph& g, int64_t devices, const EnumOptions& options,
+                                              uint64_t max_bytes) {
   std::vector<ConfigSet> out;
   out.reserve(g.vertices.size());
+  uint64_t bytes = 0;
   for (const Vertex& v : g.vertices) {
     auto r = enumerate_vertex(v, g.cutoff, devices, options);
     if (!r) {
       return Error{"vertex " + std::to_string(v.id) + " (" + v.name + ", " + op_name(v.op) + ") " + r.error().message,
                    "layers[" + std::to_string(v.layer) + "]"};
+    }
+    // Each vertex holds at most kMaxConfigurations, but a graph of many wide
+    // vertices could still fill the memory before the tables are even sized.
+    bytes += r->data.size() * sizeof(int64_t);
+    if (max_bytes != 0 && bytes > max_bytes) {
+      return Error{"the configurations of the first " + std::to_string(v.id + 1) + " of " +
+                       std::to_string(g.vertices.size()) + " vertices already need " + bytes_text(bytes) +
+                       ", more than the limit of " + bytes_text(max_bytes) +
+                       "; raise the memory limit (max_memory) or use fewer devices",
+                   "max_memory"};
     }
     out.push_back(std::move(r).value());
   }

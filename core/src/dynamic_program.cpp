@@ -209,6 +209,8 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     const Step& st = ord.steps[i];
     int v = st.vertex;
     current = v;
+    // Also checked once per vertex, so that small plans notice a cancel too.
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return Error{"cancelled", ""};
     int nv = static_cast<int>(configs[v].size());
     int d = static_cast<int>(st.dep.size());
     std::vector<int64_t> radix(d);

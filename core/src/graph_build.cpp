@@ -41,6 +41,18 @@ namespace {
 
 constexpr int64_t kMaxElements = int64_t{1} << 62;
 constexpr int64_t kMaxOutputs = 4096;  // Unstack / Split fan-out
+// Dimensions of a tensor. Every vertex keeps per-dimension names, maps and
+// splits, so a document of a few megabytes with million-dimension shapes of
+// size 1 would otherwise need gigabytes.
+constexpr size_t kMaxRank = 32;
+
+// A name or equation from the document, quoted for a message; shortened, so a
+// megabyte-long name cannot make a megabyte-long message.
+std::string quoted(const std::string& text) {
+  constexpr size_t kMax = 64;
+  if (text.size() <= kMax) return "'" + text + "'";
+  return "'" + text.substr(0, kMax - 3) + "...'";
+}
 
 std::string shape_str(const Shape& s) {
   std::string out = "[";
@@ -61,6 +73,9 @@ std::optional<int64_t> element_count(const Shape& s) {
 
 Error check_shape(const Shape& s, const std::string& where) {
   if (s.empty()) return {"a shape needs at least one dimension", where};
+  if (s.size() > kMaxRank)
+    return {"a shape has at most " + std::to_string(kMaxRank) + " dimensions, got " + std::to_string(s.size()),
+            where};
   for (size_t i = 0; i < s.size(); ++i)
     if (s[i] <= 0)
       return {"size " + std::to_string(s[i]) + " at dimension " + std::to_string(i) +
@@ -123,7 +138,7 @@ class Builder {
       std::string where = "inputs." + name;
       if (name.empty()) return Error{"an input needs a non-empty name", "inputs"};
       if (name.find(':') != std::string::npos) return Error{"names may not contain ':'", where};
-      if (tensors_.count(name)) return Error{"duplicate input name '" + name + "'", where};
+      if (tensors_.count(name)) return Error{"duplicate input name " + quoted(name), where};
       if (Error e = check_shape(shape, where); !e.message.empty()) return e;
       tensors_[name] = Tensor{-1, 0, shape};
     }
@@ -162,15 +177,15 @@ class Builder {
         auto it = tensors_.find(o.name);
         if (it == tensors_.end()) {
           std::string base = o.name.substr(0, o.name.find(':'));
-          if (base == l.name) return err("layer '" + l.name + "' uses its own output (a cycle)", field);
+          if (base == l.name) return err("layer " + quoted(l.name) + " uses its own output (a cycle)", field);
           if (multi_.count(base) && o.name.find(':') == std::string::npos)
-            return err("'" + o.name + "' has several outputs; name one as '" + o.name + ":0'", field);
+            return err(quoted(o.name) + " has several outputs; name one as " + quoted(o.name + ":0"), field);
           if (all_names_.count(base) && !defined_.count(base))
-            return err("input '" + o.name +
-                           "' is defined by a later layer (layers must be in topological order; "
+            return err("input " + quoted(o.name) +
+                           " is defined by a later layer (layers must be in topological order; "
                            "a cycle is not allowed)",
                        field);
-          return err("unknown input '" + o.name + "'", field);
+          return err("unknown input " + quoted(o.name), field);
         }
         s.producer = it->second.vertex;
         s.output = it->second.output;
@@ -225,7 +240,7 @@ class Builder {
     if (l.name.empty()) return err("a layer needs a non-empty name", "name");
     if (l.name.find(':') != std::string::npos) return err("names may not contain ':'", "name");
     if (tensors_.count(l.name) || defined_.count(l.name))
-      return err("duplicate name '" + l.name + "'", "name");
+      return err("duplicate name " + quoted(l.name), "name");
     if (l.op == Op::kRavel || l.op == Op::kUnravel)
       return err("unknown op '" + std::string(op_name(l.op)) + "' (write a Reshape)", "op");
     std::vector<Slot> in;
@@ -289,18 +304,18 @@ class Builder {
     size_t comma = eq.find(','), arrow = eq.find("->");
     if (comma == std::string::npos || arrow == std::string::npos || comma > arrow ||
         eq.find(',', comma + 1) < arrow)
-      return err("equation '" + eq + "' must have the form 'in1,in2->out'", "equation");
+      return err("equation " + quoted(eq) + " must have the form 'in1,in2->out'", "equation");
     std::string t[3] = {eq.substr(0, comma), eq.substr(comma + 1, arrow - comma - 1), eq.substr(arrow + 2)};
     std::map<char, int64_t> size;
     for (int k = 0; k < 3; ++k) {
       std::set<char> seen;
       for (char ch : t[k]) {
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
-          return err("equation '" + eq + "': '" + std::string(1, ch) + "' is not a letter", "equation");
+          return err("equation " + quoted(eq) + ": '" + std::string(1, ch) + "' is not a letter", "equation");
         if (!seen.insert(ch).second)
-          return err("equation '" + eq + "': letter '" + std::string(1, ch) + "' repeats in one term", "equation");
+          return err("equation " + quoted(eq) + ": letter '" + std::string(1, ch) + "' repeats in one term", "equation");
       }
-      if (t[k].empty()) return err("equation '" + eq + "' has an empty term", "equation");
+      if (t[k].empty()) return err("equation " + quoted(eq) + " has an empty term", "equation");
     }
     for (int k = 0; k < 2; ++k) {
       const Shape& s = in[k].shape;
@@ -316,6 +331,10 @@ class Builder {
                      "equation");
       }
     }
+    if (t[2].size() > kMaxRank)
+      return err("the output would have " + std::to_string(t[2].size()) + " dimensions; a tensor has at most " +
+                     std::to_string(kMaxRank),
+                 "equation");
     auto has = [](const std::string& s, char c) { return s.find(c) != std::string::npos; };
     std::string batch, m, n, red;
     for (char c : t[2])
@@ -332,7 +351,7 @@ class Builder {
         else return err("letter '" + std::string(1, c) + "' of input 2 is in neither input 1 nor the output (unsupported)", "equation");
       }
     if (m.empty() || n.empty())
-      return err("equation '" + eq + "' needs a letter only in input 1 and the output, and one only in input 2 and the output",
+      return err("equation " + quoted(eq) + " needs a letter only in input 1 and the output, and one only in input 2 and the output",
                  "equation");
     std::string letters = t[2] + red;
     std::vector<std::string> dims;
@@ -367,7 +386,7 @@ class Builder {
   Error embedding(int index, const LayerSpec& l, std::vector<Slot>& in) {
     if (Error e = want_inputs(l, 1, 1); !e.message.empty()) return e;
     if (in[0].producer >= 0)
-      return err("Embedding takes token ids from a graph input, not from layer '" + l.inputs[0].name + "'",
+      return err("Embedding takes token ids from a graph input, not from layer " + quoted(l.inputs[0].name),
                  "inputs[0]");
     const Shape& x = in[0].shape;
     if (x.size() != 2) return err("Embedding input must be (batch, sequence), got " + shape_str(x), "inputs[0]");
@@ -561,7 +580,7 @@ class Builder {
       return err("must list " + std::to_string(s.size()) + " axes, got " + std::to_string(l.perm.size()), "perm");
     for (int64_t p : l.perm) {
       if (p < 0 || p >= static_cast<int64_t>(s.size()) || seen[p])
-        return err("is not a permutation of 0.." + std::to_string(s.size() - 1), "perm");
+        return err(shape_str(l.perm) + " is not a permutation of 0.." + std::to_string(s.size() - 1), "perm");
       seen[p] = true;
     }
     Vertex& v = new_vertex(l, index, Op::kTranspose, generic_dims(s.size()), s);
@@ -640,6 +659,10 @@ class Builder {
                    "inputs[" + std::to_string(k) + "]");
     auto axis = norm_axis(l.axis, s.size() + 1);
     if (!axis) return err("axis " + std::to_string(l.axis) + " is out of range for stacking " + shape_str(s), "axis");
+    if (s.size() + 1 > kMaxRank)
+      return err("the output would have " + std::to_string(s.size() + 1) + " dimensions; a tensor has at most " +
+                     std::to_string(kMaxRank),
+                 "inputs");
     Shape dom = s;
     dom.insert(dom.begin() + *axis, 1);
     Shape out = s;

@@ -57,6 +57,33 @@ std::optional<Error> check_depth(std::string_view text) {
   return std::nullopt;
 }
 
+// nlohmann quotes the token it stopped in ("last read: '...'", "number
+// overflow parsing '...'"); an unterminated string or a huge number would put
+// megabytes of the document into the message. Each quoted part longer than
+// kMaxToken characters keeps only its end, where the parser stopped.
+std::string shorten_tokens(const std::string& message) {
+  constexpr size_t kMaxToken = 40;
+  std::string out;
+  size_t pos = 0;
+  while (pos < message.size()) {
+    const size_t open = message.find('\'', pos);
+    const size_t close = open == std::string::npos ? open : message.find('\'', open + 1);
+    if (close == std::string::npos) break;
+    out.append(message, pos, open + 1 - pos);
+    const size_t length = close - open - 1;
+    if (length > kMaxToken) {
+      out += "...";
+      out.append(message, close - (kMaxToken - 3), kMaxToken - 3);
+    } else {
+      out.append(message, open + 1, length);
+    }
+    out += '\'';
+    pos = close + 1;
+  }
+  if (pos < message.size()) out.append(message, pos, std::string::npos);
+  return out;
+}
+
 // The DOM builder of nlohmann with three additions: it never throws, it keeps
 // the parse error (the plain non-throwing parse() only says "discarded"), and
 // it rejects duplicate keys, which nlohmann would silently merge (a repeated
@@ -139,7 +166,7 @@ class DomParser : public nlohmann::detail::json_sax_dom_parser<Json> {
     // Syntax errors carry "parse error at line L, column C"; others (a number
     // overflowing a double) only a byte offset, turned into the same form.
     if (message.rfind("parse error", 0) != 0) message = position_text(position) + ": " + message;
-    error_ = Error{std::move(message), ""};
+    error_ = Error{shorten_tokens(message), ""};
     return Base::parse_error(position, last_token, ex);
   }
 

@@ -130,7 +130,7 @@ struct Prepared {
 
 Result<Prepared> prepare(const Graph& graph, const Cluster& cluster, const PlanOptions& options) {
   if (Error e = check_cluster(cluster); !e.message.empty()) return e;
-  auto configs = enumerate_all(graph, cluster.devices, options.enumeration);
+  auto configs = enumerate_all(graph, cluster.devices, options.enumeration, options.max_memory);
   if (!configs) return configs.error();
   Prepared p;
   p.configs = std::move(configs).value();

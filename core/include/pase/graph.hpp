@@ -14,8 +14,9 @@
 // ERRORS
 //   Every problem is returned as Error{message, where} with `where` naming the
 //   field: "layers[3].filter", "inputs.x", "cutoff". Nothing throws.
-//   Limits: at most kMaxLayers layers, tensor element counts below 2^62, every
-//   size a positive integer.
+//   Limits: at most kMaxLayers layers, tensor element counts below 2^62, at
+//   most 32 dimensions per tensor, at most 4096 outputs per Split or Unstack,
+//   every size a positive integer.
 //
 // COMPLEXITY
 //   Linear in the number of layers and their operands.

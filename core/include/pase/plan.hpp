@@ -83,10 +83,12 @@ struct Progress {
 
 struct PlanOptions {
   Order order = Order::kGenSeq;
-  uint64_t max_memory = uint64_t{4} << 30;  // bytes for the tables; 0 = no limit
+  // Bytes for the tables, and separately for the enumerated configurations;
+  // 0 = no limit (tables are still refused past 2^62 bytes).
+  uint64_t max_memory = uint64_t{4} << 30;
   EnumOptions enumeration;
   std::function<void(const Progress&)> on_progress;  // may be empty
-  const std::atomic<bool>* cancel = nullptr;         // checked regularly; may be null
+  const std::atomic<bool>* cancel = nullptr;         // checked per vertex and every 2^20 pairs; may be null
 };
 
 // Sizes are doubles: exact below 2^53, and an order whose tables could never

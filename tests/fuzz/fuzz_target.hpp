@@ -1,0 +1,106 @@
+// The body of the fuzz target, shared by the libFuzzer executable
+// (fuzz_plan.cpp) and the doctest suite (robustness_test.cpp), which runs it
+// on every regression input under tests/fuzz/regressions/ and the seed corpus.
+//
+// The input is read both as a pase-graph/1 document and as a plan request.
+// Whatever it is, nothing may crash, throw or hang, and:
+//   - every error has a message, and its error document is valid JSON;
+//   - a graph that loads is written back and loads again with the same shape;
+//   - a small graph (at most kMaxVertices vertices, a search of at most
+//     kMaxPairs pairs) is planned at 4 devices with max_memory 64 MiB; the
+//     plan's cost is finite, equals evaluate() of its strategy within 1e-9
+//     relative, and equals exhaustive search where that is small;
+//   - a small request is planned with its own cluster and options (the memory
+//     limit lowered to 64 MiB) and its strategy, if any, evaluated.
+// fuzz_one() returns "" or the first property that failed.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "pase/graph.hpp"
+#include "pase/json_api.hpp"
+#include "pase/plan.hpp"
+
+namespace pase_fuzz {
+
+inline constexpr size_t kMaxVertices = 12;
+inline constexpr double kMaxPairs = 1e6;
+inline constexpr uint64_t kMaxMemory = uint64_t{64} << 20;
+inline constexpr uint64_t kMaxExhaustive = 4096;
+
+inline bool close(double a, double b) {
+  return std::fabs(a - b) <= 1e-9 * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
+
+// "" when `error` is a proper error value.
+inline std::string check_error(const pase::Error& error, std::string_view what) {
+  if (error.message.empty()) return std::string(what) + ": an error without a message";
+  const nlohmann::json doc = nlohmann::json::parse(pase::error_to_json(error), nullptr, false);
+  if (doc.is_discarded() || !doc.contains("error")) {
+    return std::string(what) + ": error_to_json() is not an error document";
+  }
+  return "";
+}
+
+// Plans `graph` when the search is small; "" when all properties hold.
+inline std::string check_plan(const pase::Graph& graph, const pase::Cluster& cluster,
+                              pase::PlanOptions options, bool exhaustive) {
+  if (graph.vertices.size() > kMaxVertices) return "";
+  options.max_memory =
+      options.max_memory == 0 ? kMaxMemory : std::min(options.max_memory, kMaxMemory);
+  pase::Result<pase::SearchStats> stats = pase::estimate(graph, cluster, options);
+  if (!stats) return check_error(stats.error(), "estimate");
+  if (static_cast<double>(stats->pairs) > kMaxPairs || stats->peak_bytes > kMaxMemory) return "";
+  pase::Result<pase::Plan> plan = pase::plan(graph, cluster, options);
+  if (!plan) return check_error(plan.error(), "plan");
+  if (!std::isfinite(plan->cost)) return "plan: the cost is not finite";
+  pase::Result<pase::Plan> priced = pase::evaluate(graph, cluster, plan->strategy);
+  if (!priced) return "evaluate: the plan's own strategy is refused: " + priced.error().to_string();
+  if (!close(plan->cost, priced->cost)) return "plan cost differs from evaluate() of its strategy";
+  const nlohmann::json doc =
+      nlohmann::json::parse(pase::plan_to_json(graph, cluster, *plan), nullptr, false);
+  if (doc.is_discarded()) return "plan_to_json() is not valid JSON";
+  // Only plain enumerations: exhaustive_search() knows no options.
+  if (exhaustive && !options.enumeration.pow2_only && !options.enumeration.all_devices) {
+    pase::Result<pase::Plan> best = pase::exhaustive_search(graph, cluster, kMaxExhaustive);
+    if (best && !close(plan->cost, best->cost)) return "plan cost differs from exhaustive search";
+  }
+  return "";
+}
+
+inline std::string fuzz_one(std::string_view text) {
+  // As a graph document.
+  pase::Result<pase::Graph> graph = pase::load_graph(text);
+  if (!graph) {
+    if (std::string e = check_error(graph.error(), "load_graph"); !e.empty()) return e;
+  } else {
+    pase::Result<pase::Graph> again = pase::load_graph(pase::write_graph(graph->spec));
+    if (!again) return "write_graph() output does not load: " + again.error().to_string();
+    if (again->vertices.size() != graph->vertices.size() ||
+        again->edges.size() != graph->edges.size()) {
+      return "write_graph() round trip changes the graph";
+    }
+    if (std::string e = check_plan(*graph, pase::Cluster{.devices = 4}, {}, true); !e.empty()) {
+      return e;
+    }
+  }
+
+  // As a plan request.
+  pase::Result<pase::PlanRequest> request = pase::parse_plan_request(text);
+  if (!request) return check_error(request.error(), "parse_plan_request");
+  if (request->graph.vertices.size() > kMaxVertices) return "";
+  if (request->strategy) {
+    pase::Result<pase::Plan> priced =
+        pase::evaluate(request->graph, request->cluster, *request->strategy);
+    if (!priced) return check_error(priced.error(), "evaluate");
+    if (!std::isfinite(priced->cost)) return "evaluate: the cost is not finite";
+  }
+  return check_plan(request->graph, request->cluster, request->options, false);
+}
+
+}  // namespace pase_fuzz

@@ -1,0 +1,72 @@
+// The invalid-input corpus (tests/invalid/cases.json) through the built
+// WebAssembly module: every case comes back as an error document with its own
+// `where` and message, and the module keeps working afterwards.
+//
+//   node --test tests/wasm/invalid.test.mjs
+//
+// PASE_SITE overrides the site folder (default build-wasm/site).
+
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { caseBytes, isUtf8, loadCases, moduleExpectation } from '../invalid/corpus.mjs';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const siteDir = path.resolve(repo, process.env.PASE_SITE ?? 'build-wasm/site');
+const cases = loadCases();
+
+let pase;
+
+before(async () => {
+  const moduleJs = path.join(siteDir, 'pase.js');
+  assert.ok(existsSync(moduleJs), `${moduleJs} not found: build it with emcmake cmake -S . -B build-wasm && cmake --build build-wasm`);
+  const createPase = createRequire(import.meta.url)(moduleJs);
+  pase = await createPase({ wasmBinary: readFileSync(path.join(siteDir, 'pase.wasm')) });
+});
+
+/** Checks one case; returns false when the module cannot be given it. */
+function checkCase(c) {
+  // Ill-formed UTF-8 cannot reach the module: a JavaScript string holds
+  // UTF-16 and Embind passes it on as UTF-8.
+  if (!isUtf8(caseBytes(c))) return false;
+  const { request, where, message } = moduleExpectation(c);
+  const text = pase.plan(request);
+  let doc;
+  assert.doesNotThrow(() => { doc = JSON.parse(text); }, `${c.name}: not JSON: ${text.slice(0, 200)}`);
+  assert.ok(doc.error, `${c.name}: expected an error document, got ${text.slice(0, 200)}`);
+  assert.deepEqual(Object.keys(doc), ['error'], c.name);
+  assert.equal(doc.error.where, where, `${c.name}: where (message: ${doc.error.message.slice(0, 200)})`);
+  assert.ok(doc.error.message.includes(message), `${c.name}: message ${JSON.stringify(doc.error.message.slice(0, 300))} lacks ${JSON.stringify(message)}`);
+  assert.ok(doc.error.message.length < 1000, `${c.name}: a message, not a dump of the input`);
+  return true;
+}
+
+test('invalid corpus: the manifest has graph, request and generated cases', () => {
+  assert.ok(cases.length >= 150);
+  assert.ok(cases.some((c) => c.file) && cases.some((c) => c.request) && cases.some((c) => c.generate));
+});
+
+test('invalid corpus: every graph file is refused with its place and message', () => {
+  let checked = 0;
+  for (const c of cases.filter((k) => k.file)) checked += checkCase(c) ? 1 : 0;
+  assert.ok(checked >= 120, `${checked} graph cases checked`);
+});
+
+test('invalid corpus: every plan request and cluster is refused with its field and message', () => {
+  const requests = cases.filter((c) => c.request);
+  assert.ok(requests.length >= 25);
+  for (const c of requests) assert.ok(checkCase(c), c.name);
+});
+
+test('invalid corpus: generated documents (too large, too deep, too many layers)', { timeout: 120_000 }, () => {
+  for (const c of cases.filter((k) => k.generate)) assert.ok(checkCase(c), c.name);
+});
+
+test('invalid corpus: the module still plans after every error', () => {
+  const doc = JSON.parse(pase.plan(JSON.stringify({ model: 'alexnet', cluster: { devices: 8 } })));
+  assert.equal(doc.error, undefined);
+  assert.ok(doc.cost > 0);
+});
