@@ -1,6 +1,7 @@
 // Configuration enumeration (cost-model.md section 2): cartesian product of
 // per-dimension split candidates, bounded by the device count.
 #include "configurations.hpp"
+#include "text.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -32,19 +33,6 @@ bool contiguous(const Vertex& v, const int64_t* c) {
   return true;
 }
 
-// "100 B", "12.5 MiB", "4.0 GiB": the units of plan()'s memory messages.
-std::string bytes_text(uint64_t bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double b = static_cast<double>(bytes);
-  int u = 0;
-  while (b >= 1024 && u < 6) {
-    b /= 1024;
-    ++u;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", b, kUnits[u]);
-  return text;
-}
 
 // all_devices: reach[k][j] says whether dimensions k.. can multiply to exactly
 // divisors[j] (a divisor of `devices`). O(dims * candidates * divisors).
@@ -148,8 +136,8 @@ Result<std::vector<ConfigSet>> enumerate_all(const Graph& g, int64_t devices, co
     bytes += r->data.size() * sizeof(int64_t);
     if (max_bytes != 0 && bytes > max_bytes) {
       return Error{"the configurations of the first " + std::to_string(v.id + 1) + " of " +
-                       std::to_string(g.vertices.size()) + " vertices already need " + bytes_text(bytes) +
-                       ", more than the limit of " + bytes_text(max_bytes) +
+                       std::to_string(g.vertices.size()) + " vertices already need " + bytes_text(static_cast<double>(bytes)) +
+                       ", more than the limit of " + bytes_text(static_cast<double>(max_bytes)) +
                        "; raise the memory limit (max_memory) or use fewer devices",
                    "max_memory"};
     }

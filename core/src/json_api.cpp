@@ -23,6 +23,9 @@
 namespace pase {
 namespace {
 
+using json_detail::cluster_to_json;
+using json_detail::guarded;
+
 using json_detail::field_path;
 using json_detail::index_path;
 using json_detail::Json;
@@ -175,33 +178,7 @@ Result<T> read_document(std::string_view text, const std::string& where, Read re
 
 // ---- Writers ------------------------------------------------------------------
 
-Json cluster_to_json(const Cluster& cluster) {
-  Json j = Json::object();
-  j["devices"] = cluster.devices;
-  j["tflops"] = cluster.tflops;
-  j["bandwidth_gbps"] = cluster.bandwidth_gbps;
-  return j;
-}
 
-// Runs `body`, turning an escaped exception into an error document. Native
-// builds can throw std::bad_alloc from deep inside the search; WebAssembly
-// builds may be compiled without exceptions, where there is nothing to catch.
-template <class Body>
-std::string guarded(Body body) {
-#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return error_to_json(Error{"out of memory", ""});
-  } catch (const std::length_error&) {
-    return error_to_json(Error{"out of memory (a table larger than the address space)", ""});
-  } catch (...) {
-    return error_to_json(Error{"internal error", ""});
-  }
-#else
-  return body();
-#endif
-}
 
 }  // namespace
 

@@ -12,11 +12,15 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "pase/json_api.hpp"
+#include "pase/plan.hpp"
 #include "pase/graph.hpp"
 #include "pase/result.hpp"
 
@@ -284,5 +288,35 @@ Result<GraphSpec> graph_spec_from_json(const Json& value, const std::string& whe
 
 // The pase-graph/1 object of `spec`.
 Json graph_spec_to_json(const GraphSpec& spec);
+
+// The cluster object of graph-format.md.
+inline Json cluster_to_json(const Cluster& cluster) {
+  Json j = Json::object();
+  j["devices"] = cluster.devices;
+  j["tflops"] = cluster.tflops;
+  j["bandwidth_gbps"] = cluster.bandwidth_gbps;
+  return j;
+}
+
+// Runs `body` (which returns a JSON document), turning an escaped exception
+// into an error document: the last resort of every JSON entry point. Native
+// builds can throw std::bad_alloc from deep inside a search; builds without
+// exceptions have nothing to catch.
+template <class Body>
+std::string guarded(Body body) {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return error_to_json(Error{"out of memory", ""});
+  } catch (const std::length_error&) {
+    return error_to_json(Error{"out of memory (a table larger than the address space)", ""});
+  } catch (...) {
+    return error_to_json(Error{"internal error", ""});
+  }
+#else
+  return body();
+#endif
+}
 
 }  // namespace pase::json_detail

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "configurations.hpp"
+#include "text.hpp"
 #include "cost_tables.hpp"
 #include "dynamic_program.hpp"
 #include "ops/op_cost.hpp"
@@ -17,18 +18,6 @@ namespace pase {
 
 namespace {
 
-std::string bytes_str(double b) {
-  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  while (b >= 1024 && u < 6) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[64];
-  // Beyond EiB (absurd orders) keep three significant digits, not 60.
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : b < 1e4 ? "%.1f %s" : "%.3g %s", b, unit[u]);
-  return buf;
-}
 
 std::string vertex_label(const Vertex& v) {
   return "vertex " + std::to_string(v.id) + " (" + v.name + ", " + op_name(v.op) + ")";
@@ -182,10 +171,10 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
   if (est.peak_bytes > limit) {
     char entries[32];
     std::snprintf(entries, sizeof entries, "%.3g", est.largest_table);
-    return Error{"the " + std::string(order_name(options.order)) + " order needs " + bytes_str(est.peak_bytes) +
+    return Error{"the " + std::string(order_name(options.order)) + " order needs " + bytes_text(est.peak_bytes) +
                      " of tables (largest dependent set " + std::to_string(est.max_dependent_set) +
                      ", largest table " + entries + " entries), more than the limit of " +
-                     bytes_str(limit) + "; raise the memory limit (max_memory), use fewer devices or another order",
+                     bytes_text(limit) + "; raise the memory limit (max_memory), use fewer devices or another order",
                  "max_memory"};
   }
   ops::Machine m = ops::make_machine(cluster);

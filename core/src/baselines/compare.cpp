@@ -222,13 +222,6 @@ namespace {
 
 using json_detail::Json;
 
-Json cluster_json(const Cluster& cluster) {
-  Json j = Json::object();
-  j["devices"] = cluster.devices;
-  j["tflops"] = cluster.tflops;
-  j["bandwidth_gbps"] = cluster.bandwidth_gbps;
-  return j;
-}
 
 Json strategy_json(const Graph& graph, const Cluster& cluster, const StrategyReport& r) {
   Json j = Json::object();
@@ -317,7 +310,7 @@ std::string compare_request(std::string_view request_json) {
 std::string comparison_to_json(const Graph& graph, const Comparison& c) {
   Json j = Json::object();
   j["graph"] = graph.name;
-  j["cluster"] = cluster_json(c.cluster);
+  j["cluster"] = json_detail::cluster_to_json(c.cluster);
   j["expert_kind"] = expert_kind_name(c.expert_kind);
   Json strategies = Json::object();
   strategies["pase"] = strategy_json(graph, c.cluster, c.pase);
@@ -359,19 +352,7 @@ std::string sweep_to_json(const Graph& graph, const std::vector<Comparison>& com
 }
 
 std::string compare_json(std::string_view request_json) {
-  // Native builds can throw std::bad_alloc from deep inside a search; builds
-  // without exceptions (WebAssembly) have nothing to catch.
-#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
-  try {
-    return compare_request(request_json);
-  } catch (const std::bad_alloc&) {
-    return error_to_json(Error{"out of memory", ""});
-  } catch (...) {
-    return error_to_json(Error{"internal error", ""});
-  }
-#else
-  return compare_request(request_json);
-#endif
+  return json_detail::guarded([&] { return compare_request(request_json); });
 }
 
 }  // namespace pase
