@@ -307,7 +307,7 @@ TEST_CASE("mcmc: the stall rule stops once the best is older than half the searc
   CHECK(r->stats.iterations - r->stats.best_iteration > r->stats.iterations / 2);
 }
 
-TEST_CASE("compare: no MCMC run when its budget is 0; one device has no moves") {
+TEST_CASE("compare: no MCMC run when its budget is 0, and one device has no moves") {
   pase::Result<pase::Comparison> c = pase::compare(model("alexnet"), devices(8), fixed_budget(0));
   REQUIRE(c.ok());
   CHECK_FALSE(c->mcmc.has_value());
@@ -318,7 +318,7 @@ TEST_CASE("compare: no MCMC run when its budget is 0; one device has no moves") 
   CHECK(r->stats.iterations == 0);
 }
 
-TEST_CASE("compare_json: strategies with per-layer configurations; errors name the field") {
+TEST_CASE("compare_json: strategies with per-layer configurations, and errors name the field") {
   const std::string text = pase::compare_json(
       R"({"model": "alexnet", "cluster": {"devices": 8},
           "mcmc": {"iterations": 5000, "seed": 3, "time_limit_s": 0}})");
