@@ -142,7 +142,7 @@ function showPlannerError(error, { file } = {}) {
     title = `Invalid graph file ${file}`;
     if (where === 'graph') where = '';
     else if (where.startsWith('graph.')) where = where.slice('graph.'.length);
-  } else if (/more than the limit|more than \d+ configurations|no configuration that uses all|out of memory/.test(error.message)) {
+  } else if (/more than the limit|more than \d+ configurations|out of memory/.test(error.message)) {
     // The memory guard's `where` (max_memory) is a request field the page
     // does not show; the message itself says what to change.
     title = 'The graph is too big to plan';
