@@ -1,5 +1,5 @@
 // The plan next to what users would do otherwise: one horizontal bar per
-// strategy of the comparison document (compare_json(), docs/baselines.md),
+// strategy of the comparison document (compare_json(), core/docs/baselines.md),
 // its length the predicted step time, with the speedup over data parallelism
 // as text. Every strategy is priced by the same cost model, so the bars are
 // directly comparable. Plain HTML boxes, like the breakdown chart.

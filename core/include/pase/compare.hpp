@@ -1,6 +1,6 @@
 // Baselines: what a PaSE plan gains over the strategies users would pick
 // otherwise, on the same cost model and the same machine (the comparison of
-// the PaSE paper, Elango, IPDPS 2021, Fig. 6 and Table I). docs/baselines.md
+// the PaSE paper, Elango, IPDPS 2021, Fig. 6 and Table I). core/docs/baselines.md
 // gives every rule below with the per-network results.
 //
 // USAGE
@@ -80,7 +80,7 @@ struct CompareOptions {
   // number of vertices. So one beta suits 10- and 200-vertex graphs, and the
   // chain cools as the best improves. With 10, a move uphill by a tenth of an
   // average vertex's cost is accepted with probability 1/e. Chosen on the
-  // benchmark networks (docs/baselines.md): much lower and the chain wanders
+  // benchmark networks (core/docs/baselines.md): much lower and the chain wanders
   // uphill on 200-vertex graphs; much higher and it stops in the first local
   // minimum.
   double mcmc_beta = 10.0;
