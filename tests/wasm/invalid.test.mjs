@@ -8,23 +8,15 @@
 
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { caseBytes, isUtf8, loadCases, moduleExpectation } from '../invalid/corpus.mjs';
+import { loadModule } from './load-module.mjs';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const siteDir = path.resolve(repo, process.env.PASE_SITE ?? 'build-wasm/site');
 const cases = loadCases();
 
 let pase;
 
 before(async () => {
-  const moduleJs = path.join(siteDir, 'pase.js');
-  assert.ok(existsSync(moduleJs), `${moduleJs} not found: build it with emcmake cmake -S . -B build-wasm && cmake --build build-wasm`);
-  const createPase = createRequire(import.meta.url)(moduleJs);
-  pase = await createPase({ wasmBinary: readFileSync(path.join(siteDir, 'pase.wasm')) });
+  pase = await loadModule();
 });
 
 /** Checks one case; returns false when the module cannot be given it. */

@@ -9,14 +9,11 @@
 
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { loadModule, repo, siteDir } from './load-module.mjs';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const siteDir = path.resolve(repo, process.env.PASE_SITE ?? 'build-wasm/site');
 const cliPath = path.resolve(repo, process.env.PASE_CLI ?? 'build/pase');
 const examplesDir = path.join(repo, 'examples/graphs');
 const examples = readdirSync(examplesDir).filter((f) => f.endsWith('.json')).sort();
@@ -29,10 +26,7 @@ const cliSkip = haveCli || process.env.CI ? false : `native CLI not found at ${c
 let pase;
 
 before(async () => {
-  const moduleJs = path.join(siteDir, 'pase.js');
-  assert.ok(existsSync(moduleJs), `${moduleJs} not found: build it with emcmake cmake -S . -B build-wasm && cmake --build build-wasm`);
-  const createPase = createRequire(import.meta.url)(moduleJs);
-  pase = await createPase({ wasmBinary: readFileSync(path.join(siteDir, 'pase.wasm')) });
+  pase = await loadModule();
 });
 
 // ---- Helpers --------------------------------------------------------------------

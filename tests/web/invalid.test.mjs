@@ -12,14 +12,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startServer } from './serve.mjs';
 import { caseBytes, loadCases } from '../invalid/corpus.mjs';
+import { chromiumPath, startSiteAndBrowser } from './browser.mjs';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const siteDir = path.resolve(repo, process.env.PASE_SITE ?? 'build-wasm/site');
-const chromiumPath = process.env.PASE_CHROMIUM ?? '/usr/bin/chromium';
 
 const skip = existsSync(chromiumPath) || process.env.CI ? false : `no browser at ${chromiumPath} (set PASE_CHROMIUM)`;
 const timeout = 120_000;
@@ -33,15 +28,7 @@ let browser;
 
 before(async () => {
   if (skip) return;
-  assert.ok(existsSync(path.join(siteDir, 'index.html')), `${siteDir}/index.html not found: build the site first`);
-  const { chromium } = await import('playwright-core');
-  ({ server, url: baseUrl } = await startServer(siteDir));
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  ({ server, url: baseUrl, browser } = await startSiteAndBrowser());
 });
 
 after(async () => {

@@ -12,12 +12,9 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startServer } from './serve.mjs';
+import { chromiumPath, startSiteAndBrowser } from './browser.mjs';
+import { repo, siteDir } from '../wasm/load-module.mjs';
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const siteDir = path.resolve(repo, process.env.PASE_SITE ?? 'build-wasm/site');
-const chromiumPath = process.env.PASE_CHROMIUM ?? '/usr/bin/chromium';
 const resultsDir = path.join(repo, 'test-results');
 const examplesDir = path.join(repo, 'examples/graphs');
 
@@ -31,16 +28,7 @@ let pase; // the module under Node, for the expected costs
 
 before(async () => {
   if (skip) return;
-  assert.ok(existsSync(path.join(siteDir, 'index.html')), `${siteDir}/index.html not found: build the site first`);
-  const { chromium } = await import('playwright-core');
-  ({ server, url: baseUrl } = await startServer(siteDir));
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    // A fresh temporary profile per launch; nothing reaches the network.
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  ({ server, url: baseUrl, browser } = await startSiteAndBrowser());
   const createPase = createRequire(import.meta.url)(path.join(siteDir, 'pase.js'));
   pase = await createPase({ wasmBinary: readFileSync(path.join(siteDir, 'pase.wasm')) });
   mkdirSync(resultsDir, { recursive: true });
