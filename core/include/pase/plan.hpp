@@ -23,9 +23,13 @@
 //   anything is allocated; a plan over PlanOptions::max_memory is refused.
 //
 // DETERMINISM AND TIE-BREAKING
-//   Results are deterministic. Among configurations of equal cost the one
-//   enumerated first wins (enumeration: first dimension outermost, splits
-//   ascending). GenerateSeq breaks ties by the lowest vertex id.
+//   Results are deterministic for a given graph, cluster and options. When a
+//   vertex's configurations tie for a table entry, the one enumerated first
+//   wins (enumeration: first dimension outermost, splits ascending), so among
+//   several optimal strategies the one returned depends on the order; the cost
+//   does not. GenerateSeq breaks ties between vertices by the lowest id. The
+//   reported cost is evaluate() of the returned strategy (it equals the
+//   program's optimum up to summation order, about 1e-15 relative).
 //
 // ERRORS
 //   Bad cluster values, strategies of the wrong shape, too many configurations,
