@@ -118,3 +118,29 @@ TEST_CASE("cli: every invalid input exits 1 or 2 with its message on stderr") {
   }
   CHECK(ran >= 150);
 }
+
+TEST_CASE("cli: bench runs each case and reports the planner's own optimum") {
+  // The bench forks a process per case; its costs must be plan()'s, here the
+  // golden optima of AlexNet and RNNLM at 8 devices.
+  Run run = run_cli({"bench", "--models", "alexnet,rnnlm", "--procs", "8", "--format", "json"});
+  REQUIRE(run.exit == 0);
+  nlohmann::json doc = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(doc.is_object());
+  REQUIRE(doc["cases"].size() == 2);
+  CHECK(doc["cases"][0]["network"] == "alexnet");
+  CHECK(doc["cases"][0]["ran"] == true);
+  CHECK(doc["cases"][0]["cost"].get<double>() == 97098296512.0);
+  CHECK(doc["cases"][1]["cost"].get<double>() == 4024963186688.0);
+  CHECK(doc["cases"][1]["pairs"].get<double>() > 0);
+  CHECK(doc["calibration_ns_per_pair"].get<double>() > 0);
+}
+
+TEST_CASE("cli: bench reports an order that does not fit instead of running it") {
+  Run run = run_cli({"bench", "--models", "inception3", "--procs", "64", "--order", "bfs", "--format", "json"});
+  REQUIRE(run.exit == 0);
+  nlohmann::json doc = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(doc.is_object());
+  CHECK(doc["cases"][0]["ran"] == false);
+  CHECK(doc["cases"][0]["note"].get<std::string>().find("needs") != std::string::npos);
+  CHECK(doc["cases"][0]["predicted_peak_bytes"].get<double>() > 1e18);
+}
