@@ -136,7 +136,8 @@ TEST_CASE("cli: bench runs each case and reports the planner's own optimum") {
 }
 
 TEST_CASE("cli: bench reports an order that does not fit instead of running it") {
-  Run run = run_cli({"bench", "--models", "inception3", "--procs", "64", "--order", "bfs", "--format", "json"});
+  Run run = run_cli(
+      {"bench", "--models", "inception3", "--procs", "64", "--order", "bfs", "--format", "json"});
   REQUIRE(run.exit == 0);
   nlohmann::json doc = nlohmann::json::parse(run.out, nullptr, false);
   REQUIRE(doc.is_object());

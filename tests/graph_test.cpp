@@ -2,13 +2,14 @@
 // and the lowering of every op to vertices (dom, dims, pinned dimensions,
 // tensor shapes and maps, edges).
 #include "pase/graph.hpp"
-#include "test_util.hpp"
 
 #include <doctest/doctest.h>
 
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "test_util.hpp"
 
 using namespace pase;
 using namespace pase::testing;

@@ -30,6 +30,8 @@ std::string why(const Result<T>& r) {
 }
 
 // Equal to 1e-9 relative: the agreement the cost model asks of implementations.
-inline bool close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
+inline bool close(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
 
 }  // namespace pase::testing

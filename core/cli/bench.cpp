@@ -11,10 +11,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cli_util.hpp"
 #include "pase/json_api.hpp"
@@ -90,7 +89,8 @@ void run_case(Case& c, const pase::Cluster& base, uint64_t max_memory) {
   }
   c.stats = *est;
   if (max_memory && est->peak_bytes > static_cast<double>(max_memory)) {
-    c.note = "needs " + bytes_text(est->peak_bytes) + " of tables (limit " + bytes_text(max_memory) + ")";
+    c.note = "needs " + bytes_text(est->peak_bytes) + " of tables (limit " +
+             bytes_text(max_memory) + ")";
     return;
   }
   int fds[2];
@@ -154,9 +154,9 @@ std::string bench_usage() {
 
 int run_bench(const Args& args) {
   Flags flags;
-  const std::vector<FlagSpec> specs = {{"--models", true}, {"--procs", true},      {"--order", true},
-                                       {"--flops", true},  {"--bandwidth", true},  {"--max-memory", true},
-                                       {"--format", true}};
+  const std::vector<FlagSpec> specs = {
+      {"--models", true},    {"--procs", true},      {"--order", true}, {"--flops", true},
+      {"--bandwidth", true}, {"--max-memory", true}, {"--format", true}};
   if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
   bool json = false;
   if (auto failure = format_from_flags(flags, json)) return failure->report("bench");
@@ -176,7 +176,8 @@ int run_bench(const Args& args) {
     procs.clear();
     for (const std::string& item : split_list(*text)) {
       std::optional<int64_t> n = parse_int(item);
-      if (!n) return usage_error("bench", "--procs: '" + *text + "' is not a list of integers (4,8,16)");
+      if (!n)
+        return usage_error("bench", "--procs: '" + *text + "' is not a list of integers (4,8,16)");
       pase::Cluster c = cluster;
       c.devices = *n;
       if (pase::Error e = pase::check_cluster(c); !e.message.empty()) return input_error(e);
@@ -195,7 +196,8 @@ int run_bench(const Args& args) {
   uint64_t max_memory = uint64_t{4} << 30;
   if (auto text = flags.get("--max-memory")) {
     std::optional<uint64_t> bytes = parse_size(*text);
-    if (!bytes) return usage_error("bench", "--max-memory: '" + *text + "' is not a size (e.g. 512M, 4GiB)");
+    if (!bytes)
+      return usage_error("bench", "--max-memory: '" + *text + "' is not a size (e.g. 512M, 4GiB)");
     max_memory = *bytes;
   }
 
@@ -215,19 +217,20 @@ int run_bench(const Args& args) {
         run_case(c, cluster, max_memory);
         if (!json) {
           if (cases.empty()) {
-            std::printf("%-12s %5s %-8s %5s %4s %10s %10s %14s %9s %10s %20s %8s\n", "network", "procs",
-                        "order", "verts", "maxD", "largest", "table", "pairs", "time", "peak_rss", "cost",
-                        "ns/pair");
+            std::printf("%-12s %5s %-8s %5s %4s %10s %10s %14s %9s %10s %20s %8s\n", "network",
+                        "procs", "order", "verts", "maxD", "largest", "table", "pairs", "time",
+                        "peak_rss", "cost", "ns/pair");
           }
           std::string largest = grouped(c.stats.largest_table);
           std::string table = bytes_text(c.stats.largest_table * 8);
           if (c.ran) {
-            std::printf("%-12s %5lld %-8s %5d %4d %10s %10s %14s %9s %10s %20s %8.3f\n", c.model.c_str(),
-                        static_cast<long long>(c.devices), pase::order_name(c.order), c.vertices,
-                        c.stats.max_dependent_set, largest.c_str(), table.c_str(),
-                        grouped(c.stats.pairs).c_str(), seconds_text(c.time_s).c_str(),
-                        bytes_text(static_cast<uint64_t>(c.peak_rss_bytes)).c_str(), exact(c.cost).c_str(),
-                        ns_per_pair(c));
+            std::printf("%-12s %5lld %-8s %5d %4d %10s %10s %14s %9s %10s %20s %8.3f\n",
+                        c.model.c_str(), static_cast<long long>(c.devices),
+                        pase::order_name(c.order), c.vertices, c.stats.max_dependent_set,
+                        largest.c_str(), table.c_str(), grouped(c.stats.pairs).c_str(),
+                        seconds_text(c.time_s).c_str(),
+                        bytes_text(static_cast<uint64_t>(c.peak_rss_bytes)).c_str(),
+                        exact(c.cost).c_str(), ns_per_pair(c));
           } else {
             std::printf("%-12s %5lld %-8s %5d %4d %10s %10s  not run: %s\n", c.model.c_str(),
                         static_cast<long long>(c.devices), pase::order_name(c.order), c.vertices,
@@ -246,9 +249,11 @@ int run_bench(const Args& args) {
     }
   double overall = pairs > 0 ? secs * 1e9 / pairs : 0;
   if (!json) {
-    std::printf("\ncalibration: %.3f ns per pair (one read + one add, in cache); all cases: %.3f ns per pair "
-                "(%.1fx the calibration)\n",
-                calib, overall, calib > 0 ? overall / calib : 0);
+    std::printf(
+        "\ncalibration: %.3f ns per pair (one read + one add, in cache); all cases: %.3f ns per "
+        "pair "
+        "(%.1fx the calibration)\n",
+        calib, overall, calib > 0 ? overall / calib : 0);
     std::printf("total: %zu cases in %s (planning %s)\n", cases.size(), seconds_text(total).c_str(),
                 seconds_text(secs).c_str());
     return kExitOk;

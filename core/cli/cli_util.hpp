@@ -94,7 +94,7 @@ class Flags {
 // Parses `--name value`, `--name=value` and switches. Returns an error message
 // for anything not in `specs`, a missing value or a repeated flag.
 inline std::optional<std::string> parse_flags(const Args& args, const std::vector<FlagSpec>& specs,
-                                       Flags& flags) {
+                                              Flags& flags) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
     if (arg.size() < 3 || arg.substr(0, 2) != "--") {
@@ -220,7 +220,8 @@ inline bool write_file(const std::string& path, std::string_view text) {
 
 // ---- Shared flag groups ------------------------------------------------------------
 
-inline const std::vector<FlagSpec> kGraphFlags = {{"--model", true}, {"--batch", true}, {"--graph", true}};
+inline const std::vector<FlagSpec> kGraphFlags = {
+    {"--model", true}, {"--batch", true}, {"--graph", true}};
 inline const std::vector<FlagSpec> kClusterFlags = {
     {"--procs", true}, {"--flops", true}, {"--bandwidth", true}};
 
@@ -414,7 +415,7 @@ inline std::string cluster_text(const pase::Cluster& cluster) {
 
 // The header, the per-layer table and the cost summary, shared by plan and eval.
 inline std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
-                      const pase::Plan& plan) {
+                             const pase::Plan& plan) {
   std::string out = graph.name + ": " + std::to_string(graph.vertices.size()) + " vertices, " +
                     std::to_string(graph.edges.size()) + " edges on " + cluster_text(cluster) +
                     "\n\n";

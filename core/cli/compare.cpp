@@ -24,11 +24,11 @@
 #include <system_error>
 #include <vector>
 
+#include "cli_util.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
-#include "cli_util.hpp"
 
 namespace pase_cli {
 
@@ -188,7 +188,8 @@ int run_compare(const Args& args) {
     for (const std::string& item : split_list(*text)) {
       std::optional<int64_t> n = parse_int(item);
       if (!n) {
-        return usage_error("compare", "--sweep: '" + *text + "' is not a list of integers (4,8,16)");
+        return usage_error("compare",
+                           "--sweep: '" + *text + "' is not a list of integers (4,8,16)");
       }
       pase::Cluster c = cluster;
       c.devices = *n;
@@ -209,14 +210,14 @@ int run_compare(const Args& args) {
     if (std::optional<std::string> text = flags.get(name)) {
       std::optional<int64_t> n = parse_int(*text);
       if (!n || *n < 0) {
-        return usage_error("compare", std::string(name) + ": '" + *text +
-                                          "' is not a non-negative integer");
+        return usage_error("compare",
+                           std::string(name) + ": '" + *text + "' is not a non-negative integer");
       }
       *out = static_cast<uint64_t>(*n);
     }
   }
-  const std::pair<std::string_view, double*> reals[] = {
-      {"--mcmc-time", &options.mcmc_time_limit_s}, {"--mcmc-beta", &options.mcmc_beta}};
+  const std::pair<std::string_view, double*> reals[] = {{"--mcmc-time", &options.mcmc_time_limit_s},
+                                                        {"--mcmc-beta", &options.mcmc_beta}};
   for (const auto& [name, out] : reals) {
     if (std::optional<std::string> text = flags.get(name)) {
       std::optional<double> d = parse_double(*text);

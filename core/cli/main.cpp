@@ -38,12 +38,12 @@
 #include <utility>
 #include <vector>
 
+#include "cli_util.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
-#include "cli_util.hpp"
 
 // Subcommands in their own files.
 namespace pase_cli {

@@ -1,11 +1,12 @@
 // Configuration enumeration (cost-model.md section 2): cartesian product of
 // per-dimension split candidates, bounded by the device count.
 #include "configurations.hpp"
-#include "text.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <string>
+
+#include "text.hpp"
 
 namespace pase {
 
@@ -13,7 +14,8 @@ namespace {
 
 bool is_pow2(int64_t x) { return (x & (x - 1)) == 0; }
 
-std::vector<int64_t> candidates(int64_t d, bool pinned, int64_t cutoff, int64_t devices, bool pow2_only) {
+std::vector<int64_t> candidates(int64_t d, bool pinned, int64_t cutoff, int64_t devices,
+                                bool pow2_only) {
   std::vector<int64_t> out;
   if (!pinned) {
     for (int64_t e = 1; e <= devices && e <= d; ++e)
@@ -32,7 +34,6 @@ bool contiguous(const Vertex& v, const int64_t* c) {
     if (c[j] != 1) return false;
   return true;
 }
-
 
 // all_devices: reach[k][j] says whether dimensions k.. can multiply to exactly
 // divisors[j] (a divisor of `devices`). O(dims * candidates * divisors).
@@ -59,7 +60,8 @@ std::vector<std::vector<char>> exact_products(const std::vector<std::vector<int6
 
 }  // namespace
 
-Result<ConfigSet> enumerate_vertex(const Vertex& v, int64_t cutoff, int64_t devices, const EnumOptions& options) {
+Result<ConfigSet> enumerate_vertex(const Vertex& v, int64_t cutoff, int64_t devices,
+                                   const EnumOptions& options) {
   size_t n = v.dom.size();
   std::vector<std::vector<int64_t>> cand(n);
   for (size_t i = 0; i < n; ++i)
@@ -116,19 +118,21 @@ Result<ConfigSet> enumerate_vertex(const Vertex& v, int64_t cutoff, int64_t devi
     return Error{"has more than " + std::to_string(kMaxConfigurations) + " configurations at " +
                      std::to_string(devices) + " devices (use fewer devices or --pow2-only)",
                  ""};
-  if (set.size() == 0) return Error{"has no configuration that uses all " + std::to_string(devices) + " devices", ""};
+  if (set.size() == 0)
+    return Error{"has no configuration that uses all " + std::to_string(devices) + " devices", ""};
   return set;
 }
 
-Result<std::vector<ConfigSet>> enumerate_all(const Graph& g, int64_t devices, const EnumOptions& options,
-                                              uint64_t max_bytes) {
+Result<std::vector<ConfigSet>> enumerate_all(const Graph& g, int64_t devices,
+                                             const EnumOptions& options, uint64_t max_bytes) {
   std::vector<ConfigSet> out;
   out.reserve(g.vertices.size());
   uint64_t bytes = 0;
   for (const Vertex& v : g.vertices) {
     auto r = enumerate_vertex(v, g.cutoff, devices, options);
     if (!r) {
-      return Error{"vertex " + std::to_string(v.id) + " (" + v.name + ", " + op_name(v.op) + ") " + r.error().message,
+      return Error{"vertex " + std::to_string(v.id) + " (" + v.name + ", " + op_name(v.op) + ") " +
+                       r.error().message,
                    "layers[" + std::to_string(v.layer) + "]"};
     }
     // Each vertex holds at most kMaxConfigurations, but a graph of many wide
@@ -136,8 +140,9 @@ Result<std::vector<ConfigSet>> enumerate_all(const Graph& g, int64_t devices, co
     bytes += r->data.size() * sizeof(int64_t);
     if (max_bytes != 0 && bytes > max_bytes) {
       return Error{"the configurations of the first " + std::to_string(v.id + 1) + " of " +
-                       std::to_string(g.vertices.size()) + " vertices already need " + bytes_text(static_cast<double>(bytes)) +
-                       ", more than the limit of " + bytes_text(static_cast<double>(max_bytes)) +
+                       std::to_string(g.vertices.size()) + " vertices already need " +
+                       bytes_text(static_cast<double>(bytes)) + ", more than the limit of " +
+                       bytes_text(static_cast<double>(max_bytes)) +
                        "; raise the memory limit (max_memory) or use fewer devices",
                    "max_memory"};
     }

@@ -23,12 +23,13 @@ struct ConfigSet {
 // with all_devices), first dimension outermost, splits ascending; Ravel and
 // Unravel keep only contiguous configurations. Errors: more than
 // kMaxConfigurations, or none left by the options.
-Result<ConfigSet> enumerate_vertex(const Vertex& v, int64_t cutoff, int64_t devices, const EnumOptions& options);
+Result<ConfigSet> enumerate_vertex(const Vertex& v, int64_t cutoff, int64_t devices,
+                                   const EnumOptions& options);
 
 // Every vertex of the graph; errors name the layer ("layers[3]"). Refused
 // ("max_memory") once the configurations take more than `max_bytes` (0: no
 // limit).
-Result<std::vector<ConfigSet>> enumerate_all(const Graph& g, int64_t devices, const EnumOptions& options,
-                                             uint64_t max_bytes = 0);
+Result<std::vector<ConfigSet>> enumerate_all(const Graph& g, int64_t devices,
+                                             const EnumOptions& options, uint64_t max_bytes = 0);
 
 }  // namespace pase

@@ -6,13 +6,15 @@
 
 namespace pase {
 
-std::vector<double> vertex_cost_vector(const Vertex& v, const ConfigSet& set, const ops::Machine& m) {
+std::vector<double> vertex_cost_vector(const Vertex& v, const ConfigSet& set,
+                                       const ops::Machine& m) {
   std::vector<double> out(set.size());
   for (size_t i = 0; i < set.size(); ++i) out[i] = ops::layer_cost(v, set.at(i), m).total;
   return out;
 }
 
-double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int64_t* c_dst, const ops::Machine& m) {
+double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int64_t* c_dst,
+                 const ops::Machine& m) {
   const Output& out = g.vertices[e.src].outputs[e.src_output];
   const Slot& in = g.vertices[e.dst].inputs[e.dst_slot];
   std::vector<int64_t> s(out.shape.size()), t(in.shape.size());
@@ -37,8 +39,8 @@ namespace {
 
 // Distinct tensor configurations of a vertex's configurations under `map`:
 // `ids[i]` is the index in `unique` of configuration i's tensor configuration.
-void distinct_tensor_configs(const TensorMap& map, const ConfigSet& set, std::vector<std::vector<int64_t>>& unique,
-                             std::vector<int>& ids) {
+void distinct_tensor_configs(const TensorMap& map, const ConfigSet& set,
+                             std::vector<std::vector<int64_t>>& unique, std::vector<int>& ids) {
   std::map<std::vector<int64_t>, int> seen;
   std::vector<int64_t> t(map.size());
   ids.resize(set.size());
@@ -53,7 +55,8 @@ void distinct_tensor_configs(const TensorMap& map, const ConfigSet& set, std::ve
 }  // namespace
 
 std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
-                                const std::vector<int>& edge_ids, int outer, int inner, const ops::Machine& m) {
+                                const std::vector<int>& edge_ids, int outer, int inner,
+                                const ops::Machine& m) {
   size_t n_outer = configs[outer].size(), n_inner = configs[inner].size();
   std::vector<double> out(n_outer * n_inner, 0.0);
   for (int id : edge_ids) {
@@ -67,7 +70,8 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
     std::vector<double> small(us.size() * ud.size());
     for (size_t a = 0; a < us.size(); ++a)
       for (size_t b = 0; b < ud.size(); ++b)
-        small[a * ud.size() + b] = m.words(2 * ops::redistribution_words(src.shape, us[a].data(), ud[b].data()));
+        small[a * ud.size() + b] =
+            m.words(2 * ops::redistribution_words(src.shape, us[a].data(), ud[b].data()));
     bool src_outer = e.src == outer;
     for (size_t i = 0; i < n_outer; ++i)
       for (size_t j = 0; j < n_inner; ++j) {

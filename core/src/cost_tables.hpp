@@ -13,10 +13,12 @@
 namespace pase {
 
 // Vertex `v` at every configuration of `set`, in enumeration order.
-std::vector<double> vertex_cost_vector(const Vertex& v, const ConfigSet& set, const ops::Machine& m);
+std::vector<double> vertex_cost_vector(const Vertex& v, const ConfigSet& set,
+                                       const ops::Machine& m);
 
 // Cost of one tensor edge between the layer configurations of its ends.
-double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int64_t* c_dst, const ops::Machine& m);
+double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int64_t* c_dst,
+                 const ops::Machine& m);
 
 // The tensor edges between two vertices, whichever way they point.
 struct PairEdges {
@@ -31,6 +33,7 @@ std::vector<PairEdges> group_edges(const Graph& g);
 // `edge_ids` (all between `outer` and `inner`). Tensor configurations are
 // de-duplicated first, so the formula runs once per distinct pair.
 std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
-                                const std::vector<int>& edge_ids, int outer, int inner, const ops::Machine& m);
+                                const std::vector<int>& edge_ids, int outer, int inner,
+                                const ops::Machine& m);
 
 }  // namespace pase

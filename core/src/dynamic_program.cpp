@@ -29,12 +29,18 @@ struct Term {
 
 class StepRunner {
  public:
-  StepRunner(int nv, std::vector<int64_t> radix, std::vector<Term> terms, double* out, uint16_t* arg)
-      : nv_(nv), d_(static_cast<int>(radix.size())), radix_(std::move(radix)), terms_(std::move(terms)),
-        out_(out), arg_(arg) {
+  StepRunner(int nv, std::vector<int64_t> radix, std::vector<Term> terms, double* out,
+             uint16_t* arg)
+      : nv_(nv),
+        d_(static_cast<int>(radix.size())),
+        radix_(std::move(radix)),
+        terms_(std::move(terms)),
+        out_(out),
+        arg_(arg) {
     off_.assign(terms_.size(), 0);
     by_level_.resize(d_ + 1);
-    for (size_t t = 0; t < terms_.size(); ++t) by_level_[terms_[t].level].push_back(static_cast<int>(t));
+    for (size_t t = 0; t < terms_.size(); ++t)
+      by_level_[terms_[t].level].push_back(static_cast<int>(t));
     acc_.assign(static_cast<size_t>(d_ + 1) * nv_, 0.0);
     for (int t : by_level_[0])
       for (int c = 0; c < nv_; ++c) acc_[c] += terms_[t].data[c];
@@ -155,7 +161,8 @@ DpEstimate estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& config
     e.largest_table = std::max(e.largest_table, size[i]);
     e.max_dependent_set = std::max(e.max_dependent_set, static_cast<int>(st.dep.size()));
     double matrices = 0;
-    for (int u : st.new_neighbors) matrices += nv * static_cast<double>(configs[u].size()) * sizeof(double);
+    for (int u : st.new_neighbors)
+      matrices += nv * static_cast<double>(configs[u].size()) * sizeof(double);
     args += size[i] * sizeof(uint16_t);
     double now = vectors + live + size[i] * sizeof(double) + args + matrices;
     e.peak_bytes = std::max(e.peak_bytes, now);
@@ -173,9 +180,10 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   std::vector<PairEdges> pairs = group_edges(g);
   auto pair_of = [&](int a, int b) -> const std::vector<int>& {
     PairEdges key{std::min(a, b), std::max(a, b), {}};
-    auto it = std::lower_bound(pairs.begin(), pairs.end(), key, [](const PairEdges& x, const PairEdges& y) {
-      return std::pair(x.a, x.b) < std::pair(y.a, y.b);
-    });
+    auto it = std::lower_bound(pairs.begin(), pairs.end(), key,
+                               [](const PairEdges& x, const PairEdges& y) {
+                                 return std::pair(x.a, x.b) < std::pair(y.a, y.b);
+                               });
     return it->edges;
   };
 
@@ -210,7 +218,8 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     int v = st.vertex;
     current = v;
     // Also checked once per vertex, so that small plans notice a cancel too.
-    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) return Error{"cancelled", ""};
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed))
+      return Error{"cancelled", ""};
     int nv = static_cast<int>(configs[v].size());
     int d = static_cast<int>(st.dep.size());
     std::vector<int64_t> radix(d);

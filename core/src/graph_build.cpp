@@ -14,25 +14,44 @@ namespace pase {
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::kFC: return "FC";
-    case Op::kEinsum: return "Einsum";
-    case Op::kEmbedding: return "Embedding";
-    case Op::kConv: return "Conv";
-    case Op::kPool: return "Pool";
-    case Op::kElementwise: return "Elementwise";
-    case Op::kNorm: return "Norm";
-    case Op::kReduceMean: return "ReduceMean";
-    case Op::kSoftmax: return "Softmax";
-    case Op::kSoftmaxCrossEntropy: return "SoftmaxCrossEntropy";
-    case Op::kReshape: return "Reshape";
-    case Op::kTranspose: return "Transpose";
-    case Op::kConcat: return "Concat";
-    case Op::kSplit: return "Split";
-    case Op::kStack: return "Stack";
-    case Op::kUnstack: return "Unstack";
-    case Op::kLSTM: return "LSTM";
-    case Op::kRavel: return "Ravel";
-    case Op::kUnravel: return "Unravel";
+    case Op::kFC:
+      return "FC";
+    case Op::kEinsum:
+      return "Einsum";
+    case Op::kEmbedding:
+      return "Embedding";
+    case Op::kConv:
+      return "Conv";
+    case Op::kPool:
+      return "Pool";
+    case Op::kElementwise:
+      return "Elementwise";
+    case Op::kNorm:
+      return "Norm";
+    case Op::kReduceMean:
+      return "ReduceMean";
+    case Op::kSoftmax:
+      return "Softmax";
+    case Op::kSoftmaxCrossEntropy:
+      return "SoftmaxCrossEntropy";
+    case Op::kReshape:
+      return "Reshape";
+    case Op::kTranspose:
+      return "Transpose";
+    case Op::kConcat:
+      return "Concat";
+    case Op::kSplit:
+      return "Split";
+    case Op::kStack:
+      return "Stack";
+    case Op::kUnstack:
+      return "Unstack";
+    case Op::kLSTM:
+      return "LSTM";
+    case Op::kRavel:
+      return "Ravel";
+    case Op::kUnravel:
+      return "Unravel";
   }
   return "?";
 }
@@ -74,14 +93,16 @@ std::optional<int64_t> element_count(const Shape& s) {
 Error check_shape(const Shape& s, const std::string& where) {
   if (s.empty()) return {"a shape needs at least one dimension", where};
   if (s.size() > kMaxRank)
-    return {"a shape has at most " + std::to_string(kMaxRank) + " dimensions, got " + std::to_string(s.size()),
+    return {"a shape has at most " + std::to_string(kMaxRank) + " dimensions, got " +
+                std::to_string(s.size()),
             where};
   for (size_t i = 0; i < s.size(); ++i)
     if (s[i] <= 0)
       return {"size " + std::to_string(s[i]) + " at dimension " + std::to_string(i) +
                   " must be a positive integer",
               where};
-  if (!element_count(s)) return {"shape " + shape_str(s) + " has too many elements (2^62 or more)", where};
+  if (!element_count(s))
+    return {"shape " + shape_str(s) + " has too many elements (2^62 or more)", where};
   return {};
 }
 
@@ -155,7 +176,8 @@ class Builder {
     for (const Vertex& v : g_.vertices)
       for (size_t s = 0; s < v.inputs.size(); ++s)
         if (v.inputs[s].producer >= 0)
-          g_.edges.push_back(Edge{v.inputs[s].producer, v.inputs[s].output, v.id, static_cast<int>(s)});
+          g_.edges.push_back(
+              Edge{v.inputs[s].producer, v.inputs[s].output, v.id, static_cast<int>(s)});
     return std::move(g_);
   }
 
@@ -171,15 +193,19 @@ class Builder {
       std::string field = "inputs[" + std::to_string(i) + "]";
       Slot s;
       if (o.is_weight()) {
-        if (Error e = check_shape(o.weight_shape, where_ + "." + field); !e.message.empty()) return e;
+        if (Error e = check_shape(o.weight_shape, where_ + "." + field); !e.message.empty())
+          return e;
         s.shape = o.weight_shape;
       } else {
         auto it = tensors_.find(o.name);
         if (it == tensors_.end()) {
           std::string base = o.name.substr(0, o.name.find(':'));
-          if (base == l.name) return err("layer " + quoted(l.name) + " uses its own output (a cycle)", field);
+          if (base == l.name)
+            return err("layer " + quoted(l.name) + " uses its own output (a cycle)", field);
           if (multi_.count(base) && o.name.find(':') == std::string::npos)
-            return err(quoted(o.name) + " has several outputs; name one as " + quoted(o.name + ":0"), field);
+            return err(
+                quoted(o.name) + " has several outputs; name one as " + quoted(o.name + ":0"),
+                field);
           if (all_names_.count(base) && !defined_.count(base))
             return err("input " + quoted(o.name) +
                            " is defined by a later layer (layers must be in topological order; "
@@ -199,14 +225,16 @@ class Builder {
   Error want_inputs(const LayerSpec& l, size_t lo, size_t hi) const {
     size_t n = l.inputs.size();
     if (n >= lo && n <= hi) return {};
-    std::string want = lo == hi ? std::to_string(lo) : hi == SIZE_MAX ? std::to_string(lo) + " or more"
-                                                                      : std::to_string(lo) + " to " + std::to_string(hi);
-    return err(std::string(op_name(l.op)) + " takes " + want + " input" + (hi == 1 ? "" : "s") + ", got " +
-                   std::to_string(n),
+    std::string want = lo == hi         ? std::to_string(lo)
+                       : hi == SIZE_MAX ? std::to_string(lo) + " or more"
+                                        : std::to_string(lo) + " to " + std::to_string(hi);
+    return err(std::string(op_name(l.op)) + " takes " + want + " input" + (hi == 1 ? "" : "s") +
+                   ", got " + std::to_string(n),
                "inputs");
   }
 
-  Vertex& new_vertex(const LayerSpec& l, int layer, Op op, std::vector<std::string> dims, Shape dom) {
+  Vertex& new_vertex(const LayerSpec& l, int layer, Op op, std::vector<std::string> dims,
+                     Shape dom) {
     Vertex v;
     v.id = static_cast<int>(g_.vertices.size());
     v.name = l.name;
@@ -228,11 +256,13 @@ class Builder {
     }
     multi_.insert(name);
     for (size_t k = 0; k < v.outputs.size(); ++k)
-      tensors_[name + ":" + std::to_string(k)] = Tensor{v.id, static_cast<int>(k), v.outputs[k].shape};
+      tensors_[name + ":" + std::to_string(k)] =
+          Tensor{v.id, static_cast<int>(k), v.outputs[k].shape};
   }
 
   Error check_dom(const Vertex& v) const {
-    if (!element_count(v.dom)) return err("the iteration space " + shape_str(v.dom) + " is too large (2^62 or more points)");
+    if (!element_count(v.dom))
+      return err("the iteration space " + shape_str(v.dom) + " is too large (2^62 or more points)");
     return {};
   }
 
@@ -247,25 +277,42 @@ class Builder {
     if (Error e = resolve(l, in); !e.message.empty()) return e;
     if (l.pw < 0) return err("must be a non-negative integer", "pw");
     switch (l.op) {
-      case Op::kFC: return fc(index, l, in);
-      case Op::kEinsum: return einsum(index, l, in);
-      case Op::kEmbedding: return embedding(index, l, in);
-      case Op::kConv: return conv(index, l, in);
-      case Op::kPool: return pool(index, l, in);
-      case Op::kElementwise: return elementwise(index, l, in);
+      case Op::kFC:
+        return fc(index, l, in);
+      case Op::kEinsum:
+        return einsum(index, l, in);
+      case Op::kEmbedding:
+        return embedding(index, l, in);
+      case Op::kConv:
+        return conv(index, l, in);
+      case Op::kPool:
+        return pool(index, l, in);
+      case Op::kElementwise:
+        return elementwise(index, l, in);
       case Op::kNorm:
-      case Op::kSoftmax: return norm_like(index, l, in);
-      case Op::kReduceMean: return reduce_mean(index, l, in);
-      case Op::kSoftmaxCrossEntropy: return sce(index, l, in);
-      case Op::kReshape: return reshape(index, l, in);
-      case Op::kTranspose: return transpose(index, l, in);
-      case Op::kConcat: return concat(index, l, in);
-      case Op::kSplit: return split(index, l, in);
-      case Op::kStack: return stack(index, l, in);
-      case Op::kUnstack: return unstack(index, l, in);
-      case Op::kLSTM: return lstm(index, l, in);
+      case Op::kSoftmax:
+        return norm_like(index, l, in);
+      case Op::kReduceMean:
+        return reduce_mean(index, l, in);
+      case Op::kSoftmaxCrossEntropy:
+        return sce(index, l, in);
+      case Op::kReshape:
+        return reshape(index, l, in);
+      case Op::kTranspose:
+        return transpose(index, l, in);
+      case Op::kConcat:
+        return concat(index, l, in);
+      case Op::kSplit:
+        return split(index, l, in);
+      case Op::kStack:
+        return stack(index, l, in);
+      case Op::kUnstack:
+        return unstack(index, l, in);
+      case Op::kLSTM:
+        return lstm(index, l, in);
       case Op::kRavel:
-      case Op::kUnravel: break;
+      case Op::kUnravel:
+        break;
     }
     return err("unsupported op", "op");
   }
@@ -273,7 +320,8 @@ class Builder {
   Error fc(int index, const LayerSpec& l, std::vector<Slot>& in) {
     if (Error e = want_inputs(l, 1, 1); !e.message.empty()) return e;
     const Shape& x = in[0].shape;
-    if (x.size() < 2) return err("FC input must have at least 2 dimensions, got " + shape_str(x), "inputs[0]");
+    if (x.size() < 2)
+      return err("FC input must have at least 2 dimensions, got " + shape_str(x), "inputs[0]");
     if (l.units <= 0) return err("must be a positive integer", "units");
     size_t a = x.size() - 1;
     std::vector<std::string> dims = generic_dims(a);
@@ -305,23 +353,28 @@ class Builder {
     if (comma == std::string::npos || arrow == std::string::npos || comma > arrow ||
         eq.find(',', comma + 1) < arrow)
       return err("equation " + quoted(eq) + " must have the form 'in1,in2->out'", "equation");
-    std::string t[3] = {eq.substr(0, comma), eq.substr(comma + 1, arrow - comma - 1), eq.substr(arrow + 2)};
+    std::string t[3] = {eq.substr(0, comma), eq.substr(comma + 1, arrow - comma - 1),
+                        eq.substr(arrow + 2)};
     std::map<char, int64_t> size;
     for (int k = 0; k < 3; ++k) {
       std::set<char> seen;
       for (char ch : t[k]) {
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')))
-          return err("equation " + quoted(eq) + ": '" + std::string(1, ch) + "' is not a letter", "equation");
+          return err("equation " + quoted(eq) + ": '" + std::string(1, ch) + "' is not a letter",
+                     "equation");
         if (!seen.insert(ch).second)
-          return err("equation " + quoted(eq) + ": letter '" + std::string(1, ch) + "' repeats in one term", "equation");
+          return err("equation " + quoted(eq) + ": letter '" + std::string(1, ch) +
+                         "' repeats in one term",
+                     "equation");
       }
       if (t[k].empty()) return err("equation " + quoted(eq) + " has an empty term", "equation");
     }
     for (int k = 0; k < 2; ++k) {
       const Shape& s = in[k].shape;
       if (s.size() != t[k].size())
-        return err("input " + std::to_string(k + 1) + " has shape " + shape_str(s) + " but the equation names " +
-                       std::to_string(t[k].size()) + " dimensions ('" + t[k] + "')",
+        return err("input " + std::to_string(k + 1) + " has shape " + shape_str(s) +
+                       " but the equation names " + std::to_string(t[k].size()) + " dimensions ('" +
+                       t[k] + "')",
                    "inputs[" + std::to_string(k) + "]");
       for (size_t i = 0; i < s.size(); ++i) {
         auto [it, fresh] = size.emplace(t[k][i], s[i]);
@@ -332,8 +385,8 @@ class Builder {
       }
     }
     if (t[2].size() > kMaxRank)
-      return err("the output would have " + std::to_string(t[2].size()) + " dimensions; a tensor has at most " +
-                     std::to_string(kMaxRank),
+      return err("the output would have " + std::to_string(t[2].size()) +
+                     " dimensions; a tensor has at most " + std::to_string(kMaxRank),
                  "equation");
     auto has = [](const std::string& s, char c) { return s.find(c) != std::string::npos; };
     std::string batch, m, n, red;
@@ -341,17 +394,28 @@ class Builder {
       if (!has(t[0], c) && !has(t[1], c))
         return err("output letter '" + std::string(1, c) + "' is in neither input", "equation");
     for (char c : t[0]) {
-      if (has(t[1], c)) (has(t[2], c) ? batch : red) += c;
-      else if (has(t[2], c)) m += c;
-      else return err("letter '" + std::string(1, c) + "' of input 1 is in neither input 2 nor the output (unsupported)", "equation");
+      if (has(t[1], c))
+        (has(t[2], c) ? batch : red) += c;
+      else if (has(t[2], c))
+        m += c;
+      else
+        return err("letter '" + std::string(1, c) +
+                       "' of input 1 is in neither input 2 nor the output (unsupported)",
+                   "equation");
     }
     for (char c : t[1])
       if (!has(t[0], c)) {
-        if (has(t[2], c)) n += c;
-        else return err("letter '" + std::string(1, c) + "' of input 2 is in neither input 1 nor the output (unsupported)", "equation");
+        if (has(t[2], c))
+          n += c;
+        else
+          return err("letter '" + std::string(1, c) +
+                         "' of input 2 is in neither input 1 nor the output (unsupported)",
+                     "equation");
       }
     if (m.empty() || n.empty())
-      return err("equation " + quoted(eq) + " needs a letter only in input 1 and the output, and one only in input 2 and the output",
+      return err("equation " + quoted(eq) +
+                     " needs a letter only in input 1 and the output, and one only in input 2 and "
+                     "the output",
                  "equation");
     std::string letters = t[2] + red;
     std::vector<std::string> dims;
@@ -386,13 +450,16 @@ class Builder {
   Error embedding(int index, const LayerSpec& l, std::vector<Slot>& in) {
     if (Error e = want_inputs(l, 1, 1); !e.message.empty()) return e;
     if (in[0].producer >= 0)
-      return err("Embedding takes token ids from a graph input, not from layer " + quoted(l.inputs[0].name),
+      return err("Embedding takes token ids from a graph input, not from layer " +
+                     quoted(l.inputs[0].name),
                  "inputs[0]");
     const Shape& x = in[0].shape;
-    if (x.size() != 2) return err("Embedding input must be (batch, sequence), got " + shape_str(x), "inputs[0]");
+    if (x.size() != 2)
+      return err("Embedding input must be (batch, sequence), got " + shape_str(x), "inputs[0]");
     if (l.vocab <= 0) return err("must be a positive integer", "vocab");
     if (l.dim <= 0) return err("must be a positive integer", "dim");
-    Vertex& v = new_vertex(l, index, Op::kEmbedding, {"b", "s", "d", "v"}, {x[0], x[1], l.dim, l.vocab});
+    Vertex& v =
+        new_vertex(l, index, Op::kEmbedding, {"b", "s", "d", "v"}, {x[0], x[1], l.dim, l.vocab});
     if (Error e = check_dom(v); !e.message.empty()) return e;
     in[0].map = identity_map(2);
     v.inputs = std::move(in);
@@ -422,17 +489,22 @@ class Builder {
   Error conv(int index, const LayerSpec& l, std::vector<Slot>& in) {
     if (Error e = want_inputs(l, 1, 1); !e.message.empty()) return e;
     const Shape& x = in[0].shape;
-    if (x.size() != 4) return err("Conv input must be (b, c, h, w), got " + shape_str(x), "inputs[0]");
+    if (x.size() != 4)
+      return err("Conv input must be (b, c, h, w), got " + shape_str(x), "inputs[0]");
     if (l.filter.size() != 4) return err("must be [n, c, r, s]", "filter");
     for (int64_t f : l.filter)
       if (f <= 0) return err("sizes must be positive integers", "filter");
     if (l.filter[1] != x[1])
-      return err("channel " + std::to_string(l.filter[1]) + " does not match input " + std::to_string(x[1]), "filter");
+      return err("channel " + std::to_string(l.filter[1]) + " does not match input " +
+                     std::to_string(x[1]),
+                 "filter");
     if (Error e = check_stride_pad(l); !e.message.empty()) return e;
     auto ho = window_out(x[2], l.filter[2], l.stride[0], l.pad[0]);
     auto wo = window_out(x[3], l.filter[3], l.stride[1], l.pad[1]);
     if (!ho || !wo)
-      return err("filter " + shape_str(l.filter) + " is larger than the padded input " + shape_str(x), "filter");
+      return err(
+          "filter " + shape_str(l.filter) + " is larger than the padded input " + shape_str(x),
+          "filter");
     Vertex& v = new_vertex(l, index, Op::kConv, {"b", "c", "h", "w", "r", "s", "n"},
                            {x[0], x[1], *ho, *wo, l.filter[2], l.filter[3], l.filter[0]});
     if (Error e = check_dom(v); !e.message.empty()) return e;
@@ -451,14 +523,17 @@ class Builder {
   Error pool(int index, const LayerSpec& l, std::vector<Slot>& in) {
     if (Error e = want_inputs(l, 1, 1); !e.message.empty()) return e;
     const Shape& x = in[0].shape;
-    if (x.size() != 4) return err("Pool input must be (b, c, h, w), got " + shape_str(x), "inputs[0]");
+    if (x.size() != 4)
+      return err("Pool input must be (b, c, h, w), got " + shape_str(x), "inputs[0]");
     if (l.window.size() != 2 || l.window[0] <= 0 || l.window[1] <= 0)
       return err("must be [r, s] with positive sizes", "window");
     if (Error e = check_stride_pad(l); !e.message.empty()) return e;
     auto ho = window_out(x[2], l.window[0], l.stride[0], l.pad[0]);
     auto wo = window_out(x[3], l.window[1], l.stride[1], l.pad[1]);
     if (!ho || !wo)
-      return err("window " + shape_str(l.window) + " is larger than the padded input " + shape_str(x), "window");
+      return err(
+          "window " + shape_str(l.window) + " is larger than the padded input " + shape_str(x),
+          "window");
     Vertex& v = new_vertex(l, index, Op::kPool, {"b", "c", "h", "w"}, {x[0], x[1], *ho, *wo});
     in[0].map = identity_map(4);
     v.inputs = std::move(in);
@@ -471,7 +546,9 @@ class Builder {
   Error elementwise(int index, const LayerSpec& l, std::vector<Slot>& in) {
     if (Error e = want_inputs(l, 2, 2); !e.message.empty()) return e;
     if (in[0].shape != in[1].shape)
-      return err("input shapes " + shape_str(in[0].shape) + " and " + shape_str(in[1].shape) + " differ", "inputs");
+      return err(
+          "input shapes " + shape_str(in[0].shape) + " and " + shape_str(in[1].shape) + " differ",
+          "inputs");
     Shape s = in[0].shape;
     Vertex& v = new_vertex(l, index, Op::kElementwise, generic_dims(s.size()), s);
     for (Slot& slot : in) slot.map = identity_map(s.size());
@@ -487,7 +564,9 @@ class Builder {
     if (Error e = want_inputs(l, 1, 1); !e.message.empty()) return e;
     Shape s = in[0].shape;
     auto axis = norm_axis(l.axis, s.size());
-    if (!axis) return err("axis " + std::to_string(l.axis) + " is out of range for shape " + shape_str(s), "axis");
+    if (!axis)
+      return err("axis " + std::to_string(l.axis) + " is out of range for shape " + shape_str(s),
+                 "axis");
     Vertex& v = new_vertex(l, index, l.op, generic_dims(s.size()), s);
     in[0].map = identity_map(s.size());
     v.inputs = std::move(in);
@@ -503,7 +582,9 @@ class Builder {
     std::vector<bool> reduced(s.size(), !l.has_axes);
     for (int64_t a : l.axes) {
       auto axis = norm_axis(a, s.size());
-      if (!axis) return err("axis " + std::to_string(a) + " is out of range for shape " + shape_str(s), "axes");
+      if (!axis)
+        return err("axis " + std::to_string(a) + " is out of range for shape " + shape_str(s),
+                   "axes");
       if (reduced[*axis]) return err("axis " + std::to_string(a) + " is named twice", "axes");
       reduced[*axis] = true;
     }
@@ -552,8 +633,8 @@ class Builder {
     if (Error e = check_shape(l.shape, where_ + ".shape"); !e.message.empty()) return e;
     int64_t n_in = *element_count(s), n_out = *element_count(l.shape);
     if (n_in != n_out)
-      return err("shape " + shape_str(l.shape) + " has " + std::to_string(n_out) + " elements but the input " +
-                     shape_str(s) + " has " + std::to_string(n_in),
+      return err("shape " + shape_str(l.shape) + " has " + std::to_string(n_out) +
+                     " elements but the input " + shape_str(s) + " has " + std::to_string(n_in),
                  "shape");
     TensorMap all(1);
     for (size_t i = 0; i < s.size(); ++i) all[0].push_back(static_cast<int>(i));
@@ -577,10 +658,14 @@ class Builder {
     Shape s = in[0].shape;
     std::vector<bool> seen(s.size(), false);
     if (l.perm.size() != s.size())
-      return err("must list " + std::to_string(s.size()) + " axes, got " + std::to_string(l.perm.size()), "perm");
+      return err(
+          "must list " + std::to_string(s.size()) + " axes, got " + std::to_string(l.perm.size()),
+          "perm");
     for (int64_t p : l.perm) {
       if (p < 0 || p >= static_cast<int64_t>(s.size()) || seen[p])
-        return err(shape_str(l.perm) + " is not a permutation of 0.." + std::to_string(s.size() - 1), "perm");
+        return err(
+            shape_str(l.perm) + " is not a permutation of 0.." + std::to_string(s.size() - 1),
+            "perm");
       seen[p] = true;
     }
     Vertex& v = new_vertex(l, index, Op::kTranspose, generic_dims(s.size()), s);
@@ -600,19 +685,24 @@ class Builder {
     if (Error e = want_inputs(l, 2, SIZE_MAX); !e.message.empty()) return e;
     Shape s = in[0].shape;
     auto axis = norm_axis(l.axis, s.size());
-    if (!axis) return err("axis " + std::to_string(l.axis) + " is out of range for shape " + shape_str(s), "axis");
+    if (!axis)
+      return err("axis " + std::to_string(l.axis) + " is out of range for shape " + shape_str(s),
+                 "axis");
     int64_t total = 0;
     for (size_t k = 0; k < in.size(); ++k) {
       const Shape& t = in[k].shape;
       std::string f = "inputs[" + std::to_string(k) + "]";
       if (t.size() != s.size())
-        return err("rank " + std::to_string(t.size()) + " differs from the first input's " + std::to_string(s.size()), f);
+        return err("rank " + std::to_string(t.size()) + " differs from the first input's " +
+                       std::to_string(s.size()),
+                   f);
       for (size_t i = 0; i < s.size(); ++i)
         if (static_cast<int>(i) != *axis && t[i] != s[i])
           return err("size " + std::to_string(t[i]) + " at dimension " + std::to_string(i) +
                          " differs from the first input's " + std::to_string(s[i]),
                      f);
-      if (__builtin_add_overflow(total, t[*axis], &total)) return err("concatenated size overflows", "axis");
+      if (__builtin_add_overflow(total, t[*axis], &total))
+        return err("concatenated size overflows", "axis");
     }
     Shape dom = s;
     dom[*axis] = 1;
@@ -631,12 +721,14 @@ class Builder {
     if (Error e = want_inputs(l, 1, 1); !e.message.empty()) return e;
     Shape s = in[0].shape;
     auto axis = norm_axis(l.axis, s.size());
-    if (!axis) return err("axis " + std::to_string(l.axis) + " is out of range for shape " + shape_str(s), "axis");
+    if (!axis)
+      return err("axis " + std::to_string(l.axis) + " is out of range for shape " + shape_str(s),
+                 "axis");
     if (l.num <= 0 || l.num > kMaxOutputs)
       return err("must be an integer from 1 to " + std::to_string(kMaxOutputs), "num");
     if (s[*axis] % l.num != 0)
-      return err(std::to_string(l.num) + " does not divide size " + std::to_string(s[*axis]) + " of axis " +
-                     std::to_string(*axis),
+      return err(std::to_string(l.num) + " does not divide size " + std::to_string(s[*axis]) +
+                     " of axis " + std::to_string(*axis),
                  "num");
     Shape dom = s;
     dom[*axis] = 1;
@@ -655,13 +747,16 @@ class Builder {
     Shape s = in[0].shape;
     for (size_t k = 1; k < in.size(); ++k)
       if (in[k].shape != s)
-        return err("shape " + shape_str(in[k].shape) + " differs from the first input's " + shape_str(s),
-                   "inputs[" + std::to_string(k) + "]");
+        return err(
+            "shape " + shape_str(in[k].shape) + " differs from the first input's " + shape_str(s),
+            "inputs[" + std::to_string(k) + "]");
     auto axis = norm_axis(l.axis, s.size() + 1);
-    if (!axis) return err("axis " + std::to_string(l.axis) + " is out of range for stacking " + shape_str(s), "axis");
+    if (!axis)
+      return err("axis " + std::to_string(l.axis) + " is out of range for stacking " + shape_str(s),
+                 "axis");
     if (s.size() + 1 > kMaxRank)
-      return err("the output would have " + std::to_string(s.size() + 1) + " dimensions; a tensor has at most " +
-                     std::to_string(kMaxRank),
+      return err("the output would have " + std::to_string(s.size() + 1) +
+                     " dimensions; a tensor has at most " + std::to_string(kMaxRank),
                  "inputs");
     Shape dom = s;
     dom.insert(dom.begin() + *axis, 1);
@@ -671,7 +766,8 @@ class Builder {
     Vertex& v = new_vertex(l, index, Op::kStack, generic_dims(dom.size(), *axis), dom);
     for (Slot& slot : in) {
       slot.map.clear();
-      for (size_t j = 0; j < s.size(); ++j) slot.map.push_back({static_cast<int>(j < static_cast<size_t>(*axis) ? j : j + 1)});
+      for (size_t j = 0; j < s.size(); ++j)
+        slot.map.push_back({static_cast<int>(j < static_cast<size_t>(*axis) ? j : j + 1)});
     }
     v.inputs = std::move(in);
     v.outputs.push_back(Output{out, identity_map(dom.size())});
@@ -683,10 +779,14 @@ class Builder {
     if (Error e = want_inputs(l, 1, 1); !e.message.empty()) return e;
     Shape s = in[0].shape;
     auto axis = norm_axis(l.axis, s.size());
-    if (!axis) return err("axis " + std::to_string(l.axis) + " is out of range for shape " + shape_str(s), "axis");
+    if (!axis)
+      return err("axis " + std::to_string(l.axis) + " is out of range for shape " + shape_str(s),
+                 "axis");
     if (s.size() < 2) return err("Unstack needs an input of rank 2 or more", "inputs[0]");
     if (s[*axis] > kMaxOutputs)
-      return err("would make " + std::to_string(s[*axis]) + " outputs; the limit is " + std::to_string(kMaxOutputs), "axis");
+      return err("would make " + std::to_string(s[*axis]) + " outputs; the limit is " +
+                     std::to_string(kMaxOutputs),
+                 "axis");
     Shape dom = s;
     dom[*axis] = 1;
     Vertex& v = new_vertex(l, index, Op::kUnstack, generic_dims(s.size(), *axis), dom);
@@ -709,9 +809,12 @@ class Builder {
     if (x.size() != 3) return err("LSTM input must be (b, s, u), got " + shape_str(x), "inputs[0]");
     if (l.units <= 0) return err("must be a positive integer", "units");
     if (l.units != x[2])
-      return err("units " + std::to_string(l.units) + " does not match input features " + std::to_string(x[2]), "units");
+      return err("units " + std::to_string(l.units) + " does not match input features " +
+                     std::to_string(x[2]),
+                 "units");
     if (l.layers <= 0) return err("must be a positive integer", "layers");
-    Vertex& v = new_vertex(l, index, Op::kLSTM, {"l", "s", "b", "n", "k"}, {l.layers, x[1], x[0], x[2], x[2]});
+    Vertex& v = new_vertex(l, index, Op::kLSTM, {"l", "s", "b", "n", "k"},
+                           {l.layers, x[1], x[0], x[2], x[2]});
     if (Error e = check_dom(v); !e.message.empty()) return e;
     v.pinned[1] = true;  // the sequence is processed in order
     in[0].map = {{2}, {1}, {4}};

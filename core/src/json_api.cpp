@@ -178,8 +178,6 @@ Result<T> read_document(std::string_view text, const std::string& where, Read re
 
 // ---- Writers ------------------------------------------------------------------
 
-
-
 }  // namespace
 
 Result<PlanRequest> parse_plan_request(std::string_view json_text) {

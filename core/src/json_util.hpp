@@ -10,18 +10,18 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
-#include "pase/graph.hpp"
 #include "pase/result.hpp"
 
 namespace pase::json_detail {

@@ -138,7 +138,8 @@ Ordering make_steps(const Adjacency& adj, const std::vector<int>& sequence, Orde
     for (int r : roots) parent[r] = v;
     comp_dep[v] = dep;
     comp_step[v] = i;
-    std::sort(dep.begin(), dep.end(), [&](int a, int b) { return out.position[a] > out.position[b]; });
+    std::sort(dep.begin(), dep.end(),
+              [&](int a, int b) { return out.position[a] > out.position[b]; });
     st.dep = std::move(dep);
     out.steps.push_back(std::move(st));
   }

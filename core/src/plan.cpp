@@ -8,16 +8,15 @@
 #include <string>
 
 #include "configurations.hpp"
-#include "text.hpp"
 #include "cost_tables.hpp"
 #include "dynamic_program.hpp"
 #include "ops/op_cost.hpp"
 #include "ordering.hpp"
+#include "text.hpp"
 
 namespace pase {
 
 namespace {
-
 
 std::string vertex_label(const Vertex& v) {
   return "vertex " + std::to_string(v.id) + " (" + v.name + ", " + op_name(v.op) + ")";
@@ -27,25 +26,31 @@ std::string vertex_label(const Vertex& v) {
 
 const char* order_name(Order order) {
   switch (order) {
-    case Order::kGenSeq: return "genseq";
-    case Order::kBfs: return "bfs";
-    case Order::kMinTable: return "mintable";
+    case Order::kGenSeq:
+      return "genseq";
+    case Order::kBfs:
+      return "bfs";
+    case Order::kMinTable:
+      return "mintable";
   }
   return "?";
 }
 
 Error check_cluster(const Cluster& c) {
-  if (c.devices < 1) return {"must be at least 1, got " + std::to_string(c.devices), "cluster.devices"};
+  if (c.devices < 1)
+    return {"must be at least 1, got " + std::to_string(c.devices), "cluster.devices"};
   if (c.devices > kMaxDevices)
-    return {"must be at most " + std::to_string(kMaxDevices) + ", got " + std::to_string(c.devices), "cluster.devices"};
-  if (!(c.tflops > 0) || !std::isfinite(c.tflops)) return {"must be a positive number", "cluster.tflops"};
+    return {"must be at most " + std::to_string(kMaxDevices) + ", got " + std::to_string(c.devices),
+            "cluster.devices"};
+  if (!(c.tflops > 0) || !std::isfinite(c.tflops))
+    return {"must be a positive number", "cluster.tflops"};
   if (!(c.bandwidth_gbps > 0) || !std::isfinite(c.bandwidth_gbps))
     return {"must be a positive number", "cluster.bandwidth_gbps"};
   return {};
 }
 
-Result<std::vector<Config>> enumerate_configs(const Graph& graph, int vertex, const Cluster& cluster,
-                                              const EnumOptions& options) {
+Result<std::vector<Config>> enumerate_configs(const Graph& graph, int vertex,
+                                              const Cluster& cluster, const EnumOptions& options) {
   if (Error e = check_cluster(cluster); !e.message.empty()) return e;
   if (vertex < 0 || vertex >= static_cast<int>(graph.vertices.size()))
     return Error{"no vertex " + std::to_string(vertex), "vertex"};
@@ -75,14 +80,16 @@ Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy
     for (size_t k = 0; k < c.size(); ++k) {
       std::string w = where + "[" + std::to_string(k) + "]";
       if (c[k] < 1 || v.dom[k] % c[k] != 0)
-        return Error{"split " + std::to_string(c[k]) + " does not divide size " + std::to_string(v.dom[k]) +
-                         " of dimension " + v.dims[k] + " of " + vertex_label(v),
+        return Error{"split " + std::to_string(c[k]) + " does not divide size " +
+                         std::to_string(v.dom[k]) + " of dimension " + v.dims[k] + " of " +
+                         vertex_label(v),
                      w};
       if (v.pinned[k] && c[k] != 1)
-        return Error{"dimension " + v.dims[k] + " of " + vertex_label(v) + " is pinned and must be 1", w};
+        return Error{
+            "dimension " + v.dims[k] + " of " + vertex_label(v) + " is pinned and must be 1", w};
       if (__builtin_mul_overflow(prod, c[k], &prod) || prod > cluster.devices)
-        return Error{"the splits of " + vertex_label(v) + " use more than the " + std::to_string(cluster.devices) +
-                         " devices",
+        return Error{"the splits of " + vertex_label(v) + " use more than the " +
+                         std::to_string(cluster.devices) + " devices",
                      where};
     }
   }
@@ -151,7 +158,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-Result<SearchStats> estimate(const Graph& graph, const Cluster& cluster, const PlanOptions& options) {
+Result<SearchStats> estimate(const Graph& graph, const Cluster& cluster,
+                             const PlanOptions& options) {
   auto start = std::chrono::steady_clock::now();
   auto prep = prepare(graph, cluster, options);
   if (!prep) return prep.error();
@@ -171,10 +179,11 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
   if (est.peak_bytes > limit) {
     char entries[32];
     std::snprintf(entries, sizeof entries, "%.3g", est.largest_table);
-    return Error{"the " + std::string(order_name(options.order)) + " order needs " + bytes_text(est.peak_bytes) +
-                     " of tables (largest dependent set " + std::to_string(est.max_dependent_set) +
-                     ", largest table " + entries + " entries), more than the limit of " +
-                     bytes_text(limit) + "; raise the memory limit (max_memory), use fewer devices or another order",
+    return Error{"the " + std::string(order_name(options.order)) + " order needs " +
+                     bytes_text(est.peak_bytes) + " of tables (largest dependent set " +
+                     std::to_string(est.max_dependent_set) + ", largest table " + entries +
+                     " entries), more than the limit of " + bytes_text(limit) +
+                     "; raise the memory limit (max_memory), use fewer devices or another order",
                  "max_memory"};
   }
   ops::Machine m = ops::make_machine(cluster);
@@ -193,7 +202,8 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
   return result;
 }
 
-Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster, uint64_t max_combinations) {
+Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
+                               uint64_t max_combinations) {
   if (Error e = check_cluster(cluster); !e.message.empty()) return e;
   auto configs = enumerate_all(graph, cluster.devices, {});
   if (!configs) return configs.error();
@@ -207,7 +217,8 @@ Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster, uint6
   for (size_t v = 0; v < n; ++v) vc[v] = vertex_cost_vector(graph.vertices[v], (*configs)[v], m);
   std::vector<PairEdges> pairs = group_edges(graph);
   std::vector<std::vector<double>> mat;
-  for (const PairEdges& pe : pairs) mat.push_back(pair_matrix(graph, *configs, pe.edges, pe.a, pe.b, m));
+  for (const PairEdges& pe : pairs)
+    mat.push_back(pair_matrix(graph, *configs, pe.edges, pe.a, pe.b, m));
   std::vector<int> cur(n, 0), best_choice(n, 0);
   double best = INFINITY;
   while (true) {

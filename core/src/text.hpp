@@ -16,7 +16,11 @@ inline std::string bytes_text(double b) {
     ++u;
   }
   char text[48];
-  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : b < 1e4 ? "%.1f %s" : "%.3g %s", b, kUnits[u]);
+  std::snprintf(text, sizeof text,
+                u == 0    ? "%.0f %s"
+                : b < 1e4 ? "%.1f %s"
+                          : "%.3g %s",
+                b, kUnits[u]);
   return text;
 }
 

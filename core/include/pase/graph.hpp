@@ -77,22 +77,22 @@ struct LayerSpec {
   std::string name;
   Op op = Op::kFC;
   std::vector<Operand> inputs;
-  int64_t units = 0;             // FC, LSTM
-  int64_t pw = 0;                // FC, Einsum, Conv, Elementwise: fused point-wise ops
-  std::string equation;          // Einsum, "in1,in2->out"
-  int64_t vocab = 0, dim = 0;    // Embedding
-  Shape filter;                  // Conv: [n, c, r, s]
-  Shape window;                  // Pool: [r, s]
+  int64_t units = 0;                    // FC, LSTM
+  int64_t pw = 0;                       // FC, Einsum, Conv, Elementwise: fused point-wise ops
+  std::string equation;                 // Einsum, "in1,in2->out"
+  int64_t vocab = 0, dim = 0;           // Embedding
+  Shape filter;                         // Conv: [n, c, r, s]
+  Shape window;                         // Pool: [r, s]
   std::array<int64_t, 2> stride{1, 1};  // Conv, Pool: [h, w]
   std::array<int64_t, 2> pad{0, 0};     // Conv, Pool: [h, w]
-  int64_t axis = 0;              // Norm, Softmax (-1), Concat, Split, Stack, Unstack (0)
-  std::vector<int64_t> axes;     // ReduceMean; empty with has_axes=false means all
+  int64_t axis = 0;                     // Norm, Softmax (-1), Concat, Split, Stack, Unstack (0)
+  std::vector<int64_t> axes;            // ReduceMean; empty with has_axes=false means all
   bool has_axes = false;
-  bool keepdims = false;         // ReduceMean
-  Shape shape;                   // Reshape target
-  std::vector<int64_t> perm;     // Transpose
-  int64_t num = 0;               // Split
-  int64_t layers = 0;            // LSTM
+  bool keepdims = false;      // ReduceMean
+  Shape shape;                // Reshape target
+  std::vector<int64_t> perm;  // Transpose
+  int64_t num = 0;            // Split
+  int64_t layers = 0;         // LSTM
 };
 
 // The pase-graph/1 document.
@@ -134,18 +134,18 @@ struct Vertex {
   int id = 0;
   std::string name;  // the layer name; a Reshape's vertices are "name/ravel" and "name"
   Op op = Op::kFC;
-  int layer = 0;     // index into GraphSpec::layers
+  int layer = 0;                  // index into GraphSpec::layers
   std::vector<std::string> dims;  // dimension names, in configuration order
   Shape dom;                      // iteration space
   std::vector<bool> pinned;       // pinned dimensions always split 1
   std::vector<Slot> inputs;
   std::vector<Output> outputs;
   // Cost parameters (cost-model.md section 5), used by the op's cost formula.
-  GemmView gemm;                  // FC, Einsum, Embedding, Conv, LSTM
-  int axis = 0;                   // Norm, Softmax
-  std::vector<int> axes;          // ReduceMean: reduced positions
+  GemmView gemm;                        // FC, Einsum, Embedding, Conv, LSTM
+  int axis = 0;                         // Norm, Softmax
+  std::vector<int> axes;                // ReduceMean: reduced positions
   std::array<int64_t, 2> window{0, 0};  // Pool
-  int64_t pw = 0;                 // Elementwise
+  int64_t pw = 0;                       // Elementwise
 };
 
 // A tensor edge: output `src_output` of vertex `src` feeds input slot

@@ -60,8 +60,8 @@ inline constexpr int64_t kMaxDevices = 65536;
 // An error naming the bad field ("cluster.devices") or an empty message.
 Error check_cluster(const Cluster& cluster);
 
-using Config = std::vector<int64_t>;  // one split per dimension of a vertex
-using Strategy = std::vector<Config>; // one configuration per vertex, by id
+using Config = std::vector<int64_t>;   // one split per dimension of a vertex
+using Strategy = std::vector<Config>;  // one configuration per vertex, by id
 
 enum class Order : uint8_t {
   kGenSeq,    // paper Fig. 3: least dependent-set cardinality first
@@ -92,7 +92,8 @@ struct PlanOptions {
   uint64_t max_memory = uint64_t{4} << 30;
   EnumOptions enumeration;
   std::function<void(const Progress&)> on_progress;  // may be empty
-  const std::atomic<bool>* cancel = nullptr;         // checked per vertex and every 2^20 pairs; may be null
+  const std::atomic<bool>* cancel =
+      nullptr;  // checked per vertex and every 2^20 pairs; may be null
 };
 
 // Sizes are doubles: exact below 2^53, and an order whose tables could never
@@ -100,28 +101,28 @@ struct PlanOptions {
 // instead of overflowing.
 struct SearchStats {
   Order order = Order::kGenSeq;
-  int max_dependent_set = 0;      // largest |D(i)|
-  double table_entries = 0;       // sum of all table sizes
-  double largest_table = 0;       // entries of the largest table
-  double pairs = 0;               // (dependent-set state, configuration) pairs visited
-  double peak_bytes = 0;          // predicted peak of table memory
-  uint64_t configurations = 0;    // sum over vertices of their configuration counts
-  double time_s = 0;              // wall time of plan()
+  int max_dependent_set = 0;    // largest |D(i)|
+  double table_entries = 0;     // sum of all table sizes
+  double largest_table = 0;     // entries of the largest table
+  double pairs = 0;             // (dependent-set state, configuration) pairs visited
+  double peak_bytes = 0;        // predicted peak of table memory
+  uint64_t configurations = 0;  // sum over vertices of their configuration counts
+  double time_s = 0;            // wall time of plan()
 };
 
 // A layer's cost split into its parts; total is the cost-model value.
 struct LayerCost {
   double total = 0;
-  double compute = 0;   // arithmetic (including fused point-wise ops)
-  double comm = 0;      // intra-layer communication (all-reduces, halos, gathers)
+  double compute = 0;  // arithmetic (including fused point-wise ops)
+  double comm = 0;     // intra-layer communication (all-reduces, halos, gathers)
 };
 
 struct Plan {
-  double cost = 0;                 // F(G, strategy), FLOP-equivalents
-  double step_time_s = 0;          // cost / (tflops * 1e12)
-  Strategy strategy;               // by vertex id
-  std::vector<LayerCost> layers;   // by vertex id
-  std::vector<double> edge_costs;  // by Graph::edges index
+  double cost = 0;                                   // F(G, strategy), FLOP-equivalents
+  double step_time_s = 0;                            // cost / (tflops * 1e12)
+  Strategy strategy;                                 // by vertex id
+  std::vector<LayerCost> layers;                     // by vertex id
+  std::vector<double> edge_costs;                    // by Graph::edges index
   double compute = 0, comm = 0, redistribution = 0;  // the total, by part
   SearchStats search;
 };
@@ -134,7 +135,8 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
 // What plan() would need, without running the search: the ordering's
 // dependent sets, table sizes, pairs and predicted peak memory (time_s is the
 // time of the estimate). Same errors as plan() except the memory limit.
-Result<SearchStats> estimate(const Graph& graph, const Cluster& cluster, const PlanOptions& options = {});
+Result<SearchStats> estimate(const Graph& graph, const Cluster& cluster,
+                             const PlanOptions& options = {});
 
 // The cost of a given strategy. Every configuration must have one split per
 // dimension, each split a positive divisor of its dimension (1 for pinned

@@ -222,7 +222,6 @@ namespace {
 
 using json_detail::Json;
 
-
 Json strategy_json(const Graph& graph, const Cluster& cluster, const StrategyReport& r) {
   Json j = Json::object();
   j["strategy"] = r.name;

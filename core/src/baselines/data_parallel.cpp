@@ -55,7 +55,8 @@ Strategy data_parallel_strategy(const Graph& graph, int64_t devices) {
 Result<StrategyReport> data_parallel(const Graph& graph, const Cluster& cluster,
                                      const CompareOptions& options) {
   if (Error e = check_cluster(cluster); !e.message.empty()) return e;
-  auto configs = enumerate_all(graph, cluster.devices, options.plan.enumeration, options.plan.max_memory);
+  auto configs =
+      enumerate_all(graph, cluster.devices, options.plan.enumeration, options.plan.max_memory);
   if (!configs) return configs.error();
   const Strategy strategy = baselines::data_parallel_strategy(graph, cluster.devices);
   const std::vector<int> batch = batch_dimensions(graph);

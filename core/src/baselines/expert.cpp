@@ -147,7 +147,8 @@ Result<StrategyReport> expert_strategy(const Graph& graph, const Cluster& cluste
                      "' (only the built-in networks have one)",
                  "graph"};
   }
-  auto configs = enumerate_all(graph, cluster.devices, options.plan.enumeration, options.plan.max_memory);
+  auto configs =
+      enumerate_all(graph, cluster.devices, options.plan.enumeration, options.plan.max_memory);
   if (!configs) return configs.error();
   const int64_t p = cluster.devices;
   std::vector<std::string> notes;

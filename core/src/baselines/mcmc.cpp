@@ -78,7 +78,8 @@ Result<McmcResult> mcmc_search(const Graph& graph, const Cluster& cluster,
     return Error{"must be a non-negative number", "mcmc.beta"};
   if (!(options.mcmc_time_limit_s >= 0) || !std::isfinite(options.mcmc_time_limit_s))
     return Error{"must be a non-negative number of seconds", "mcmc.time_limit_s"};
-  auto enumerated = enumerate_all(graph, cluster.devices, options.plan.enumeration, options.plan.max_memory);
+  auto enumerated =
+      enumerate_all(graph, cluster.devices, options.plan.enumeration, options.plan.max_memory);
   if (!enumerated) return enumerated.error();
   const std::vector<ConfigSet>& configs = *enumerated;
   const size_t n = graph.vertices.size();

@@ -7,7 +7,8 @@ namespace pase::ops {
 namespace {
 
 // Product of the sizes and of the splits at `pos`.
-void group(const Vertex& v, const int64_t* c, const std::vector<int>& pos, double& size, double& split) {
+void group(const Vertex& v, const int64_t* c, const std::vector<int>& pos, double& size,
+           double& split) {
   int64_t s = 1, k = 1;
   for (int i : pos) {
     s *= v.dom[i];

@@ -1,8 +1,8 @@
 // Elementwise and the data-movement ops (Ravel, Unravel, Transpose, Concat,
 // Split, Stack, Unstack), plus the shared helpers and the dispatch on the op.
-#include "ops/op_cost.hpp"
-
 #include <algorithm>
+
+#include "ops/op_cost.hpp"
 
 namespace pase::ops {
 
@@ -16,7 +16,8 @@ Machine make_machine(const Cluster& cluster) {
 
 double per_device_points(const Vertex& v, const int64_t* c) {
   double e = 1;
-  for (size_t i = 0; i < v.dom.size(); ++i) e *= static_cast<double>(v.dom[i]) / static_cast<double>(c[i]);
+  for (size_t i = 0; i < v.dom.size(); ++i)
+    e *= static_cast<double>(v.dom[i]) / static_cast<double>(c[i]);
   return e;
 }
 
@@ -58,13 +59,20 @@ LayerCost layer_cost(const Vertex& v, const int64_t* c, const Machine& m) {
     case Op::kEinsum:
     case Op::kEmbedding:
     case Op::kConv:
-    case Op::kLSTM: return gemm_cost(v, c, m);
-    case Op::kPool: return pool_cost(v, c, m);
-    case Op::kNorm: return norm_cost(v, c, m);
-    case Op::kReduceMean: return reduce_mean_cost(v, c, m);
-    case Op::kSoftmax: return softmax_cost(v, c, m);
-    case Op::kSoftmaxCrossEntropy: return sce_cost(v, c, m);
-    default: return shape_op_cost(v, c, m);
+    case Op::kLSTM:
+      return gemm_cost(v, c, m);
+    case Op::kPool:
+      return pool_cost(v, c, m);
+    case Op::kNorm:
+      return norm_cost(v, c, m);
+    case Op::kReduceMean:
+      return reduce_mean_cost(v, c, m);
+    case Op::kSoftmax:
+      return softmax_cost(v, c, m);
+    case Op::kSoftmaxCrossEntropy:
+      return sce_cost(v, c, m);
+    default:
+      return shape_op_cost(v, c, m);
   }
 }
 
