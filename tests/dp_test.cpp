@@ -28,8 +28,6 @@ using namespace pase::testing;
 
 namespace {
 
-constexpr Order kOrders[] = {Order::kGenSeq, Order::kBfs, Order::kMinTable};
-
 uint64_t combinations(const Graph& g, int64_t devices, const EnumOptions& options = {}) {
   Result<std::vector<ConfigSet>> sets = enumerate_all(g, devices, options);
   REQUIRE(sets.ok());

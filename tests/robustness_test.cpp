@@ -23,6 +23,7 @@
 
 using namespace pase;
 using pase::testing::close;
+using pase::testing::kOrders;
 using pase::testing::why;
 namespace fs = std::filesystem;
 
@@ -31,8 +32,6 @@ namespace {
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
-
-constexpr Order kOrders[] = {Order::kGenSeq, Order::kBfs, Order::kMinTable};
 
 Graph load(const std::string& text) {
   Result<Graph> g = load_graph(text);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pase/graph.hpp"
+#include "pase/plan.hpp"
 #include "pase/result.hpp"
 
 namespace pase::testing {
@@ -33,5 +34,8 @@ std::string why(const Result<T>& r) {
 inline bool close(double a, double b) {
   return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
 }
+
+// Every order plan() offers; each must give the same optimum.
+inline constexpr Order kOrders[] = {Order::kGenSeq, Order::kBfs, Order::kMinTable};
 
 }  // namespace pase::testing

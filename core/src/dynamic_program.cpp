@@ -213,6 +213,10 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   };
 
   double total = 0;
+  // level_of[u]: u's level (1..d) in the current step's dependent set, 0 when
+  // not in it. Allocated once and cleared per step, so that a step costs its
+  // own size, not the graph's.
+  std::vector<int> level_of(g.vertices.size(), 0);
   for (size_t i = 0; i < n_steps; ++i) {
     const Step& st = ord.steps[i];
     int v = st.vertex;
@@ -223,7 +227,6 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     int nv = static_cast<int>(configs[v].size());
     int d = static_cast<int>(st.dep.size());
     std::vector<int64_t> radix(d);
-    std::vector<int> level_of(g.vertices.size(), 0);
     for (int k = 0; k < d; ++k) {
       radix[k] = static_cast<int64_t>(configs[st.dep[k]].size());
       level_of[st.dep[k]] = k + 1;
@@ -258,6 +261,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     for (int64_t r : radix) entries *= static_cast<size_t>(r);
     tables[i].assign(entries, 0.0);
     args[i].assign(entries, 0);
+    for (int u : st.dep) level_of[u] = 0;
     StepRunner runner(nv, radix, std::move(terms), tables[i].data(), args[i].data());
     if (!runner.run(tick) || cancelled) return Error{"cancelled", ""};
     if (d == 0) done_pairs += nv;

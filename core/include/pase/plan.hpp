@@ -128,8 +128,10 @@ struct Plan {
 };
 
 // The strategy of least cost. Errors: invalid cluster, a vertex with more
-// than kMaxConfigurations configurations, tables over max_memory ("needs 7.2 GiB
-// of tables, more than the limit of 4 GiB"), cancellation ("cancelled").
+// than kMaxConfigurations configurations, configurations or tables over
+// max_memory (where "max_memory": "the bfs order needs 28.0 GiB of tables
+// (largest dependent set 7, ...), more than the limit of 4.0 GiB; ..."),
+// cancellation ("cancelled").
 Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions& options = {});
 
 // What plan() would need, without running the search: the ordering's
