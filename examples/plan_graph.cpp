@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (const pase::Vertex& v : graph->vertices) {
-    std::printf("%-12s %-20s", v.name.c_str(), pase::op_name(v.op));
+    std::printf("%-12s %-20s", v.name.c_str(), v.op.c_str());
     for (size_t k = 0; k < v.dims.size(); ++k)
       std::printf(" %s=%lld", v.dims[k].c_str(), static_cast<long long>(plan->strategy[v.id][k]));
     std::printf("\n");

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "configurations.hpp"
-#include "ops/op_cost.hpp"
+#include "cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
@@ -115,9 +115,9 @@ TEST_CASE("edges: a target on fewer or as many devices keeps the overlap") {
 // ---- Tensor configurations through the ops ------------------------------------------
 
 TEST_CASE("edges: FC to FC maps the producer's (m, n) onto the consumer's (m, k)") {
-  LayerSpec a = layer("a", Op::kFC, {"x"});
+  LayerSpec a = layer("a", "FC", {"x"});
   a.units = 16;
-  LayerSpec b = layer("b", Op::kFC, {"a"});
+  LayerSpec b = layer("b", "FC", {"a"});
   b.units = 4;
   Graph g = build({{"x", {8, 16}}}, {a, b});
   REQUIRE(g.edges.size() == 1);
@@ -134,10 +134,10 @@ TEST_CASE("edges: FC to FC maps the producer's (m, n) onto the consumer's (m, k)
 }
 
 TEST_CASE("edges: Transpose permutes its output configuration") {
-  LayerSpec pre = layer("pre", Op::kElementwise, {"x", "x"});
-  LayerSpec t = layer("t", Op::kTranspose, {"pre"});
+  LayerSpec pre = layer("pre", "Elementwise", {"x", "x"});
+  LayerSpec t = layer("t", "Transpose", {"pre"});
   t.perm = {1, 0};
-  LayerSpec fc = layer("fc", Op::kFC, {"t"});
+  LayerSpec fc = layer("fc", "FC", {"t"});
   fc.units = 4;
   Graph g = build({{"x", {4, 6}}}, {pre, t, fc});
   REQUIRE(g.edges.size() == 2);
@@ -151,10 +151,10 @@ TEST_CASE("edges: Transpose permutes its output configuration") {
 }
 
 TEST_CASE("edges: Ravel and Unravel exchange the product of their splits") {
-  LayerSpec pre = layer("pre", Op::kElementwise, {"x", "x"});
-  LayerSpec r = layer("flat", Op::kReshape, {"pre"});
+  LayerSpec pre = layer("pre", "Elementwise", {"x", "x"});
+  LayerSpec r = layer("flat", "Reshape", {"pre"});
   r.shape = {8, 24};
-  LayerSpec fc = layer("fc", Op::kFC, {"flat"});
+  LayerSpec fc = layer("fc", "FC", {"flat"});
   fc.units = 4;
   Graph g = build({{"x", {8, 4, 6}}}, {pre, r, fc});
   REQUIRE(g.vertices.size() == 4);
@@ -173,9 +173,9 @@ TEST_CASE("edges: Ravel and Unravel exchange the product of their splits") {
 }
 
 TEST_CASE("edges: each output of an Unstack is its own edge and one producer in two slots is two") {
-  LayerSpec u = layer("u", Op::kUnstack, {"x"});
-  LayerSpec a = layer("a", Op::kElementwise, {"u:0", "u:1"});
-  LayerSpec b = layer("b", Op::kElementwise, {"u:2", "u:2"});
+  LayerSpec u = layer("u", "Unstack", {"x"});
+  LayerSpec a = layer("a", "Elementwise", {"u:0", "u:1"});
+  LayerSpec b = layer("b", "Elementwise", {"u:2", "u:2"});
   Graph g = build({{"x", {3, 4, 6}}}, {u, a, b});
   REQUIRE(g.edges.size() == 4);
   CHECK((g.edges[0].src == 0 && g.edges[0].src_output == 0 && g.edges[0].dst == 1 &&
@@ -214,10 +214,10 @@ TEST_CASE("edges: each output of an Unstack is its own edge and one producer in 
 }
 
 TEST_CASE("edges: Stack and Concat inputs read the layer configuration around the axis") {
-  LayerSpec pa = layer("pa", Op::kElementwise, {"x", "x"});
-  LayerSpec st = layer("st", Op::kStack, {"pa", "pa"});
+  LayerSpec pa = layer("pa", "Elementwise", {"x", "x"});
+  LayerSpec st = layer("st", "Stack", {"pa", "pa"});
   st.axis = 1;
-  LayerSpec cat = layer("cat", Op::kConcat, {"pa", "pa"});
+  LayerSpec cat = layer("cat", "Concat", {"pa", "pa"});
   cat.axis = 0;
   Graph g = build({{"x", {4, 6}}}, {pa, st, cat});
   REQUIRE(g.edges.size() == 4);
@@ -233,10 +233,10 @@ TEST_CASE("edges: Stack and Concat inputs read the layer configuration around th
 // ---- Pair matrices -----------------------------------------------------------------------
 
 TEST_CASE("edges: pair matrices equal the summed edge costs on a small graph") {
-  LayerSpec u = layer("u", Op::kUnstack, {"x"});
-  LayerSpec a = layer("a", Op::kElementwise, {"u:0", "u:1"});
-  LayerSpec b = layer("b", Op::kElementwise, {"u:2", "a"});
-  LayerSpec c = layer("c", Op::kConcat, {"a", "b", "a"});
+  LayerSpec u = layer("u", "Unstack", {"x"});
+  LayerSpec a = layer("a", "Elementwise", {"u:0", "u:1"});
+  LayerSpec b = layer("b", "Elementwise", {"u:2", "a"});
+  LayerSpec c = layer("c", "Concat", {"a", "b", "a"});
   c.axis = 1;
   Graph g = build({{"x", {3, 4, 6}}}, {u, a, b, c});
   check_pair_matrices(g, Cluster{.devices = 6}, 1);

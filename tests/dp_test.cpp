@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "configurations.hpp"
+#include "cost_model.hpp"
 #include "dynamic_program.hpp"
-#include "ops/op_cost.hpp"
 #include "ordering.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
@@ -134,7 +134,7 @@ class RandomGraphs {
     switch (rng_() % 13) {
       case 0:
       case 1: {  // FC
-        LayerSpec l = layer(name, Op::kFC, {a.name});
+        LayerSpec l = layer(name, "FC", {a.name});
         l.units = pick({2, 4, 6});
         l.pw = pick({0, 1});
         Shape out = a.shape;
@@ -144,7 +144,7 @@ class RandomGraphs {
       }
       case 2: {  // Elementwise with a tensor of the same shape (possibly itself)
         const Tensor* b = matching([&](const Tensor& t) { return t.shape == a.shape; });
-        LayerSpec l = layer(name, Op::kElementwise, {a.name, b->name});
+        LayerSpec l = layer(name, "Elementwise", {a.name, b->name});
         l.pw = pick({0, 2});
         add(name, a.shape);
         return l;
@@ -154,7 +154,7 @@ class RandomGraphs {
           return t.shape.size() == rank &&
                  std::equal(t.shape.begin(), t.shape.end() - 1, a.shape.begin());
         });
-        LayerSpec l = layer(name, Op::kConcat, {a.name, b->name});
+        LayerSpec l = layer(name, "Concat", {a.name, b->name});
         l.axis = -1;
         Shape out = a.shape;
         out.back() += b->shape.back();
@@ -163,19 +163,19 @@ class RandomGraphs {
         return l;
       }
       case 4: {  // Norm
-        LayerSpec l = layer(name, Op::kNorm, {a.name});
+        LayerSpec l = layer(name, "Norm", {a.name});
         l.axis = pick({0, -1});
         add(name, a.shape);
         return l;
       }
       case 5: {  // Softmax
-        LayerSpec l = layer(name, Op::kSoftmax, {a.name});
+        LayerSpec l = layer(name, "Softmax", {a.name});
         l.axis = pick({0, -1});
         add(name, a.shape);
         return l;
       }
       case 6: {  // Transpose of the last two axes
-        LayerSpec l = layer(name, Op::kTranspose, {a.name});
+        LayerSpec l = layer(name, "Transpose", {a.name});
         Shape out = a.shape;
         for (size_t i = 0; i < rank; ++i) l.perm.push_back(static_cast<int64_t>(i));
         std::swap(l.perm[rank - 1], l.perm[rank - 2]);
@@ -187,14 +187,14 @@ class RandomGraphs {
         if (rank != 2) return std::nullopt;
         const Tensor* b = matching(
             [&](const Tensor& t) { return t.shape.size() == 2 && t.shape[1] == a.shape[1]; });
-        LayerSpec l = layer(name, Op::kEinsum, {a.name, b->name});
+        LayerSpec l = layer(name, "Einsum", {a.name, b->name});
         l.equation = "bk,nk->bn";
         add(name, {a.shape[0], b->shape[0]});
         return l;
       }
       case 8: {  // Split in two along the last axis
         if (a.shape.back() % 2) return std::nullopt;
-        LayerSpec l = layer(name, Op::kSplit, {a.name});
+        LayerSpec l = layer(name, "Split", {a.name});
         l.num = 2;
         l.axis = -1;
         Shape out = a.shape;
@@ -204,7 +204,7 @@ class RandomGraphs {
         return l;
       }
       case 9: {  // Reshape: swap the sizes of the last two axes (Ravel + Unravel)
-        LayerSpec l = layer(name, Op::kReshape, {a.name});
+        LayerSpec l = layer(name, "Reshape", {a.name});
         l.shape = a.shape;
         std::swap(l.shape[rank - 1], l.shape[rank - 2]);
         add(name, l.shape);
@@ -213,25 +213,25 @@ class RandomGraphs {
       case 10: {  // Stack two equal tensors of rank 2, or Unstack one of rank 3
         if (rank == 2) {
           const Tensor* b = matching([&](const Tensor& t) { return t.shape == a.shape; });
-          LayerSpec l = layer(name, Op::kStack, {a.name, b->name});
+          LayerSpec l = layer(name, "Stack", {a.name, b->name});
           add(name, {2, a.shape[0], a.shape[1]});
           return l;
         }
         if (a.shape[0] > 4) return std::nullopt;
-        LayerSpec l = layer(name, Op::kUnstack, {a.name});
+        LayerSpec l = layer(name, "Unstack", {a.name});
         for (int64_t k = 0; k < a.shape[0]; ++k)
           add(name + ":" + std::to_string(k), {a.shape[1], a.shape[2]});
         return l;
       }
       case 11: {  // LSTM over a rank-3 tensor, or ReduceMean with keepdims
         if (rank == 3) {
-          LayerSpec l = layer(name, Op::kLSTM, {a.name});
+          LayerSpec l = layer(name, "LSTM", {a.name});
           l.units = a.shape[2];
           l.layers = pick({1, 2});
           add(name, a.shape);
           return l;
         }
-        LayerSpec l = layer(name, Op::kReduceMean, {a.name});
+        LayerSpec l = layer(name, "ReduceMean", {a.name});
         l.axes = {1};
         l.has_axes = true;
         l.keepdims = true;
@@ -239,7 +239,7 @@ class RandomGraphs {
         return l;
       }
       default: {  // SoftmaxCrossEntropy: its output is only ever a sink here
-        LayerSpec l = layer(name, Op::kSoftmaxCrossEntropy, {a.name});
+        LayerSpec l = layer(name, "SoftmaxCrossEntropy", {a.name});
         return l;
       }
     }
@@ -256,7 +256,7 @@ class RandomGraphs {
 TEST_CASE("dp: a single vertex takes its cheapest configuration") {
   GraphSpec s;
   s.inputs = {{"x", {8, 16}}};
-  LayerSpec fc = layer("fc", Op::kFC, {"x"});
+  LayerSpec fc = layer("fc", "FC", {"x"});
   fc.units = 16;
   s.layers = {fc};
   s.cutoff = 1;
@@ -275,13 +275,13 @@ TEST_CASE("dp: two disconnected components add up") {
   GraphSpec s;
   s.cutoff = 1;
   s.inputs = {{"x", {4, 8}}, {"y", {6, 4}}};
-  LayerSpec a = layer("a", Op::kFC, {"x"});
+  LayerSpec a = layer("a", "FC", {"x"});
   a.units = 8;
-  LayerSpec b = layer("b", Op::kSoftmax, {"a"});
+  LayerSpec b = layer("b", "Softmax", {"a"});
   b.axis = -1;
-  LayerSpec c = layer("c", Op::kFC, {"y"});
+  LayerSpec c = layer("c", "FC", {"y"});
   c.units = 6;
-  LayerSpec d = layer("d", Op::kNorm, {"c"});
+  LayerSpec d = layer("d", "Norm", {"c"});
   s.layers = {a, b, c, d};
   Result<Graph> g = build_graph(s);
   REQUIRE(g.ok());
@@ -292,14 +292,14 @@ TEST_CASE("dp: diamond graph matches brute force") {
   GraphSpec s;
   s.cutoff = 1;
   s.inputs = {{"x", {8, 8}}};
-  LayerSpec top = layer("top", Op::kFC, {"x"});
+  LayerSpec top = layer("top", "FC", {"x"});
   top.units = 8;
-  LayerSpec left = layer("left", Op::kFC, {"top"});
+  LayerSpec left = layer("left", "FC", {"top"});
   left.units = 8;
   left.pw = 1;
-  LayerSpec right = layer("right", Op::kSoftmax, {"top"});
+  LayerSpec right = layer("right", "Softmax", {"top"});
   right.axis = 0;
-  LayerSpec join = layer("join", Op::kElementwise, {"left", "right"});
+  LayerSpec join = layer("join", "Elementwise", {"left", "right"});
   s.layers = {top, left, right, join};
   for (int64_t devices : {2, 4, 8}) {
     CAPTURE(devices);
@@ -316,10 +316,10 @@ TEST_CASE("dp: a producer feeding two slots of one consumer counts both edges") 
   GraphSpec s;
   s.cutoff = 1;
   s.inputs = {{"x", {4, 8}}};
-  LayerSpec a = layer("a", Op::kFC, {"x"});
+  LayerSpec a = layer("a", "FC", {"x"});
   a.units = 8;
-  LayerSpec b = layer("b", Op::kElementwise, {"a", "a"});
-  LayerSpec c = layer("c", Op::kConcat, {"b", "a", "b"});
+  LayerSpec b = layer("b", "Elementwise", {"a", "a"});
+  LayerSpec c = layer("c", "Concat", {"b", "a", "b"});
   c.axis = 1;
   s.layers = {a, b, c};
   Result<Graph> g = build_graph(s);
@@ -332,17 +332,17 @@ TEST_CASE("dp: nested branches with a wide join") {
   GraphSpec s;
   s.cutoff = 1;
   s.inputs = {{"x", {4, 4}}};
-  LayerSpec a = layer("a", Op::kFC, {"x"});
+  LayerSpec a = layer("a", "FC", {"x"});
   a.units = 4;
-  LayerSpec b = layer("b", Op::kNorm, {"a"});
-  LayerSpec c = layer("c", Op::kSoftmax, {"a"});
-  LayerSpec d = layer("d", Op::kTranspose, {"a"});
+  LayerSpec b = layer("b", "Norm", {"a"});
+  LayerSpec c = layer("c", "Softmax", {"a"});
+  LayerSpec d = layer("d", "Transpose", {"a"});
   d.perm = {1, 0};
-  LayerSpec e = layer("e", Op::kFC, {"b"});
+  LayerSpec e = layer("e", "FC", {"b"});
   e.units = 4;
-  LayerSpec cat = layer("cat", Op::kConcat, {"c", "d", "e"});
+  LayerSpec cat = layer("cat", "Concat", {"c", "d", "e"});
   cat.axis = 0;
-  LayerSpec f = layer("f", Op::kFC, {"cat"});
+  LayerSpec f = layer("f", "FC", {"cat"});
   f.units = 2;
   s.layers = {a, b, c, d, e, cat, f};
   Result<Graph> g = build_graph(s);

@@ -68,7 +68,7 @@ void check_vertices(const Graph& g, const json& golden) {
   for (const json& v : golden["vertices"]) {
     int id = v["id"].get<int>();
     CAPTURE(id);
-    CHECK(std::string(op_name(g.vertices[id].op)) == v["type"].get<std::string>());
+    CHECK(g.vertices[id].op == v["type"].get<std::string>());
     CHECK(g.vertices[id].dom == v["dom"].get<Shape>());
   }
 }

@@ -244,7 +244,7 @@ TEST_CASE("ordering: make_adjacency merges parallel edges and ignores direction"
   auto add = [&](std::string name, std::string in0, std::string in1) {
     LayerSpec l;
     l.name = std::move(name);
-    l.op = Op::kElementwise;
+    l.op = "Elementwise";
     l.inputs = {Operand{std::move(in0), {}}, Operand{std::move(in1), {}}};
     s.layers.push_back(std::move(l));
   };

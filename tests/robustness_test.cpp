@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cost_model.hpp"
 #include "fuzz/fuzz_target.hpp"
 #include "invalid_corpus.hpp"
 #include "pase/graph.hpp"
@@ -57,10 +58,11 @@ std::string graph_of(const std::string& inputs, const std::string& layers) {
 // candidate splits in enumeration order (first dimension outermost), product
 // at most `devices`, then filtered by `keep`.
 template <class Keep>
-std::vector<Config> reference_configs(const Vertex& v, int64_t cutoff, int64_t devices, Keep keep) {
+std::vector<Config> reference_configs(const Vertex& v, const std::vector<bool>& pinned,
+                                      int64_t cutoff, int64_t devices, Keep keep) {
   std::vector<std::vector<int64_t>> cand(v.dom.size());
   for (size_t i = 0; i < v.dom.size(); ++i) {
-    for (int64_t e = 1; e <= devices && e <= v.dom[i] && !v.pinned[i]; ++e)
+    for (int64_t e = 1; e <= devices && e <= v.dom[i] && !pinned[i]; ++e)
       if (v.dom[i] % e == 0 && v.dom[i] / e >= cutoff) cand[i].push_back(e);
     if (cand[i].empty()) cand[i] = {1};
   }
@@ -293,7 +295,7 @@ TEST_CASE("hangs: the pruned enumeration equals the plain one") {
       CAPTURE(all);
       for (const Vertex& v : g.vertices) {
         CAPTURE(v.name);
-        const bool contiguous_only = v.op == Op::kRavel || v.op == Op::kUnravel;
+        const bool contiguous_only = v.op == "Ravel" || v.op == "Unravel";
         auto keep = [&](const Config& c, int64_t prod) {
           if (all && prod != devices) return false;
           if (!contiguous_only) return true;
@@ -303,7 +305,8 @@ TEST_CASE("hangs: the pruned enumeration equals the plain one") {
             if (c[j] != 1) return false;
           return true;
         };
-        const std::vector<Config> expected = reference_configs(v, g.cutoff, devices, keep);
+        const std::vector<Config> expected =
+            reference_configs(v, model_of(g, v.id).pinned, g.cutoff, devices, keep);
         Result<std::vector<Config>> got = enumerate_configs(g, v.id, Cluster{.devices = devices},
                                                             EnumOptions{.all_devices = all});
         if (expected.empty()) {

@@ -15,10 +15,10 @@
 namespace pase::testing {
 
 // A layer of `op` named `name` whose operands are the named tensors `inputs`.
-inline LayerSpec layer(std::string name, Op op, std::vector<std::string> inputs) {
+inline LayerSpec layer(std::string name, std::string op, std::vector<std::string> inputs) {
   LayerSpec l;
   l.name = std::move(name);
-  l.op = op;
+  l.op = std::move(op);
   for (std::string& in : inputs) l.inputs.push_back(Operand{std::move(in), {}});
   return l;
 }

@@ -422,7 +422,7 @@ inline std::string plan_text(const pase::Graph& graph, const pase::Cluster& clus
   size_t name_width = 5, op_width = 2;
   for (const pase::Vertex& v : graph.vertices) {
     name_width = std::max(name_width, v.name.size());
-    op_width = std::max(op_width, std::strlen(pase::op_name(v.op)));
+    op_width = std::max(op_width, v.op.size());
   }
   out += pad_left("id", 5) + "  " + pad_right("layer", name_width) + "  " +
          pad_right("op", op_width) + "  " + pad_right("cost", 10) + "  configuration\n";
@@ -431,8 +431,8 @@ inline std::string plan_text(const pase::Graph& graph, const pase::Cluster& clus
     const double cost = i < plan.layers.size() ? plan.layers[i].total : 0;
     const pase::Config config = i < plan.strategy.size() ? plan.strategy[i] : pase::Config{};
     out += pad_left(std::to_string(v.id), 5) + "  " + pad_right(v.name, name_width) + "  " +
-           pad_right(pase::op_name(v.op), op_width) + "  " + pad_right(format("%.3e", cost), 10) +
-           "  " + config_text(v, config) + "\n";
+           pad_right(v.op, op_width) + "  " + pad_right(format("%.3e", cost), 10) + "  " +
+           config_text(v, config) + "\n";
   }
   // Labels padded to one width so that the numbers line up.
   auto line = [](std::string_view label, const std::string& value) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cost_model.hpp"
 #include "text.hpp"
 
 namespace pase {
@@ -60,16 +61,19 @@ std::vector<std::vector<char>> exact_products(const std::vector<std::vector<int6
 
 }  // namespace
 
-Result<ConfigSet> enumerate_vertex(const Vertex& v, int64_t cutoff, int64_t devices,
+Result<ConfigSet> enumerate_vertex(const Graph& g, int vertex, int64_t devices,
                                    const EnumOptions& options) {
+  const Vertex& v = g.vertices[vertex];
+  const VertexModel& model = model_of(g, vertex);
+  const int64_t cutoff = g.cutoff;
   size_t n = v.dom.size();
   std::vector<std::vector<int64_t>> cand(n);
   for (size_t i = 0; i < n; ++i)
-    cand[i] = candidates(v.dom[i], v.pinned[i], cutoff, devices, options.pow2_only);
+    cand[i] = candidates(v.dom[i], model.pinned[i], cutoff, devices, options.pow2_only);
   ConfigSet set;
   set.dims = static_cast<int>(n);
   std::vector<int64_t> cur(n, 1);
-  bool filter = v.op == Op::kRavel || v.op == Op::kUnravel;
+  bool filter = model.contiguous_only;
   // The depth-first search below skips only subtrees that hold no kept tuple,
   // so order and result are those of the plain product. Without the pruning, a
   // Ravel of many dimensions, or all_devices with a device count the sizes
@@ -129,11 +133,11 @@ Result<std::vector<ConfigSet>> enumerate_all(const Graph& g, int64_t devices,
   out.reserve(g.vertices.size());
   uint64_t bytes = 0;
   for (const Vertex& v : g.vertices) {
-    auto r = enumerate_vertex(v, g.cutoff, devices, options);
+    auto r = enumerate_vertex(g, v.id, devices, options);
     if (!r) {
-      return Error{"vertex " + std::to_string(v.id) + " (" + v.name + ", " + op_name(v.op) + ") " +
-                       r.error().message,
-                   "layers[" + std::to_string(v.layer) + "]"};
+      return Error{
+          "vertex " + std::to_string(v.id) + " (" + v.name + ", " + v.op + ") " + r.error().message,
+          "layers[" + std::to_string(v.layer) + "]"};
     }
     // Each vertex holds at most kMaxConfigurations, but a graph of many wide
     // vertices could still fill the memory before the tables are even sized.

@@ -18,12 +18,11 @@ struct ConfigSet {
   const int64_t* at(size_t i) const { return data.data() + i * dims; }
 };
 
-// Enumerates vertex `v`: per dimension the divisors e of d with d / e >= cutoff
-// (or just 1), pinned dimensions 1, tuples with product <= devices (== devices
-// with all_devices), first dimension outermost, splits ascending; Ravel and
-// Unravel keep only contiguous configurations. Errors: more than
-// kMaxConfigurations, or none left by the options.
-Result<ConfigSet> enumerate_vertex(const Vertex& v, int64_t cutoff, int64_t devices,
+// Enumerates vertex `vertex` of `g` (cutoff g.cutoff): per dimension the divisors e of d with d / e
+// >= cutoff (or just 1), pinned dimensions 1, tuples with product <= devices (== devices with
+// all_devices), first dimension outermost, splits ascending; Ravel and Unravel keep only contiguous
+// configurations. Errors: more than kMaxConfigurations, or none left by the options.
+Result<ConfigSet> enumerate_vertex(const Graph& g, int vertex, int64_t devices,
                                    const EnumOptions& options);
 
 // Every vertex of the graph; errors name the layer ("layers[3]"). Refused

@@ -6,21 +6,23 @@
 
 namespace pase {
 
-std::vector<double> vertex_cost_vector(const Vertex& v, const ConfigSet& set,
+std::vector<double> vertex_cost_vector(const Graph& g, int vertex, const ConfigSet& set,
                                        const ops::Machine& m) {
   std::vector<double> out(set.size());
-  for (size_t i = 0; i < set.size(); ++i) out[i] = ops::layer_cost(v, set.at(i), m).total;
+  for (size_t i = 0; i < set.size(); ++i)
+    out[i] = ops::layer_cost(g, g.vertices[vertex], set.at(i), m).total;
   return out;
 }
 
 double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int64_t* c_dst,
                  const ops::Machine& m) {
-  const Output& out = g.vertices[e.src].outputs[e.src_output];
-  const Slot& in = g.vertices[e.dst].inputs[e.dst_slot];
-  std::vector<int64_t> s(out.shape.size()), t(in.shape.size());
-  ops::tensor_config(out.map, c_src, s.data());
-  ops::tensor_config(in.map, c_dst, t.data());
-  return m.words(2 * ops::redistribution_words(out.shape, s.data(), t.data()));
+  const Shape& shape = g.vertices[e.src].outputs[e.src_output].shape;
+  const TensorMap& out = model_of(g, e.src).out_maps[e.src_output];
+  const TensorMap& in = model_of(g, e.dst).in_maps[e.dst_slot];
+  std::vector<int64_t> s(out.size()), t(in.size());
+  ops::tensor_config(out, c_src, s.data());
+  ops::tensor_config(in, c_dst, t.data());
+  return m.words(2 * ops::redistribution_words(shape, s.data(), t.data()));
 }
 
 std::vector<PairEdges> group_edges(const Graph& g) {
@@ -61,17 +63,16 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
   std::vector<double> out(n_outer * n_inner, 0.0);
   for (int id : edge_ids) {
     const Edge& e = g.edges[id];
-    const Output& src = g.vertices[e.src].outputs[e.src_output];
-    const Slot& dst = g.vertices[e.dst].inputs[e.dst_slot];
+    const Shape& shape = g.vertices[e.src].outputs[e.src_output].shape;
     std::vector<std::vector<int64_t>> us, ud;
     std::vector<int> is, id_dst;
-    distinct_tensor_configs(src.map, configs[e.src], us, is);
-    distinct_tensor_configs(dst.map, configs[e.dst], ud, id_dst);
+    distinct_tensor_configs(model_of(g, e.src).out_maps[e.src_output], configs[e.src], us, is);
+    distinct_tensor_configs(model_of(g, e.dst).in_maps[e.dst_slot], configs[e.dst], ud, id_dst);
     std::vector<double> small(us.size() * ud.size());
     for (size_t a = 0; a < us.size(); ++a)
       for (size_t b = 0; b < ud.size(); ++b)
         small[a * ud.size() + b] =
-            m.words(2 * ops::redistribution_words(src.shape, us[a].data(), ud[b].data()));
+            m.words(2 * ops::redistribution_words(shape, us[a].data(), ud[b].data()));
     bool src_outer = e.src == outer;
     for (size_t i = 0; i < n_outer; ++i)
       for (size_t j = 0; j < n_inner; ++j) {

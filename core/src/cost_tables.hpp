@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "configurations.hpp"
-#include "ops/op_cost.hpp"
+#include "cost_model.hpp"
 #include "pase/graph.hpp"
 
 namespace pase {
 
 // Vertex `v` at every configuration of `set`, in enumeration order.
-std::vector<double> vertex_cost_vector(const Vertex& v, const ConfigSet& set,
+std::vector<double> vertex_cost_vector(const Graph& g, int vertex, const ConfigSet& set,
                                        const ops::Machine& m);
 
 // Cost of one tensor edge between the layer configurations of its ends.

@@ -232,7 +232,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       level_of[st.dep[k]] = k + 1;
     }
     std::vector<Term> terms;
-    std::vector<double> vcost = vertex_cost_vector(g.vertices[v], configs[v], m);
+    std::vector<double> vcost = vertex_cost_vector(g, v, configs[v], m);
     terms.push_back(Term{vcost.data(), std::vector<int64_t>(d + 1, 0), 0});
     for (int j : st.consumed) {
       // Table j lists ord.steps[j].dep latest first; v is its last dimension.

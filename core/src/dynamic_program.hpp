@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "configurations.hpp"
-#include "ops/op_cost.hpp"
+#include "cost_model.hpp"
 #include "ordering.hpp"
 #include "pase/plan.hpp"
 

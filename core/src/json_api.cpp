@@ -216,8 +216,11 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
     Json v = Json::object();
     v["id"] = vertex.id;
     v["name"] = vertex.name;
-    v["op"] = op_name(vertex.op);
+    v["op"] = vertex.op;
     v["dims"] = vertex.dims;
+    Json kinds = Json::array();
+    for (DimKind kind : vertex.kinds) kinds.push_back(dim_kind_name(kind));
+    v["kinds"] = std::move(kinds);
     v["sizes"] = vertex.dom;
     // A plan always covers every vertex; the guards only keep a malformed
     // Plan from reading out of bounds.

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "configurations.hpp"
+#include "cost_model.hpp"
 #include "cost_tables.hpp"
 #include "dynamic_program.hpp"
-#include "ops/op_cost.hpp"
 #include "ordering.hpp"
 #include "text.hpp"
 
@@ -19,7 +19,7 @@ namespace pase {
 namespace {
 
 std::string vertex_label(const Vertex& v) {
-  return "vertex " + std::to_string(v.id) + " (" + v.name + ", " + op_name(v.op) + ")";
+  return "vertex " + std::to_string(v.id) + " (" + v.name + ", " + v.op + ")";
 }
 
 }  // namespace
@@ -54,7 +54,7 @@ Result<std::vector<Config>> enumerate_configs(const Graph& graph, int vertex,
   if (Error e = check_cluster(cluster); !e.message.empty()) return e;
   if (vertex < 0 || vertex >= static_cast<int>(graph.vertices.size()))
     return Error{"no vertex " + std::to_string(vertex), "vertex"};
-  auto set = enumerate_vertex(graph.vertices[vertex], graph.cutoff, cluster.devices, options);
+  auto set = enumerate_vertex(graph, vertex, cluster.devices, options);
   if (!set) return Error{vertex_label(graph.vertices[vertex]) + " " + set.error().message, ""};
   std::vector<Config> out;
   for (size_t i = 0; i < set->size(); ++i) out.emplace_back(set->at(i), set->at(i) + set->dims);
@@ -84,7 +84,7 @@ Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy
                          std::to_string(v.dom[k]) + " of dimension " + v.dims[k] + " of " +
                          vertex_label(v),
                      w};
-      if (v.pinned[k] && c[k] != 1)
+      if (model_of(graph, v.id).pinned[k] && c[k] != 1)
         return Error{
             "dimension " + v.dims[k] + " of " + vertex_label(v) + " is pinned and must be 1", w};
       if (__builtin_mul_overflow(prod, c[k], &prod) || prod > cluster.devices)
@@ -98,7 +98,7 @@ Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy
   p.strategy = strategy;
   p.layers.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    p.layers[i] = ops::layer_cost(graph.vertices[i], strategy[i].data(), m);
+    p.layers[i] = ops::layer_cost(graph, graph.vertices[i], strategy[i].data(), m);
     p.cost += p.layers[i].total;
     p.compute += p.layers[i].compute;
     p.comm += p.layers[i].comm;
@@ -214,7 +214,8 @@ Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
     return Error{"too many combinations for exhaustive search", "graph"};
   ops::Machine m = ops::make_machine(cluster);
   std::vector<std::vector<double>> vc(n);
-  for (size_t v = 0; v < n; ++v) vc[v] = vertex_cost_vector(graph.vertices[v], (*configs)[v], m);
+  for (size_t v = 0; v < n; ++v)
+    vc[v] = vertex_cost_vector(graph, static_cast<int>(v), (*configs)[v], m);
   std::vector<PairEdges> pairs = group_edges(graph);
   std::vector<std::vector<double>> mat;
   for (const PairEdges& pe : pairs)

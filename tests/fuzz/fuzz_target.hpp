@@ -79,7 +79,9 @@ inline std::string fuzz_one(std::string_view text) {
   if (!graph) {
     if (std::string e = check_error(graph.error(), "load_graph"); !e.empty()) return e;
   } else {
-    pase::Result<pase::Graph> again = pase::load_graph(pase::write_graph(graph->spec));
+    // load_graph() succeeded, so the document parses.
+    const std::string written = pase::write_graph(*pase::parse_graph_spec(text));
+    pase::Result<pase::Graph> again = pase::load_graph(written);
     if (!again) return "write_graph() output does not load: " + again.error().to_string();
     if (again->vertices.size() != graph->vertices.size() ||
         again->edges.size() != graph->edges.size()) {

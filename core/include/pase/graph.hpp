@@ -4,7 +4,7 @@
 // USAGE
 //   Result<Graph> g = load_graph(json_text);          // parse + validate
 //   Result<Graph> g = build_graph(spec);              // validate a spec built in code
-//   std::string text = write_graph(g->spec);          // back to pase-graph/1
+//   std::string text = write_graph(spec);             // back to pase-graph/1
 //
 // A GraphSpec mirrors the JSON document field for field (layers with op
 // attributes, graph inputs, cutoff). build_graph() checks it and lowers it to
@@ -24,6 +24,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,33 +35,6 @@
 namespace pase {
 
 using Shape = std::vector<int64_t>;
-
-// Ops of the graph format. kRavel and kUnravel are vertex kinds only (a
-// Reshape layer lowers to them); they are not accepted in a document.
-enum class Op : uint8_t {
-  kFC,
-  kEinsum,
-  kEmbedding,
-  kConv,
-  kPool,
-  kElementwise,
-  kNorm,
-  kReduceMean,
-  kSoftmax,
-  kSoftmaxCrossEntropy,
-  kReshape,
-  kTranspose,
-  kConcat,
-  kSplit,
-  kStack,
-  kUnstack,
-  kLSTM,
-  kRavel,
-  kUnravel,
-};
-
-// The report name of an op ("FC", "Pool", "Ravel", ...).
-const char* op_name(Op op);
 
 // One operand of a layer: a named tensor (a graph input, a layer output "fc1",
 // or one output of a multi-output layer "split:1"), or a weight / constant
@@ -75,7 +49,7 @@ struct Operand {
 // meaningful; the others keep their defaults and are not written back.
 struct LayerSpec {
   std::string name;
-  Op op = Op::kFC;
+  std::string op;  // the op's name in the format ("FC", "Conv", ...)
   std::vector<Operand> inputs;
   int64_t units = 0;                    // FC, LSTM
   int64_t pw = 0;                       // FC, Einsum, Conv, Elementwise: fused point-wise ops
@@ -104,9 +78,26 @@ struct GraphSpec {
   std::string meta_json = "{}";                       // free-form, kept verbatim
 };
 
-// For each dimension of a tensor, the positions of the layer configuration
-// whose splits multiply to that dimension's split (empty: never split).
-using TensorMap = std::vector<std::vector<int>>;
+// What a dimension of a vertex means to a practitioner, set by its op
+// (core/docs/graph-format.md, "Dimension kinds"). The batch dimension of a
+// vertex is the one the data-parallel baseline splits (compare.hpp,
+// batch_dimensions), also where its op cannot tell by itself.
+enum class DimKind : uint8_t {
+  kBatch,
+  kSequence,
+  kSpatial,
+  kHeads,
+  kHidden,     // output features, channels, units
+  kReduction,  // input features, reduced over
+  kExperts,
+  kVocabulary,
+  kLayers,  // stacked layers (LSTM)
+  kOther,
+};
+
+// "batch", "sequence", "spatial", "heads", "hidden", "reduction", "experts",
+// "vocabulary", "layers", "other".
+const char* dim_kind_name(DimKind kind);
 
 // An input slot of a vertex. `producer` is the vertex whose output `output`
 // feeds it, or -1 for a graph input or weight (no edge).
@@ -114,39 +105,27 @@ struct Slot {
   int producer = -1;
   int output = 0;
   Shape shape;
-  TensorMap map;
 };
 
 struct Output {
   Shape shape;
-  TensorMap map;
-};
-
-// GEMM view of a layer (cost-model.md section 4): each list holds positions of
-// the configuration; every `batch` position is its own batch dimension.
-struct GemmView {
-  std::vector<int> batch, m, n, k;
-  int64_t pw = 0;
-  int64_t n_scale = 1, k_scale = 1;  // N and K are these multiples of their sizes (LSTM: 4u, 2u)
 };
 
 struct Vertex {
   int id = 0;
   std::string name;  // the layer name; a Reshape's vertices are "name/ravel" and "name"
-  Op op = Op::kFC;
-  int layer = 0;                  // index into GraphSpec::layers
+  std::string op;    // the layer's op, or "Ravel" / "Unravel" for a Reshape's vertices
+  int layer = 0;     // index into GraphSpec::layers
   std::vector<std::string> dims;  // dimension names, in configuration order
+  std::vector<DimKind> kinds;     // what each dimension is
   Shape dom;                      // iteration space
-  std::vector<bool> pinned;       // pinned dimensions always split 1
   std::vector<Slot> inputs;
   std::vector<Output> outputs;
-  // Cost parameters (cost-model.md section 5), used by the op's cost formula.
-  GemmView gemm;                        // FC, Einsum, Embedding, Conv, LSTM
-  int axis = 0;                         // Norm, Softmax
-  std::vector<int> axes;                // ReduceMean: reduced positions
-  std::array<int64_t, 2> window{0, 0};  // Pool
-  int64_t pw = 0;                       // Elementwise
 };
+
+// The cost model's private view of every vertex (tensor maps, pinned
+// dimensions, cost parameters), set by the ops' lowerings.
+struct GraphModel;
 
 // A tensor edge: output `src_output` of vertex `src` feeds input slot
 // `dst_slot` of vertex `dst`. Two slots fed by the same producer are two edges.
@@ -158,21 +137,22 @@ struct Graph {
   std::string name;
   int64_t cutoff = 4;
   std::vector<Vertex> vertices;
-  std::vector<Edge> edges;  // ordered by (dst, dst_slot)
-  GraphSpec spec;           // the document this graph was built from
+  std::vector<Edge> edges;                  // ordered by (dst, dst_slot)
+  std::shared_ptr<const GraphModel> model;  // immutable, shared by copies
 };
 
 inline constexpr int kMaxLayers = 100000;
 
 // Validates `spec` (names, shapes, attributes) and lowers it to vertices.
-Result<Graph> build_graph(GraphSpec spec);
+Result<Graph> build_graph(const GraphSpec& spec);
 
 // Parses a pase-graph/1 document: JSON syntax, field names and types. Limits:
 // kMaxDocumentBytes of text, nesting depth kMaxJsonDepth.
 Result<GraphSpec> parse_graph_spec(std::string_view json_text);
 
-// parse_graph_spec() followed by build_graph().
-Result<Graph> load_graph(std::string_view json_text);
+// parse_graph_spec() followed by build_graph(). A document without a "name"
+// gets `default_name` (e.g. the file name).
+Result<Graph> load_graph(std::string_view json_text, std::string_view default_name = {});
 
 // Writes `spec` as a pase-graph/1 document (2-space indented JSON). Loading the
 // text again gives an equal GraphSpec.

@@ -13,6 +13,7 @@
 
 #include "baselines/baselines.hpp"
 #include "configurations.hpp"
+#include "cost_model.hpp"
 #include "json_util.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
@@ -25,30 +26,8 @@ namespace baselines {
 
 std::vector<int> follow_dimension(const Graph& graph,
                                   const std::function<int(const Vertex&)>& seed) {
-  std::vector<int> pos(graph.vertices.size(), -1);
-  for (const Vertex& v : graph.vertices) {
-    int p = seed(v);
-    if (p < 0) {
-      for (const Slot& slot : v.inputs) {
-        if (slot.producer < 0) continue;
-        const Vertex& u = graph.vertices[slot.producer];
-        const int up = pos[u.id];
-        if (up >= 0) {
-          // The producer's output dimension split exactly by position `up`,
-          // then where this slot puts that tensor dimension.
-          const TensorMap& out = u.outputs[slot.output].map;
-          for (size_t t = 0; t < out.size(); ++t) {
-            if (out[t].size() != 1 || out[t][0] != up) continue;
-            if (t < slot.map.size() && slot.map[t].size() == 1) p = slot.map[t][0];
-            break;
-          }
-        }
-        break;  // only the first input fed by a layer counts
-      }
-    }
-    pos[v.id] = p;
-  }
-  return pos;
+  return pase::follow_dimension(graph, *graph.model,
+                                [&](int v) { return seed(graph.vertices[v]); });
 }
 
 int64_t largest_divisor_at_most(int64_t n, int64_t limit) {
@@ -99,15 +78,15 @@ std::string number_text(double x) {
 }
 
 std::string vertex_label(const Vertex& v) {
-  return "vertex " + std::to_string(v.id) + " (" + v.name + ", " + op_name(v.op) + ")";
+  return "vertex " + std::to_string(v.id) + " (" + v.name + ", " + v.op + ")";
 }
 
 namespace {
 
 // Why the enumeration (cost-model.md section 2) leaves configuration `c` out.
-std::string outside_reason(const Vertex& v, const Config& c, int64_t cutoff) {
+std::string outside_reason(const Vertex& v, const VertexModel& m, const Config& c, int64_t cutoff) {
   for (size_t d = 0; d < c.size(); ++d)
-    if (v.pinned[d] && c[d] != 1) return "dimension " + v.dims[d] + " is pinned";
+    if (m.pinned[d] && c[d] != 1) return "dimension " + v.dims[d] + " is pinned";
   for (size_t d = 0; d < c.size(); ++d) {
     if (c[d] > 1 && v.dom[d] / c[d] < cutoff) {
       return "dimension " + v.dims[d] + " of size " + std::to_string(v.dom[d]) + " split " +
@@ -135,12 +114,13 @@ Result<StrategyReport> make_report(const Graph& graph, const Cluster& cluster,
     if (find_config(configs[v.id], strategy[v.id]) < 0) r.outside_enumeration.push_back(v.id);
   if (!r.outside_enumeration.empty()) {
     const Vertex& first = graph.vertices[r.outside_enumeration.front()];
-    r.notes.push_back(std::to_string(r.outside_enumeration.size()) + " of " +
-                      std::to_string(graph.vertices.size()) +
-                      " vertices use configurations outside the enumeration that plan() "
-                      "searches (priced all the same); first " +
-                      vertex_label(first) + ": " +
-                      outside_reason(first, strategy[first.id], graph.cutoff));
+    r.notes.push_back(
+        std::to_string(r.outside_enumeration.size()) + " of " +
+        std::to_string(graph.vertices.size()) +
+        " vertices use configurations outside the enumeration that plan() "
+        "searches (priced all the same); first " +
+        vertex_label(first) + ": " +
+        outside_reason(first, model_of(graph, first.id), strategy[first.id], graph.cutoff));
   }
   return r;
 }

@@ -8,31 +8,16 @@
 
 #include "baselines/baselines.hpp"
 #include "configurations.hpp"
+#include "cost_model.hpp"
 #include "pase/compare.hpp"
 
 namespace pase {
 
 std::vector<int> batch_dimensions(const Graph& graph) {
-  std::vector<int> pos = baselines::follow_dimension(graph, [](const Vertex& v) -> int {
-    switch (v.op) {
-      case Op::kFC:
-      case Op::kConv:
-      case Op::kPool:
-      case Op::kEmbedding:
-      case Op::kLSTM:
-        for (size_t d = 0; d < v.dims.size(); ++d)
-          if (v.dims[d] == "b") return static_cast<int>(d);
-        return 0;
-      case Op::kEinsum:
-        for (size_t d = 0; d < v.dims.size(); ++d)
-          if (v.dims[d] == "b") return static_cast<int>(d);
-        return -1;
-      default:
-        return -1;
-    }
-  });
-  for (int& p : pos)
-    if (p < 0) p = 0;  // rule 4
+  // Each op's lowering names its batch position or follows its first input;
+  // build_graph() resolves the rule once (cost_model.hpp, follow_dimension).
+  std::vector<int> pos(graph.vertices.size());
+  for (const Vertex& v : graph.vertices) pos[v.id] = model_of(graph, v.id).batch_dim;
   return pos;
 }
 
@@ -44,7 +29,8 @@ Strategy data_parallel_strategy(const Graph& graph, int64_t devices) {
   for (const Vertex& v : graph.vertices) {
     Config c(v.dom.size(), 1);
     const int b = batch[v.id];
-    if (!v.dom.empty() && !v.pinned[b]) c[b] = largest_divisor_at_most(v.dom[b], devices);
+    if (!v.dom.empty() && !model_of(graph, v.id).pinned[b])
+      c[b] = largest_divisor_at_most(v.dom[b], devices);
     strategy[v.id] = std::move(c);
   }
   return strategy;

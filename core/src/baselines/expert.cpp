@@ -12,6 +12,7 @@
 
 #include "baselines/baselines.hpp"
 #include "configurations.hpp"
+#include "cost_model.hpp"
 #include "pase/compare.hpp"
 #include "pase/models.hpp"
 
@@ -48,7 +49,7 @@ std::string short_note(int count, std::string_view what, int64_t wanted) {
 Strategy owt(const Graph& graph, int64_t devices, int& short_fc) {
   Strategy s = baselines::data_parallel_strategy(graph, devices);
   for (const Vertex& v : graph.vertices) {
-    if (v.op != Op::kFC) continue;
+    if (v.op != "FC") continue;
     const int n = dim_position(v, "n");
     Config c(v.dom.size(), 1);
     c[n] = baselines::largest_divisor_at_most(v.dom[n], devices);
@@ -62,7 +63,7 @@ Strategy gnmt(const Graph& graph, int64_t devices, std::string& layout) {
   Strategy s = baselines::data_parallel_strategy(graph, devices);
   const std::vector<int> batch = batch_dimensions(graph);
   for (const Vertex& v : graph.vertices) {
-    if (v.op != Op::kLSTM) continue;
+    if (v.op != "LSTM") continue;
     const int l = dim_position(v, "l");
     const int b = batch[v.id];
     Config c(v.dom.size(), 1);
@@ -79,8 +80,8 @@ Strategy gnmt(const Graph& graph, int64_t devices, std::string& layout) {
 // feed-forward or vocabulary, followed along first inputs; -1 if none.
 std::vector<int> model_dimensions(const Graph& graph) {
   return baselines::follow_dimension(graph, [](const Vertex& v) -> int {
-    if (v.op == Op::kEmbedding) return dim_position(v, "v");
-    if (v.op != Op::kEinsum) return -1;
+    if (v.op == "Embedding") return dim_position(v, "v");
+    if (v.op != "Einsum") return -1;
     for (std::string_view letter : {"h", "f", "v"})
       if (int p = dim_position(v, letter); p >= 0) return p;
     return -1;
@@ -93,11 +94,11 @@ Strategy mesh(const Graph& graph, const std::vector<int>& batch, const std::vect
   for (const Vertex& v : graph.vertices) {
     Config c(v.dom.size(), 1);
     const int b = batch[v.id], m = model[v.id];
-    if (!v.dom.empty() && !v.pinned[b]) {
+    if (!v.dom.empty() && !model_of(graph, v.id).pinned[b]) {
       c[b] = baselines::largest_divisor_at_most(v.dom[b], rows);
       if (c[b] != rows) ++short_batch;
     }
-    if (m >= 0 && m != b && !v.pinned[m]) {
+    if (m >= 0 && m != b && !model_of(graph, v.id).pinned[m]) {
       c[m] = baselines::largest_divisor_at_most(v.dom[m], cols);
       if (c[m] != cols) ++short_model;
     }

@@ -14,8 +14,8 @@
 
 #include "baselines/baselines.hpp"
 #include "configurations.hpp"
+#include "cost_model.hpp"
 #include "cost_tables.hpp"
-#include "ops/op_cost.hpp"
 #include "pase/compare.hpp"
 
 namespace pase {
@@ -115,7 +115,7 @@ Result<McmcResult> mcmc_search(const Graph& graph, const Cluster& cluster,
   std::vector<std::vector<double>> layer(n);
   std::vector<size_t> movable;  // vertices with a choice
   for (size_t v = 0; v < n; ++v) {
-    layer[v] = vertex_cost_vector(graph.vertices[v], configs[v], m);
+    layer[v] = vertex_cost_vector(graph, v, configs[v], m);
     if (configs[v].size() > 1) movable.push_back(v);
   }
   std::vector<std::vector<int>> incident(n);

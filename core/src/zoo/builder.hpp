@@ -48,7 +48,7 @@ class Builder {
 
   std::string conv(const std::string& x, Shape filter, Pair stride = {1, 1}, Pair pad = {0, 0},
                    int64_t pw = 0) {
-    LayerSpec& l = add("conv", Op::kConv, {x});
+    LayerSpec& l = add("conv", "Conv", {x});
     l.filter = std::move(filter);
     l.stride = stride;
     l.pad = pad;
@@ -57,7 +57,7 @@ class Builder {
   }
 
   std::string pool(const std::string& x, Shape window, Pair stride = {1, 1}, Pair pad = {0, 0}) {
-    LayerSpec& l = add("pool", Op::kPool, {x});
+    LayerSpec& l = add("pool", "Pool", {x});
     l.window = std::move(window);
     l.stride = stride;
     l.pad = pad;
@@ -69,7 +69,7 @@ class Builder {
   std::string ln(const std::string& x) { return norm("ln", x, -1); }
 
   std::string fc(const std::string& x, int64_t units, int64_t pw = 0) {
-    LayerSpec& l = add("fc", Op::kFC, {x});
+    LayerSpec& l = add("fc", "FC", {x});
     l.units = units;
     l.pw = pw;
     return l.name;
@@ -88,26 +88,26 @@ class Builder {
   }
 
   std::string embedding(const std::string& tokens, int64_t vocab, int64_t dim) {
-    LayerSpec& l = add("embed", Op::kEmbedding, {tokens});
+    LayerSpec& l = add("embed", "Embedding", {tokens});
     l.vocab = vocab;
     l.dim = dim;
     return l.name;
   }
 
   std::string elementwise(const std::string& a, const std::string& b, int64_t pw = 0) {
-    LayerSpec& l = add("add", Op::kElementwise, {a, b});
+    LayerSpec& l = add("add", "Elementwise", {a, b});
     l.pw = pw;
     return l.name;
   }
 
   std::string concat(const std::vector<std::string>& xs, int64_t axis) {
-    LayerSpec& l = add("concat", Op::kConcat, xs);
+    LayerSpec& l = add("concat", "Concat", xs);
     l.axis = axis;
     return l.name;
   }
 
   std::string stack(const std::vector<std::string>& xs, int64_t axis = 0) {
-    LayerSpec& l = add("stack", Op::kStack, xs);
+    LayerSpec& l = add("stack", "Stack", xs);
     l.axis = axis;
     return l.name;
   }
@@ -115,7 +115,7 @@ class Builder {
   // Unstack into `count` outputs, referred to as "name:0", "name:1", ...
   // (the builder does not track shapes, so the caller states the count).
   std::vector<std::string> unstack(const std::string& x, int count, int64_t axis = 0) {
-    LayerSpec& l = add("unstack", Op::kUnstack, {x});
+    LayerSpec& l = add("unstack", "Unstack", {x});
     l.axis = axis;
     std::vector<std::string> outs;
     for (int i = 0; i < count; ++i) outs.push_back(l.name + ":" + std::to_string(i));
@@ -124,13 +124,13 @@ class Builder {
 
   // One layer here; build_graph() lowers it to the vertices Ravel and Unravel.
   std::string reshape(const std::string& x, Shape shape) {
-    LayerSpec& l = add("reshape", Op::kReshape, {x});
+    LayerSpec& l = add("reshape", "Reshape", {x});
     l.shape = std::move(shape);
     return l.name;
   }
 
   std::string reduce_mean(const std::string& x, std::vector<int64_t> axes, bool keepdims = false) {
-    LayerSpec& l = add("mean", Op::kReduceMean, {x});
+    LayerSpec& l = add("mean", "ReduceMean", {x});
     l.axes = std::move(axes);
     l.has_axes = true;
     l.keepdims = keepdims;
@@ -138,15 +138,15 @@ class Builder {
   }
 
   std::string softmax(const std::string& x, int64_t axis = -1) {
-    LayerSpec& l = add("softmax", Op::kSoftmax, {x});
+    LayerSpec& l = add("softmax", "Softmax", {x});
     l.axis = axis;
     return l.name;
   }
 
-  std::string sce(const std::string& x) { return add("loss", Op::kSoftmaxCrossEntropy, {x}).name; }
+  std::string sce(const std::string& x) { return add("loss", "SoftmaxCrossEntropy", {x}).name; }
 
   std::string lstm(const std::string& x, int64_t units, int64_t layers) {
-    LayerSpec& l = add("lstm", Op::kLSTM, {x});
+    LayerSpec& l = add("lstm", "LSTM", {x});
     l.units = units;
     l.layers = layers;
     return l.name;
@@ -157,13 +157,13 @@ class Builder {
 
  private:
   std::string norm(const char* kind, const std::string& x, int64_t axis) {
-    LayerSpec& l = add(kind, Op::kNorm, {x});
+    LayerSpec& l = add(kind, "Norm", {x});
     l.axis = axis;
     return l.name;
   }
 
   std::string einsum_of(Operand a, Operand b, std::string equation, int64_t pw) {
-    LayerSpec& l = add("einsum", Op::kEinsum, {});
+    LayerSpec& l = add("einsum", "Einsum", {});
     l.inputs = {std::move(a), std::move(b)};
     l.equation = std::move(equation);
     l.pw = pw;
@@ -172,7 +172,7 @@ class Builder {
 
   // Appends a layer of `op` reading the named tensors `xs`. The reference is
   // valid until the next add().
-  LayerSpec& add(const std::string& kind, Op op, const std::vector<std::string>& xs) {
+  LayerSpec& add(const std::string& kind, std::string op, const std::vector<std::string>& xs) {
     LayerSpec l;
     if (next_name_.empty()) {
       const std::string base = scope_ + kind;
@@ -182,7 +182,7 @@ class Builder {
       next_name_.clear();
     }
     claim(l.name);
-    l.op = op;
+    l.op = std::move(op);
     for (const std::string& x : xs) l.inputs.push_back(Operand{x, {}});
     spec_.layers.push_back(std::move(l));
     return spec_.layers.back();

@@ -1,0 +1,118 @@
+// The formulas shared by several ops (core/docs/cost-model.md sections 1, 3
+// and 4). Each op's own formula lives in its file in core/src/ops/.
+#include "cost_model.hpp"
+
+#include <algorithm>
+
+namespace pase {
+
+std::vector<int> follow_dimension(const Graph& g, const GraphModel& model,
+                                  const std::function<int(int)>& seed) {
+  std::vector<int> pos(g.vertices.size(), -1);
+  for (const Vertex& v : g.vertices) {
+    int p = seed(v.id);
+    if (p < 0) {
+      for (size_t s = 0; s < v.inputs.size(); ++s) {
+        const Slot& slot = v.inputs[s];
+        if (slot.producer < 0) continue;
+        const int up = pos[slot.producer];
+        if (up >= 0) {
+          // The producer's output dimension split exactly by position `up`,
+          // then where this slot puts that tensor dimension.
+          const TensorMap& out = model.vertices[slot.producer].out_maps[slot.output];
+          const TensorMap& in = model.vertices[v.id].in_maps[s];
+          for (size_t t = 0; t < out.size(); ++t) {
+            if (out[t].size() != 1 || out[t][0] != up) continue;
+            if (t < in.size() && in[t].size() == 1) p = in[t][0];
+            break;
+          }
+        }
+        break;  // only the first input fed by a layer counts
+      }
+    }
+    pos[v.id] = p;
+  }
+  return pos;
+}
+
+namespace ops {
+
+namespace {
+
+// Product of the sizes and of the splits at `pos`.
+void group(const Vertex& v, const int64_t* c, const std::vector<int>& pos, double& size,
+           double& split) {
+  int64_t s = 1, k = 1;
+  for (int i : pos) {
+    s *= v.dom[i];
+    k *= c[i];
+  }
+  size = static_cast<double>(s);
+  split = static_cast<double>(k);
+}
+
+}  // namespace
+
+Machine make_machine(const Cluster& cluster) {
+  Machine m;
+  m.devices = cluster.devices;
+  m.tflops = cluster.tflops;
+  m.r = (cluster.tflops * 1000) / (cluster.bandwidth_gbps / 8);
+  return m;
+}
+
+double per_device_points(const Vertex& v, const int64_t* c) {
+  double e = 1;
+  for (size_t i = 0; i < v.dom.size(); ++i)
+    e *= static_cast<double>(v.dom[i]) / static_cast<double>(c[i]);
+  return e;
+}
+
+void tensor_config(const TensorMap& map, const int64_t* c, int64_t* out) {
+  for (size_t i = 0; i < map.size(); ++i) {
+    int64_t s = 1;
+    for (int pos : map[i]) s *= c[pos];
+    out[i] = s;
+  }
+}
+
+double redistribution_words(const Shape& shape, const int64_t* s, const int64_t* t) {
+  double need = 1, have = 1;
+  int64_t p_src = 1, p_tgt = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    double src_pp = static_cast<double>(shape[i]) / static_cast<double>(s[i]);
+    double tgt_pp = static_cast<double>(shape[i]) / static_cast<double>(t[i]);
+    need *= tgt_pp;
+    have *= std::min(src_pp, tgt_pp);
+    p_src *= s[i];
+    p_tgt *= t[i];
+  }
+  if (p_tgt > p_src) have = 0;
+  return std::max(need - have, 0.0);
+}
+
+LayerCost gemm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
+                    const Machine& mc) {
+  const GemmView& g = model.gemm;
+  double bpp = 1;
+  for (int i : g.batch) bpp *= static_cast<double>(v.dom[i]) / static_cast<double>(c[i]);
+  double M, cm, N, cn, K, ck;
+  group(v, c, g.m, M, cm);
+  group(v, c, g.n, N, cn);
+  group(v, c, g.k, K, ck);
+  N *= static_cast<double>(g.n_scale);
+  K *= static_cast<double>(g.k_scale);
+  double m = M / cm, n = N / cn, k = K / ck;
+  double comp = 3 * m * n * k + (g.pw > 0 ? 3 * static_cast<double>(g.pw) * m * n : 0);
+  double comm = mc.allreduce(m * n, ck) + mc.allreduce(m * k, cn) + mc.allreduce(n * k, cm);
+  LayerCost out;
+  out.total = bpp * (comp + comm);
+  out.compute = bpp * comp;
+  out.comm = out.total - out.compute;
+  return out;
+}
+
+LayerCost no_cost(const Vertex&, const VertexModel&, const int64_t*, const Machine&) { return {}; }
+
+}  // namespace ops
+}  // namespace pase

@@ -1,0 +1,113 @@
+// What the cost model knows of a vertex beyond its public description (the
+// tensor maps, pinned dimensions and cost parameters its op's lowering set),
+// the machine constants, and the formulas shared by several ops
+// (core/docs/cost-model.md). Everything is a double, computed in the order the
+// cost model writes it, so that independent implementations agree to about
+// 1e-9 relative.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "pase/graph.hpp"
+#include "pase/plan.hpp"
+
+namespace pase {
+
+// For each dimension of a tensor, the positions of the vertex configuration
+// whose splits multiply to that dimension's split (empty: never split).
+using TensorMap = std::vector<std::vector<int>>;
+
+// GEMM view of a vertex (core/docs/cost-model.md section 4): each list holds
+// positions of the configuration; every `batch` position is its own batch
+// dimension.
+struct GemmView {
+  std::vector<int> batch, m, n, k;
+  int64_t pw = 0;
+  int64_t n_scale = 1, k_scale = 1;  // N and K are these multiples of their sizes (LSTM: 4u, 2u)
+};
+
+namespace ops {
+
+// core/docs/cost-model.md section 1.
+struct Machine {
+  int64_t devices = 8;
+  double tflops = 10;
+  double r = 5000;  // FLOPs per word moved: (F * 1000) / (B / 8)
+
+  double words(double w) const { return r * w; }
+  double allreduce(double w, double p) const { return p <= 1 ? 0.0 : r * (w / p) * 2 * (p - 1); }
+};
+
+Machine make_machine(const Cluster& cluster);
+
+}  // namespace ops
+
+struct VertexModel;
+
+// The cost of a vertex at configuration `c` (one split per dimension).
+using CostFn = LayerCost (*)(const Vertex& v, const VertexModel& model, const int64_t* c,
+                             const ops::Machine& m);
+
+// The batch dimension rule of the baselines (compare.hpp, batch_dimensions):
+// a vertex names its batch position, or follows its first layer input.
+inline constexpr int kFollowBatch = -1;
+
+struct VertexModel {
+  CostFn cost = nullptr;
+  std::vector<TensorMap> in_maps;   // per input slot
+  std::vector<TensorMap> out_maps;  // per output
+  std::vector<bool> pinned;         // pinned dimensions always split 1
+  bool contiguous_only = false;     // Ravel, Unravel: only contiguous configurations
+  int batch_dim = kFollowBatch;
+  // Cost parameters, each used by the ops whose formula needs it.
+  GemmView gemm;                        // GEMM-shaped ops
+  int axis = 0;                         // Norm, Softmax
+  std::vector<int> axes;                // ReduceMean: reduced positions
+  std::array<int64_t, 2> window{0, 0};  // Pool
+  int64_t pw = 0;                       // point-wise ops per element
+};
+
+// The op table's view of every vertex of a Graph (Graph::model).
+struct GraphModel {
+  std::vector<VertexModel> vertices;
+};
+
+inline const VertexModel& model_of(const Graph& g, int vertex) { return g.model->vertices[vertex]; }
+
+// Per vertex (by id), a configuration position: `seed(id)` when it is >= 0,
+// else the position that the producer's position maps onto along the
+// vertex's first input fed by a layer, else -1. Vertex ids are a topological
+// order, so one pass suffices: O(vertices + edges).
+std::vector<int> follow_dimension(const Graph& g, const GraphModel& model,
+                                  const std::function<int(int)>& seed);
+
+namespace ops {
+
+// Cost of vertex `v` at configuration `c`.
+inline LayerCost layer_cost(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m) {
+  const VertexModel& model = model_of(g, v.id);
+  return model.cost(v, model, c, m);
+}
+
+// prod(dom[i] / c[i]) over all positions, in order.
+double per_device_points(const Vertex& v, const int64_t* c);
+
+// The split of each tensor dimension implied by vertex configuration `c`.
+void tensor_config(const TensorMap& map, const int64_t* c, int64_t* out);
+
+// The edge formula's max(need - have, 0): words that must move for tensor
+// `shape` to go from tensor configuration `s` to `t` (section 3).
+double redistribution_words(const Shape& shape, const int64_t* s, const int64_t* t);
+
+// The GEMM formula of section 4 over model.gemm.
+LayerCost gemm_cost(const Vertex& v, const VertexModel& model, const int64_t* c, const Machine& m);
+
+// No compute and no communication of its own: the edges carry the cost of
+// pure data movement (Ravel, Unravel, Transpose, Concat, Split, Stack, Unstack).
+LayerCost no_cost(const Vertex& v, const VertexModel& model, const int64_t* c, const Machine& m);
+
+}  // namespace ops
+}  // namespace pase

@@ -1,0 +1,48 @@
+// Elementwise: two inputs of one shape, `pw` point-wise ops per element
+// (core/docs/graph-format.md; cost: core/docs/cost-model.md section 5).
+#include "op_table.hpp"
+
+namespace pase {
+namespace {
+
+using json_detail::Json;
+using json_detail::ObjectReader;
+
+void read_elementwise(ObjectReader& r, LayerSpec& l) {
+  r.read("pw", l.pw, json_detail::to_non_negative_int);
+}
+
+void write_elementwise(const LayerSpec& l, Json& j) {
+  if (l.pw != 0) j["pw"] = l.pw;
+}
+
+LayerCost elementwise_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
+                           const ops::Machine&) {
+  LayerCost out;
+  out.compute = (1 + static_cast<double>(model.pw)) * ops::per_device_points(v, c);
+  out.total = out.compute;
+  return out;
+}
+
+Error lower_elementwise(Lowering& lo) {
+  if (Error e = lo.want_inputs(2, 2); !e.message.empty()) return e;
+  const std::vector<Slot>& in = lo.inputs();
+  if (in[0].shape != in[1].shape)
+    return lo.err(
+        "input shapes " + shape_str(in[0].shape) + " and " + shape_str(in[1].shape) + " differ",
+        "inputs");
+  VertexPlan p = same_shape_plan(lo, "Elementwise");
+  p.inputs.push_back(lo.port(1, identity_map(in[1].shape.size())));
+  p.model.cost = elementwise_cost;
+  p.model.pw = lo.layer().pw;
+  lo.publish(lo.emit(std::move(p)), false);
+  return {};
+}
+
+}  // namespace
+
+void register_elementwise(OpTable& table) {
+  table.add({"Elementwise", 6, {"pw"}, read_elementwise, write_elementwise, lower_elementwise});
+}
+
+}  // namespace pase

@@ -1,0 +1,241 @@
+// The data-movement ops: Reshape (lowered to the vertices Ravel and Unravel),
+// Transpose, Concat, Split, Stack and Unstack. None computes; the edges into
+// and out of them carry the cost of moving data (core/docs/cost-model.md
+// sections 3 and 5).
+#include "op_table.hpp"
+
+namespace pase {
+namespace {
+
+using json_detail::Json;
+using json_detail::ObjectReader;
+
+Error axis_out_of_range(const Lowering& lo, int64_t axis, const Shape& s) {
+  return lo.err("axis " + std::to_string(axis) + " is out of range for shape " + shape_str(s),
+                "axis");
+}
+
+// ---- Reshape: Ravel to one dimension, then Unravel to the target ----
+
+void read_reshape(ObjectReader& r, LayerSpec& l) {
+  r.require("shape", l.shape, json_detail::to_shape);
+}
+
+void write_reshape(const LayerSpec& l, Json& j) { j["shape"] = l.shape; }
+
+Error lower_reshape(Lowering& lo) {
+  const LayerSpec& l = lo.layer();
+  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  const Shape& s = lo.inputs()[0].shape;
+  if (auto e = check_shape(l.shape, lo.where("shape"))) return *e;
+  int64_t n_in = *element_count(s), n_out = *element_count(l.shape);
+  if (n_in != n_out)
+    return lo.err("shape " + shape_str(l.shape) + " has " + std::to_string(n_out) +
+                      " elements but the input " + shape_str(s) + " has " + std::to_string(n_in),
+                  "shape");
+  // Every dimension of each side is in the one flat dimension between them.
+  auto all = [](size_t rank) {
+    TensorMap m(1);
+    for (size_t i = 0; i < rank; ++i) m[0].push_back(static_cast<int>(i));
+    return m;
+  };
+  VertexPlan r = same_shape_plan(lo, "Ravel");
+  r.name = l.name + "/ravel";
+  r.outputs[0] = OutPort{{n_in}, all(s.size())};
+  r.model.contiguous_only = true;
+  const int ravel = lo.emit(std::move(r));
+  VertexPlan u;
+  u.op = "Unravel";
+  u.dims = generic_dims(l.shape.size());
+  u.dom = l.shape;
+  u.inputs.push_back(Port{Slot{ravel, 0, {n_in}}, all(l.shape.size())});
+  u.outputs.push_back(OutPort{l.shape, identity_map(l.shape.size())});
+  u.model.contiguous_only = true;
+  lo.publish(lo.emit(std::move(u)), false);
+  return {};
+}
+
+// ---- Transpose ----
+
+void read_transpose(ObjectReader& r, LayerSpec& l) {
+  r.require("perm", l.perm, json_detail::to_int_list);
+}
+
+void write_transpose(const LayerSpec& l, Json& j) { j["perm"] = l.perm; }
+
+Error lower_transpose(Lowering& lo) {
+  const LayerSpec& l = lo.layer();
+  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  const Shape& s = lo.inputs()[0].shape;
+  std::vector<bool> seen(s.size(), false);
+  if (l.perm.size() != s.size())
+    return lo.err(
+        "must list " + std::to_string(s.size()) + " axes, got " + std::to_string(l.perm.size()),
+        "perm");
+  for (int64_t p : l.perm) {
+    if (p < 0 || p >= static_cast<int64_t>(s.size()) || seen[p])
+      return lo.err(
+          shape_str(l.perm) + " is not a permutation of 0.." + std::to_string(s.size() - 1),
+          "perm");
+    seen[p] = true;
+  }
+  VertexPlan p = same_shape_plan(lo, "Transpose");
+  OutPort& out = p.outputs[0];
+  out = OutPort{};
+  for (int64_t a : l.perm) {
+    out.shape.push_back(s[a]);
+    out.map.push_back({static_cast<int>(a)});
+  }
+  lo.publish(lo.emit(std::move(p)), false);
+  return {};
+}
+
+// ---- Concat, Split, Stack, Unstack: an axis ----
+
+void read_axis(ObjectReader& r, LayerSpec& l) { r.read("axis", l.axis, json_detail::to_int); }
+
+void write_axis(const LayerSpec& l, Json& j) {
+  if (l.axis != 0) j["axis"] = l.axis;
+}
+
+void read_concat(ObjectReader& r, LayerSpec& l) { r.require("axis", l.axis, json_detail::to_int); }
+
+void write_concat(const LayerSpec& l, Json& j) { j["axis"] = l.axis; }
+
+Error lower_concat(Lowering& lo) {
+  const LayerSpec& l = lo.layer();
+  if (Error e = lo.want_inputs(2, SIZE_MAX); !e.message.empty()) return e;
+  const std::vector<Slot>& in = lo.inputs();
+  const Shape& s = in[0].shape;
+  auto axis = norm_axis(l.axis, s.size());
+  if (!axis) return axis_out_of_range(lo, l.axis, s);
+  int64_t total = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const Shape& t = in[k].shape;
+    std::string f = "inputs[" + std::to_string(k) + "]";
+    if (t.size() != s.size())
+      return lo.err("rank " + std::to_string(t.size()) + " differs from the first input's " +
+                        std::to_string(s.size()),
+                    f);
+    for (size_t i = 0; i < s.size(); ++i)
+      if (static_cast<int>(i) != *axis && t[i] != s[i])
+        return lo.err("size " + std::to_string(t[i]) + " at dimension " + std::to_string(i) +
+                          " differs from the first input's " + std::to_string(s[i]),
+                      f);
+    if (__builtin_add_overflow(total, t[*axis], &total))
+      return lo.err("concatenated size overflows", "axis");
+  }
+  Shape out = s;
+  out[*axis] = total;
+  if (!element_count(out)) return lo.err("the output has too many elements", "inputs");
+  VertexPlan p = same_shape_plan(lo, "Concat");
+  p.dom[*axis] = 1;
+  for (size_t k = 1; k < in.size(); ++k) p.inputs.push_back(lo.port(k, identity_map(s.size())));
+  p.outputs[0].shape = out;
+  lo.publish(lo.emit(std::move(p)), false);
+  return {};
+}
+
+void read_split(ObjectReader& r, LayerSpec& l) {
+  r.require("num", l.num, json_detail::to_positive_int);
+  r.require("axis", l.axis, json_detail::to_int);
+}
+
+void write_split(const LayerSpec& l, Json& j) {
+  j["num"] = l.num;
+  j["axis"] = l.axis;
+}
+
+Error lower_split(Lowering& lo) {
+  const LayerSpec& l = lo.layer();
+  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  const Shape& s = lo.inputs()[0].shape;
+  auto axis = norm_axis(l.axis, s.size());
+  if (!axis) return axis_out_of_range(lo, l.axis, s);
+  if (l.num <= 0 || l.num > kMaxOutputs)
+    return lo.err("must be an integer from 1 to " + std::to_string(kMaxOutputs), "num");
+  if (s[*axis] % l.num != 0)
+    return lo.err(std::to_string(l.num) + " does not divide size " + std::to_string(s[*axis]) +
+                      " of axis " + std::to_string(*axis),
+                  "num");
+  VertexPlan p = same_shape_plan(lo, "Split");
+  p.dom[*axis] = 1;
+  p.outputs[0].shape[*axis] = s[*axis] / l.num;
+  p.outputs.resize(static_cast<size_t>(l.num), p.outputs[0]);
+  lo.publish(lo.emit(std::move(p)), true);
+  return {};
+}
+
+Error lower_stack(Lowering& lo) {
+  const LayerSpec& l = lo.layer();
+  if (Error e = lo.want_inputs(2, SIZE_MAX); !e.message.empty()) return e;
+  const std::vector<Slot>& in = lo.inputs();
+  const Shape& s = in[0].shape;
+  for (size_t k = 1; k < in.size(); ++k)
+    if (in[k].shape != s)
+      return lo.err(
+          "shape " + shape_str(in[k].shape) + " differs from the first input's " + shape_str(s),
+          "inputs[" + std::to_string(k) + "]");
+  auto axis = norm_axis(l.axis, s.size() + 1);
+  if (!axis)
+    return lo.err(
+        "axis " + std::to_string(l.axis) + " is out of range for stacking " + shape_str(s), "axis");
+  if (s.size() + 1 > kMaxRank)
+    return lo.err("the output would have " + std::to_string(s.size() + 1) +
+                      " dimensions; a tensor has at most " + std::to_string(kMaxRank),
+                  "inputs");
+  Shape out = s;
+  out.insert(out.begin() + *axis, static_cast<int64_t>(in.size()));
+  if (!element_count(out)) return lo.err("the output has too many elements", "inputs");
+  VertexPlan p;
+  p.op = "Stack";
+  p.dom = s;
+  p.dom.insert(p.dom.begin() + *axis, 1);
+  p.dims = generic_dims(p.dom.size(), *axis);
+  // Input dimension j is output dimension j, or j + 1 past the new axis.
+  TensorMap map;
+  for (size_t j = 0; j < s.size(); ++j)
+    map.push_back({static_cast<int>(j < static_cast<size_t>(*axis) ? j : j + 1)});
+  for (size_t k = 0; k < in.size(); ++k) p.inputs.push_back(lo.port(k, map));
+  p.outputs.push_back(OutPort{out, identity_map(p.dom.size())});
+  lo.publish(lo.emit(std::move(p)), false);
+  return {};
+}
+
+Error lower_unstack(Lowering& lo) {
+  const LayerSpec& l = lo.layer();
+  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  const Shape& s = lo.inputs()[0].shape;
+  auto axis = norm_axis(l.axis, s.size());
+  if (!axis) return axis_out_of_range(lo, l.axis, s);
+  if (s.size() < 2) return lo.err("Unstack needs an input of rank 2 or more", "inputs[0]");
+  if (s[*axis] > kMaxOutputs)
+    return lo.err("would make " + std::to_string(s[*axis]) + " outputs; the limit is " +
+                      std::to_string(kMaxOutputs),
+                  "axis");
+  VertexPlan p = same_shape_plan(lo, "Unstack");
+  p.dims = generic_dims(s.size(), *axis);
+  p.dom[*axis] = 1;
+  OutPort out;
+  for (size_t i = 0; i < s.size(); ++i)
+    if (static_cast<int>(i) != *axis) {
+      out.shape.push_back(s[i]);
+      out.map.push_back({static_cast<int>(i)});
+    }
+  p.outputs.assign(static_cast<size_t>(s[*axis]), out);
+  lo.publish(lo.emit(std::move(p)), true);
+  return {};
+}
+
+}  // namespace
+
+void register_layout(OpTable& table) {
+  table.add({"Reshape", 11, {"shape"}, read_reshape, write_reshape, lower_reshape});
+  table.add({"Transpose", 12, {"perm"}, read_transpose, write_transpose, lower_transpose});
+  table.add({"Concat", 13, {"axis"}, read_concat, write_concat, lower_concat});
+  table.add({"Split", 14, {"num", "axis"}, read_split, write_split, lower_split});
+  table.add({"Stack", 15, {"axis"}, read_axis, write_axis, lower_stack});
+  table.add({"Unstack", 16, {"axis"}, read_axis, write_axis, lower_unstack});
+}
+
+}  // namespace pase
