@@ -129,18 +129,20 @@ std::optional<int> norm_axis(int64_t axis, size_t rank) {
 }
 
 std::vector<std::string> generic_dims(size_t rank, int stack_axis) {
-  std::vector<std::string> d(rank);
+  std::vector<std::string> d;
+  d.reserve(rank);
   size_t k = 0;
   for (size_t i = 0; i < rank; ++i) {
-    if (static_cast<int>(i) == stack_axis) {
-      d[i] = "n";
-      continue;
-    }
-    // snprintf, not "d" + std::to_string(k): GCC 12 warns falsely (-Wrestrict).
+    // snprintf, not "d" + std::to_string(k) or assigning a literal: GCC 12
+    // warns falsely (-Wrestrict) on both once inlined here.
     char name[24];
-    std::snprintf(name, sizeof name, k == 0 ? "b" : "d%zu", k);
-    d[i] = name;
-    ++k;
+    if (static_cast<int>(i) == stack_axis) {
+      std::snprintf(name, sizeof name, "n");
+    } else {
+      std::snprintf(name, sizeof name, k == 0 ? "b" : "d%zu", k);
+      ++k;
+    }
+    d.emplace_back(name);
   }
   return d;
 }
