@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "invalid_corpus.hpp"
+#include "test_util.hpp"
 
 using pase_test::InvalidCase;
 namespace fs = std::filesystem;
+using pase::testing::contains;
 
 namespace {
 
@@ -66,10 +68,6 @@ Run run_cli(const std::vector<std::string>& args) {
   run.out = pase_test::read_binary(out.string());
   run.err = pase_test::read_binary(err.string());
   return run;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 bool starts_with(const std::string& text, const std::string& prefix) {

@@ -16,17 +16,12 @@
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "test_util.hpp"
 
 namespace {
 
 using nlohmann::json;
-
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
+using pase::testing::read_text;
 
 std::vector<std::filesystem::path> example_graphs() {
   std::vector<std::filesystem::path> out;

@@ -1,4 +1,4 @@
-// Configuration enumeration (cost-model.md section 2): cutoff, device bound,
+// Configuration enumeration (core/docs/cost-model.md section 2): cutoff, device bound,
 // pinned dimensions, the enumeration options and the contiguity filter of
 // Ravel / Unravel; counts of the golden AlexNet and RNNLM files; and every
 // vertex of the five networks against an independent enumerator.
@@ -45,14 +45,10 @@ std::vector<Config> configs_of(const Graph& g, int vertex, int64_t devices,
 }
 
 nlohmann::json read_golden(const std::string& file) {
-  std::ifstream in(std::string(PASE_TEST_DATA_DIR) + "/golden/" + file);
-  REQUIRE_MESSAGE(in.good(), "cannot read golden/" << file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return nlohmann::json::parse(text.str());
+  return nlohmann::json::parse(read_text(std::string(PASE_TEST_DATA_DIR) + "/golden/" + file));
 }
 
-// The enumeration as cost-model.md section 2 words it, written independently:
+// The enumeration as core/docs/cost-model.md section 2 words it, written independently:
 // candidates per dimension, their cartesian product (first dimension
 // outermost, ascending), the device bound, then the contiguity filter.
 std::vector<Config> reference_configs(const Vertex& v, const std::vector<bool>& pinned,

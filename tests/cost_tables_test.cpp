@@ -1,4 +1,4 @@
-// Edge (re-distribution) costs, cost-model.md section 3: the formula itself,
+// Edge (re-distribution) costs, core/docs/cost-model.md section 3: the formula itself,
 // tensor configurations derived through each op's maps (FC, Transpose,
 // Ravel/Unravel, multi-output Unstack), and the pair matrices the search uses.
 // Machine: F = 1 TFLOP/s, B = 8 GB/s, so r = 1000 and edge_cost = 2000 * words.
@@ -22,8 +22,6 @@ using namespace pase::testing;
 
 namespace {
 
-const Cluster kR1000{.devices = 16, .tflops = 1.0, .bandwidth_gbps = 8.0};
-
 Graph build(std::vector<std::pair<std::string, Shape>> inputs, std::vector<LayerSpec> layers,
             int64_t cutoff = 1) {
   GraphSpec s;
@@ -43,8 +41,6 @@ double edge(const Graph& g, int index, const Config& src, const Config& dst,
             const Cluster& cluster = kR1000) {
   return edge_cost(g, g.edges[index], src.data(), dst.data(), ops::make_machine(cluster));
 }
-
-doctest::Approx near(double x) { return doctest::Approx(x).epsilon(1e-12); }
 
 // Checks pair_matrix() for every pair of adjacent vertices of `g` with at
 // least `min_edges` edges against edge_cost() summed entry by entry, in both

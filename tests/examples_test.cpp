@@ -31,14 +31,6 @@ std::vector<fs::path> example_files() {
   return out;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "cannot read " << path.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 double combinations(const Graph& g, int64_t devices) {
   Result<std::vector<ConfigSet>> sets = enumerate_all(g, devices, {});
   REQUIRE(sets.ok());

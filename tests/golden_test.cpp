@@ -1,5 +1,5 @@
-// Reference results of the PaSE authors' prototype (tests/data/golden, copied
-// from the project's shared golden files): optimal AlexNet and RNNLM plans at
+// Reference results of the PaSE authors' prototype (tests/data/golden, described
+// in tests/data/golden/README.md): optimal AlexNet and RNNLM plans at
 // 8 devices, their per-layer and per-edge costs, data parallelism, and fifteen
 // random strategies over all five networks. Costs must agree to 1e-9
 // relative; a tie may change a configuration, never the cost, so differing
@@ -29,11 +29,7 @@ using nlohmann::json;
 namespace {
 
 json read_golden(const std::string& file) {
-  std::ifstream in(std::string(PASE_TEST_DATA_DIR) + "/golden/" + file);
-  REQUIRE_MESSAGE(in.good(), "cannot read golden/" << file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return json::parse(text.str());
+  return json::parse(read_text(std::string(PASE_TEST_DATA_DIR) + "/golden/" + file));
 }
 
 doctest::Approx rel(double x) { return doctest::Approx(x).epsilon(1e-9); }
@@ -120,7 +116,7 @@ void check_optimal_plan(const Graph& g, const json& golden) {
 
 }  // namespace
 
-TEST_CASE("golden: the five networks have the vertex and edge counts of models.md") {
+TEST_CASE("golden: the five networks have the vertex and edge counts of core/docs/models.md") {
   struct Count {
     const char* name;
     size_t vertices, edges, pairs;

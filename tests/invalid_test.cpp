@@ -10,15 +10,13 @@
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
+#include "test_util.hpp"
 
 using namespace pase;
+using pase::testing::contains;
 using pase_test::InvalidCase;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // A short form of a case for failure messages.
 std::string label(const InvalidCase& c) { return c.name + " (" + c.file + c.request + ")"; }

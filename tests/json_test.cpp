@@ -1,7 +1,6 @@
-// The JSON interchange formats (graph-format.md): pase-graph/1 documents,
-// plan requests, clusters, strategies, plan results and error documents.
-// Errors must name the field; writing a graph and reading it back must give
-// the same graph and the same plan.
+// The JSON interchange formats (core/docs/graph-format.md, core/docs/formats.md): pase-graph/1
+// documents, plan requests, clusters, strategies, plan results and error documents. Errors must
+// name the field; writing a graph and reading it back must give the same graph and the same plan.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -21,10 +20,6 @@ using namespace pase::testing;
 using nlohmann::json;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // A graph document with `layers` (a JSON array text) over input x: [8, 16].
 std::string graph_doc(const std::string& layers, const std::string& extra = "") {
@@ -419,7 +414,7 @@ TEST_CASE("json: plan request errors name the field") {
 
 // ---- Result documents -------------------------------------------------------------------------
 
-TEST_CASE("json: plan_to_json carries the fields of graph-format.md") {
+TEST_CASE("json: plan_to_json carries the fields of core/docs/formats.md") {
   Result<Graph> g = build_model("alexnet");
   REQUIRE(g.ok());
   Cluster cluster{.devices = 8, .tflops = 5.0, .bandwidth_gbps = 20.0};

@@ -1,4 +1,4 @@
-// Layer costs (cost-model.md sections 1, 4 and 5) on small shapes, each
+// Layer costs (core/docs/cost-model.md sections 1, 4 and 5) on small shapes, each
 // expected value worked out by hand from the formulas in the comment above it.
 // Most cases use a non-default machine: F = 1 TFLOP/s and B = 8 GB/s give
 // r = (1 * 1000) / (8 / 8) = 1000, so allreduce(w, P) = 1000 * (w / P) * 2 * (P - 1).
@@ -9,47 +9,13 @@
 #include <vector>
 
 #include "cost_model.hpp"
+#include "op_table.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
 #include "test_util.hpp"
 
 using namespace pase;
 using namespace pase::testing;
-
-namespace {
-
-const Cluster kR1000{.devices = 16, .tflops = 1.0, .bandwidth_gbps = 8.0};
-
-// A graph of one layer on graph inputs; its vertex `index` (the layer's first
-// vertex unless the layer is a Reshape).
-Graph one_layer(std::vector<std::pair<std::string, Shape>> inputs, LayerSpec l) {
-  GraphSpec s;
-  s.cutoff = 1;
-  s.inputs = std::move(inputs);
-  s.layers.push_back(std::move(l));
-  Result<Graph> g = build_graph(std::move(s));
-  if (!g) FAIL(g.error().to_string());
-  return std::move(g).value();
-}
-
-// The cost of vertex `vertex` at `c` through the private formula, checked
-// against the public evaluate() of a strategy that sets every other vertex to 1s.
-LayerCost cost_at(const Graph& g, const Config& c, const Cluster& cluster = kR1000,
-                  int vertex = 0) {
-  ops::Machine m = ops::make_machine(cluster);
-  LayerCost lc = ops::layer_cost(g, g.vertices[vertex], c.data(), m);
-  Strategy s;
-  for (const Vertex& v : g.vertices) s.push_back(Config(v.dom.size(), 1));
-  s[vertex] = c;
-  Result<Plan> p = evaluate(g, cluster, s);
-  REQUIRE_MESSAGE(p.ok(), why(p));
-  CHECK(p->layers[vertex].total == doctest::Approx(lc.total).epsilon(1e-12));
-  return lc;
-}
-
-doctest::Approx near(double x) { return doctest::Approx(x).epsilon(1e-12); }
-
-}  // namespace
 
 // ---- Machine --------------------------------------------------------------------
 
@@ -362,4 +328,34 @@ TEST_CASE("ops: data-movement vertices cost nothing") {
     LayerSpec u = layer("u", "Unstack", {"x"});
     CHECK(cost_at(one_layer({{"x", {3, 4, 6}}}, u), {1, 4, 2}).total == 0);
   }
+}
+
+// ---- The op table ----------------------------------------------------------------
+
+TEST_CASE("op table: every op is complete, listed once, in order, and documented") {
+  const std::string doc = read_text(std::string(PASE_DOCS_DIR) + "/graph-format.md");
+  const std::vector<OpDef>& ops = op_table().ops();
+  REQUIRE(ops.size() >= 17);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpDef& op = ops[i];
+    CAPTURE(std::string(op.name));
+    CHECK(static_cast<bool>(op.read));
+    CHECK(static_cast<bool>(op.write));
+    CHECK(static_cast<bool>(op.lower));
+    CHECK(op_table().find(op.name) == &op);
+    if (i > 0) CHECK(ops[i - 1].listing < op.listing);
+    for (std::string_view a : op.attributes) CHECK(op_table().is_attribute(a));
+    // The op's row in the table of core/docs/graph-format.md.
+    CHECK(contains(doc, "| " + std::string(op.name) + " |"));
+  }
+  CHECK(op_table().find("Ravel") == nullptr);  // a vertex kind, not an op of the format
+  CHECK(op_table().names().rfind("FC, Einsum, Embedding, Conv, Pool, Elementwise", 0) == 0);
+}
+
+TEST_CASE("op table: an op unknown to the table is refused by build_graph too") {
+  LayerSpec l = layer("r", "Ravel", {"x"});
+  Result<Graph> g = build_graph(spec_with({{"x", {4, 8}}}, {l}));
+  REQUIRE_FALSE(g.ok());
+  CHECK(g.error().where == "layers[0].op");
+  CHECK(contains(g.error().message, "unknown op 'Ravel'; known: FC, "));
 }

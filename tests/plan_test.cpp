@@ -25,10 +25,6 @@ using namespace pase::testing;
 
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
 Graph model(const char* name) {
   Result<Graph> g = build_model(name);
   REQUIRE_MESSAGE(g.ok(), why(g));

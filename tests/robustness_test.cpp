@@ -24,15 +24,12 @@
 
 using namespace pase;
 using pase::testing::close;
+using pase::testing::contains;
 using pase::testing::kOrders;
 using pase::testing::why;
 namespace fs = std::filesystem;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 Graph load(const std::string& text) {
   Result<Graph> g = load_graph(text);

@@ -2,12 +2,17 @@
 // costs, and printing a failed Result in assertion messages.
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
@@ -23,6 +28,25 @@ inline LayerSpec layer(std::string name, std::string op, std::vector<std::string
   return l;
 }
 
+// Whether `part` occurs in `text`.
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A weight operand of `shape` (no edge).
+inline Operand weight(Shape shape) { return Operand{"", std::move(shape)}; }
+
+// A GraphSpec named "test" with these graph inputs and layers.
+inline GraphSpec spec_with(std::vector<std::pair<std::string, Shape>> inputs,
+                           std::vector<LayerSpec> layers, int64_t cutoff = 4) {
+  GraphSpec s;
+  s.name = "test";
+  s.cutoff = cutoff;
+  s.inputs = std::move(inputs);
+  s.layers = std::move(layers);
+  return s;
+}
+
 // The error text of a failed result, for assertion messages (which doctest
 // may build even when the assertion passes, so it must not touch error()).
 template <class T>
@@ -33,6 +57,62 @@ std::string why(const Result<T>& r) {
 // Equal to 1e-9 relative: the agreement the cost model asks of implementations.
 inline bool close(double a, double b) {
   return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+// The error of building `spec`; fails the test when it builds.
+inline Error build_error(const GraphSpec& spec) {
+  Result<Graph> g = build_graph(spec);
+  REQUIRE_FALSE(g.ok());
+  return g.error();
+}
+
+// The graph of `spec`; fails the test when it does not build.
+inline Graph build_ok(const GraphSpec& spec) {
+  Result<Graph> g = build_graph(spec);
+  if (!g) FAIL(g.error().to_string());
+  return std::move(g).value();
+}
+
+// A cluster with r = (1 * 1000) / (8 / 8) = 1000 FLOPs per word, so that
+// allreduce(w, P) = 1000 * (w / P) * 2 * (P - 1) in hand-worked costs.
+inline constexpr Cluster kR1000{.devices = 16, .tflops = 1.0, .bandwidth_gbps = 8.0};
+
+// A graph of one layer on graph inputs; its vertex `index` (the layer's first
+// vertex unless the layer is a Reshape).
+inline Graph one_layer(std::vector<std::pair<std::string, Shape>> inputs, LayerSpec l) {
+  GraphSpec s;
+  s.cutoff = 1;
+  s.inputs = std::move(inputs);
+  s.layers.push_back(std::move(l));
+  Result<Graph> g = build_graph(std::move(s));
+  if (!g) FAIL(g.error().to_string());
+  return std::move(g).value();
+}
+
+// The cost of vertex `vertex` at `c` through the private formula, checked
+// against the public evaluate() of a strategy that sets every other vertex to 1s.
+inline LayerCost cost_at(const Graph& g, const Config& c, const Cluster& cluster = kR1000,
+                         int vertex = 0) {
+  ops::Machine m = ops::make_machine(cluster);
+  LayerCost lc = ops::layer_cost(g, g.vertices[vertex], c.data(), m);
+  Strategy s;
+  for (const Vertex& v : g.vertices) s.push_back(Config(v.dom.size(), 1));
+  s[vertex] = c;
+  Result<Plan> p = evaluate(g, cluster, s);
+  REQUIRE_MESSAGE(p.ok(), why(p));
+  CHECK(p->layers[vertex].total == doctest::Approx(lc.total).epsilon(1e-12));
+  return lc;
+}
+
+inline doctest::Approx near(double x) { return doctest::Approx(x).epsilon(1e-12); }
+
+// The whole text of the file at `path`; fails the test when it cannot be read.
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 // Every order plan() offers; each must give the same optimum.

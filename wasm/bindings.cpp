@@ -1,6 +1,6 @@
 // Embind registrations of the WebAssembly module `pase.js` (createPase()).
 //
-// Every function takes and returns JSON strings of graph-format.md, so
+// Every function takes and returns JSON strings of core/docs/formats.md, so
 // JavaScript never holds a C++ object it would have to .delete(). Bad input
 // comes back as {"error": {"message", "where"}}: json_api.hpp already turns
 // every input problem into an error document; the catch below is the last

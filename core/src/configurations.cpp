@@ -1,4 +1,4 @@
-// Configuration enumeration (cost-model.md section 2): cartesian product of
+// Configuration enumeration (core/docs/cost-model.md section 2): cartesian product of
 // per-dimension split candidates, bounded by the device count.
 #include "configurations.hpp"
 

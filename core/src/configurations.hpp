@@ -1,4 +1,4 @@
-// Configuration enumeration (cost-model.md section 2).
+// Configuration enumeration (core/docs/cost-model.md section 2).
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 // topological and names are unique, and hands each layer to its op's lowering
 // (op_table.hpp, core/src/ops/); then publishes the outputs to later layers
 // and collects the edges.
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -101,7 +102,11 @@ class Builder final : public Lowering {
     v.dom = std::move(p.dom);
     VertexModel m = std::move(p.model);
     if (m.pinned.empty()) m.pinned.assign(v.dom.size(), false);
-    if (m.cost == nullptr) m.cost = ops::no_cost;
+    // Not a silent default: an op whose lowering forgets its cost formula
+    // fails every graph that uses it (and so its tests).
+    if (m.cost == nullptr && !bug_)
+      bug_ = err("internal error: op " + pase::quoted(layer_->op) + " made vertex " +
+                 pase::quoted(v.name) + " without a cost formula");
     for (Port& port : p.inputs) {
       v.inputs.push_back(std::move(port.slot));
       m.in_maps.push_back(std::move(port.map));
@@ -193,7 +198,9 @@ class Builder final : public Lowering {
       return err("unknown op " + quoted(l.op) + "; known: " + op_table().names(), "op");
     if (Error e = resolve(l); !e.message.empty()) return e;
     if (l.pw < 0) return err("must be a non-negative integer", "pw");
-    return def->lower(*this);
+    if (Error e = def->lower(*this); !e.message.empty()) return e;
+    if (bug_) return *bug_;
+    return {};
   }
 
   const GraphSpec& spec_;
@@ -203,6 +210,7 @@ class Builder final : public Lowering {
   int index_ = 0;
   std::vector<Slot> slots_;
   std::string where_;
+  std::optional<Error> bug_;
   std::unordered_map<std::string, Tensor> tensors_;
   std::set<std::string> all_names_, defined_, multi_;
 };

@@ -279,7 +279,7 @@ class ObjectReader {
 Result<Json> parse_document(std::string_view text);
 
 // 2-space indented text; an array or object that fits on its line (100
-// columns) is written inline, as in the examples of graph-format.md.
+// columns) is written inline, as in the examples of core/docs/graph-format.md.
 std::string dump_pretty(const Json& value);
 
 // The pase-graph/1 object `value` found at `where` ("" for a whole document,
@@ -289,7 +289,7 @@ Result<GraphSpec> graph_spec_from_json(const Json& value, const std::string& whe
 // The pase-graph/1 object of `spec`.
 Json graph_spec_to_json(const GraphSpec& spec);
 
-// The cluster object of graph-format.md.
+// The cluster object of core/docs/formats.md.
 inline Json cluster_to_json(const Cluster& cluster) {
   Json j = Json::object();
   j["devices"] = cluster.devices;

@@ -91,7 +91,7 @@ struct VertexPlan {
   Shape dom;
   std::vector<Port> inputs;
   std::vector<OutPort> outputs;
-  VertexModel model;  // cost formula and parameters; pinned empty: none pinned
+  VertexModel model;  // cost formula (required) and parameters; pinned empty: none pinned
 };
 
 // The context of one layer's lowering, handed to OpDef::lower by the graph

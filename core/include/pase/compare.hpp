@@ -23,12 +23,12 @@
 //                  SysML 2019) over the same configurations and cost.
 //
 // Every strategy is priced by evaluate(), so all four costs are the same
-// formula F(G, strategy) of cost-model.md section 3. Speedups are
+// formula F(G, strategy) of core/docs/cost-model.md section 3. Speedups are
 // data-parallel cost / strategy cost.
 //
 // OUTSIDE THE ENUMERATION
 //   The cost formulas are defined for any split that divides, but plan() only
-//   searches the enumeration (cost-model.md section 2: a split e of a size d
+//   searches the enumeration (core/docs/cost-model.md section 2: a split e of a size d
 //   needs d / e >= cutoff). A baseline may use a configuration plan() never
 //   considers (e.g. batch 128 split 64 ways under cutoff 4). Such a baseline is
 //   still priced exactly; its vertices are listed in
@@ -243,7 +243,7 @@ Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
 // when not run.
 std::string comparison_to_json(const Graph& graph, const Comparison& comparison);
 
-// A whole request, for the WebAssembly module: a plan request (graph-format.md,
+// A whole request, for the WebAssembly module: a plan request (core/docs/formats.md,
 // without "strategy") plus an optional
 //   "mcmc": {"iterations": N, "time_limit_s": T, "seed": S, "beta": B,
 //            "stop_when_stalled": true, "min_iterations": M}

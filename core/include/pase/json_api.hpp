@@ -1,4 +1,4 @@
-// JSON in, JSON out: the interchange formats of graph-format.md (plan request,
+// JSON in, JSON out: the interchange formats of core/docs/formats.md (plan request,
 // cluster, strategy, plan result, error) for the CLI, the WebAssembly module
 // and tools. Each function is a thin layer over graph.hpp / plan.hpp.
 //
@@ -40,7 +40,7 @@ Result<Strategy> parse_strategy(std::string_view json_text);
 // Order names: "genseq", "bfs", "mintable".
 Result<Order> parse_order(std::string_view name);
 
-// The plan-result document of graph-format.md, plus per-vertex "compute" and
+// The plan-result document of core/docs/formats.md, plus per-vertex "compute" and
 // "comm", per-edge costs and the cost breakdown.
 std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan& plan);
 

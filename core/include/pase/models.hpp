@@ -1,7 +1,7 @@
-// The benchmark networks of the PaSE paper (spec: models.md): alexnet,
+// The benchmark networks of the PaSE paper (spec: core/docs/models.md): alexnet,
 // resnet101, inception3, rnnlm, transformer.
 //
-// Vertex ids and dimension orders are exactly those of models.md, so a
+// Vertex ids and dimension orders are exactly those of core/docs/models.md, so a
 // strategy can be compared entry by entry with other implementations. Each
 // network is built as a GraphSpec (the same document `pase export` writes), so
 // planning an exported file gives exactly the built-in result.
@@ -27,7 +27,7 @@ struct ModelInfo {
   int64_t cutoff = 4;
 };
 
-// The built-in networks, in the order of models.md.
+// The built-in networks, in the order of core/docs/models.md.
 const std::vector<ModelInfo>& list_models();
 
 // The network's document; batch 0 means the model's default batch.

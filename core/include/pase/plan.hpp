@@ -7,7 +7,7 @@
 //
 // THE METHOD (Elango, "Automatic Parallelization Strategies for DNN Training",
 // IPDPS 2021). Every vertex has a set of configurations (how many ways each
-// dimension of its iteration space is split, cost-model.md section 2). The cost
+// dimension of its iteration space is split, core/docs/cost-model.md section 2). The cost
 // of a strategy is the sum of the layer costs and the re-distribution costs of
 // the tensor edges (section 3). plan() orders the vertices (GenerateSeq, paper
 // Fig. 3, by default), then runs the dynamic program of paper Fig. 4 /
@@ -48,7 +48,7 @@
 namespace pase {
 
 // The machine: `devices` identical devices of `tflops` peak each, joined by
-// links of `bandwidth_gbps`. cost-model.md section 1.
+// links of `bandwidth_gbps`. core/docs/cost-model.md section 1.
 struct Cluster {
   int64_t devices = 8;
   double tflops = 10.0;
@@ -70,7 +70,7 @@ enum class Order : uint8_t {
 };
 const char* order_name(Order order);
 
-// Options of the configuration enumeration (cost-model.md section 2).
+// Options of the configuration enumeration (core/docs/cost-model.md section 2).
 struct EnumOptions {
   bool pow2_only = false;    // only power-of-two splits (not the paper's)
   bool all_devices = false;  // only configurations whose splits multiply to devices

@@ -83,7 +83,7 @@ std::string vertex_label(const Vertex& v) {
 
 namespace {
 
-// Why the enumeration (cost-model.md section 2) leaves configuration `c` out.
+// Why the enumeration (core/docs/cost-model.md section 2) leaves configuration `c` out.
 std::string outside_reason(const Vertex& v, const VertexModel& m, const Config& c, int64_t cutoff) {
   for (size_t d = 0; d < c.size(); ++d)
     if (m.pinned[d] && c[d] != 1) return "dimension " + v.dims[d] + " is pinned";

@@ -42,6 +42,7 @@ Error lower_reshape(Lowering& lo) {
   VertexPlan r = same_shape_plan(lo, "Ravel");
   r.name = l.name + "/ravel";
   r.outputs[0] = OutPort{{n_in}, all(s.size())};
+  r.model.cost = ops::no_cost;
   r.model.contiguous_only = true;
   const int ravel = lo.emit(std::move(r));
   VertexPlan u;
@@ -50,6 +51,7 @@ Error lower_reshape(Lowering& lo) {
   u.dom = l.shape;
   u.inputs.push_back(Port{Slot{ravel, 0, {n_in}}, all(l.shape.size())});
   u.outputs.push_back(OutPort{l.shape, identity_map(l.shape.size())});
+  u.model.cost = ops::no_cost;
   u.model.contiguous_only = true;
   lo.publish(lo.emit(std::move(u)), false);
   return {};
@@ -80,6 +82,7 @@ Error lower_transpose(Lowering& lo) {
     seen[p] = true;
   }
   VertexPlan p = same_shape_plan(lo, "Transpose");
+  p.model.cost = ops::no_cost;
   OutPort& out = p.outputs[0];
   out = OutPort{};
   for (int64_t a : l.perm) {
@@ -129,6 +132,7 @@ Error lower_concat(Lowering& lo) {
   out[*axis] = total;
   if (!element_count(out)) return lo.err("the output has too many elements", "inputs");
   VertexPlan p = same_shape_plan(lo, "Concat");
+  p.model.cost = ops::no_cost;
   p.dom[*axis] = 1;
   for (size_t k = 1; k < in.size(); ++k) p.inputs.push_back(lo.port(k, identity_map(s.size())));
   p.outputs[0].shape = out;
@@ -159,6 +163,7 @@ Error lower_split(Lowering& lo) {
                       " of axis " + std::to_string(*axis),
                   "num");
   VertexPlan p = same_shape_plan(lo, "Split");
+  p.model.cost = ops::no_cost;
   p.dom[*axis] = 1;
   p.outputs[0].shape[*axis] = s[*axis] / l.num;
   p.outputs.resize(static_cast<size_t>(l.num), p.outputs[0]);
@@ -189,6 +194,7 @@ Error lower_stack(Lowering& lo) {
   if (!element_count(out)) return lo.err("the output has too many elements", "inputs");
   VertexPlan p;
   p.op = "Stack";
+  p.model.cost = ops::no_cost;
   p.dom = s;
   p.dom.insert(p.dom.begin() + *axis, 1);
   p.dims = generic_dims(p.dom.size(), *axis);
@@ -214,6 +220,7 @@ Error lower_unstack(Lowering& lo) {
                       std::to_string(kMaxOutputs),
                   "axis");
   VertexPlan p = same_shape_plan(lo, "Unstack");
+  p.model.cost = ops::no_cost;
   p.dims = generic_dims(s.size(), *axis);
   p.dom[*axis] = 1;
   OutPort out;

@@ -1,4 +1,4 @@
-// AlexNet, models.md "AlexNet": five convolutions, three pools, a Reshape and
+// AlexNet, core/docs/models.md "AlexNet": five convolutions, three pools, a Reshape and
 // three FC layers (14 vertices, 13 edges).
 #include "zoo/builder.hpp"
 #include "zoo/zoo.hpp"
@@ -9,7 +9,7 @@ GraphSpec alexnet(int64_t batch) {
   Builder b("alexnet", 4);
   std::string x = b.input("image", {batch, 3, 227, 227});
 
-  // Feature extractor, models.md items 1-5; spatial size 55, 27, 13, 13, 13, 6.
+  // Feature extractor, core/docs/models.md items 1-5; spatial size 55, 27, 13, 13, 13, 6.
   x = b.conv(x, {96, 3, 11, 11}, {4, 4}, {0, 0}, 1);
   x = b.pool(x, {3, 3}, {2, 2});
   x = b.conv(x, {256, 96, 5, 5}, {1, 1}, {2, 2}, 1);

@@ -1,6 +1,6 @@
-// Builder: appends layers to a GraphSpec, one call per models.md layer, and
+// Builder: appends layers to a GraphSpec, one call per core/docs/models.md layer, and
 // hands back the new layer's output name so calls can be chained like the
-// pseudo-code of models.md ("Conv(x, ...)" returns the tensor fed to "BN(.)").
+// pseudo-code of core/docs/models.md ("Conv(x, ...)" returns the tensor fed to "BN(.)").
 //
 // Names are "<scope><kind><n>" with n counting from 1 per scope and kind
 // ("conv1", "layer2_0_bn3"), or "<scope><name>" after named(). They depend
@@ -64,7 +64,7 @@ class Builder {
     return l.name;
   }
 
-  // BatchNorm is Norm over axis 0, LayerNorm Norm over axis -1 (models.md).
+  // BatchNorm is Norm over axis 0, LayerNorm Norm over axis -1 (core/docs/models.md).
   std::string bn(const std::string& x) { return norm("bn", x, 0); }
   std::string ln(const std::string& x) { return norm("ln", x, -1); }
 

@@ -1,4 +1,4 @@
-// Inception-v3, models.md "InceptionV3": stem, modules A x3, B, C x4, D, E x2,
+// Inception-v3, core/docs/models.md "InceptionV3": stem, modules A x3, B, C x4, D, E x2,
 // head (219 vertices, 253 edges). Every concat is along channels (axis 1).
 // Names are "<module>_br<k>_<kind><n>", e.g. "c2_br3_conv4", and the module's
 // final concat is "<module>_concat1".
@@ -13,7 +13,7 @@ namespace {
 
 constexpr int64_t kChannelAxis = 1;
 
-// BC of models.md: Conv (pw 0) followed by BN of its output, two vertices.
+// BC of core/docs/models.md: Conv (pw 0) followed by BN of its output, two vertices.
 std::string bc(Builder& b, const std::string& x, Shape filter, Pair stride = {1, 1},
                Pair pad = {0, 0}) {
   return b.bn(b.conv(x, std::move(filter), stride, pad));

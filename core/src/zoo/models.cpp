@@ -16,7 +16,7 @@ struct Entry {
   GraphSpec (*build)(int64_t batch);
 };
 
-// models.md order. Default batch 128 for the CNNs and 64 for the sequence
+// core/docs/models.md order. Default batch 128 for the CNNs and 64 for the sequence
 // models; cutoff 4 except RNNLM and Transformer (cutoff 1).
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> kEntries = {

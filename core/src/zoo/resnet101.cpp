@@ -1,4 +1,4 @@
-// ResNet-101, models.md "ResNet-101": stem, 33 bottleneck blocks in four
+// ResNet-101, core/docs/models.md "ResNet-101": stem, 33 bottleneck blocks in four
 // stages, head (245 vertices, 277 edges). Names follow torchvision
 // ("layer3_12_conv2", "layer2_0_down_bn1").
 #include <string>
@@ -9,9 +9,9 @@
 namespace pase::zoo {
 namespace {
 
-// Bottleneck(x, in, planes, stride, downsample) of models.md. The stride sits
+// Bottleneck(x, in, planes, stride, downsample) of core/docs/models.md. The stride sits
 // on the 3x3 convolution; the identity path, when present, is created after
-// the third BN so that vertex ids match the specification.
+// the third BN so that vertex ids match core/docs/models.md.
 std::string bottleneck(Builder& b, const std::string& prefix, const std::string& x, int64_t in,
                        int64_t planes, int64_t stride) {
   const bool downsample = in != 4 * planes || stride != 1;

@@ -1,4 +1,4 @@
-// RNNLM, models.md "RNNLM": embedding, a 2-layer LSTM and a vocabulary-sized
+// RNNLM, core/docs/models.md "RNNLM": embedding, a 2-layer LSTM and a vocabulary-sized
 // FC (4 vertices, 3 edges), cutoff 1.
 #include "zoo/builder.hpp"
 #include "zoo/zoo.hpp"

@@ -1,4 +1,4 @@
-// Transformer, models.md "Transformer": 6 encoder and 6 decoder layers over a
+// Transformer, core/docs/models.md "Transformer": 6 encoder and 6 decoder layers over a
 // 256-token sequence, model dim 512, 8 heads of 64, feed-forward 2048, vocab
 // 50000 (204 vertices; 280 tensor edges between 256 vertex pairs), cutoff 1.
 // Names are "<layer>_<block>_<role>", e.g. "enc3_attn_qkv", "dec6_cross_ln".
@@ -14,7 +14,7 @@ namespace {
 constexpr int64_t kSeq = 256, kVocab = 50000, kModel = 512, kHeads = 8, kHeadDim = 64,
                   kFeedForward = 2048, kLayers = 6;
 
-// Attention(xs) of models.md, xs = [x] (self-attention) or [x, m, m] (attention
+// Attention(xs) of core/docs/models.md, xs = [x] (self-attention) or [x, m, m] (attention
 // over the encoder output m). One fused projection makes q, k and v at once:
 // W(3, 8, 512, 64) indexed (s, h, e, k); Unstack splits them along s.
 std::string attention(Builder& b, const std::string& scope, const std::vector<std::string>& xs) {
@@ -42,7 +42,7 @@ std::string attention(Builder& b, const std::string& scope, const std::vector<st
   return b.named("ln").ln(y);
 }
 
-// FeedForward(x) of models.md: 512 -> 2048 (pw 2) -> 512, residual, LN.
+// FeedForward(x) of core/docs/models.md: 512 -> 2048 (pw 2) -> 512, residual, LN.
 std::string feed_forward(Builder& b, const std::string& scope, const std::string& x) {
   b.scope(scope);
   std::string y = b.named("expand").einsum(x, Shape{kModel, kFeedForward}, "ble,ef->blf", 2);

@@ -1,6 +1,6 @@
-// The benchmark networks of models.md, one function per file in zoo/. Each
-// builds the pase-graph/1 document with the layers in models.md order, so that
-// vertex ids and dimension orders match the specification exactly.
+// The benchmark networks of core/docs/models.md, one function per file in zoo/. Each
+// builds the pase-graph/1 document with the layers in core/docs/models.md order, so that
+// vertex ids and dimension orders match core/docs/models.md exactly.
 #pragma once
 
 #include <cstdint>
