@@ -4,11 +4,15 @@
 // the same graph and the same plan.
 #include <doctest/doctest.h>
 
+#include <limits>
+#include <new>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "json_util.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
@@ -255,7 +259,20 @@ TEST_CASE("json: export_model_json writes the network document") {
   REQUIRE(built.ok());
   check_same_graph(*built, *g);
   json error = json::parse(export_model_json("nope", 0));
-  CHECK(error.contains("error"));
+  CHECK(error["error"]["where"] == "model");
+}
+
+TEST_CASE("json: export_model_json refuses a batch that is not a whole number") {
+  // The module passes JavaScript numbers straight through.
+  for (double batch : {-1.0, 1.5, 1e300, std::numeric_limits<double>::infinity(),
+                       std::numeric_limits<double>::quiet_NaN()}) {
+    CAPTURE(batch);
+    json doc = json::parse(export_model_json("alexnet", batch));
+    CHECK(doc["error"]["where"] == "batch");
+    CHECK(contains(doc["error"]["message"].get<std::string>(), "whole number"));
+  }
+  json doc = json::parse(export_model_json("alexnet", 0));
+  CHECK(doc["inputs"]["image"][0] == 128);  // 0: the network's default batch
 }
 
 TEST_CASE("json: every op attribute survives a round trip") {
@@ -495,4 +512,25 @@ TEST_CASE("json: models_to_json lists the five networks with their sizes") {
   CHECK(list[4]["edges"] == 280);
   CHECK(list[3]["cutoff"] == 1);
   CHECK(list[3]["default_batch"] == 64);
+}
+
+// ---- The exception guard of every entry point --------------------------------------------
+
+TEST_CASE("json: guarded() turns what escapes into an error document") {
+  using pase::json_detail::guarded;
+  auto where_and_message = [](const std::string& text) {
+    json doc = json::parse(text);
+    REQUIRE(doc.contains("error"));
+    CHECK(doc["error"]["where"] == "");
+    return doc["error"]["message"].get<std::string>();
+  };
+  CHECK(where_and_message(guarded([]() -> std::string { throw std::bad_alloc(); })) ==
+        "out of memory");
+  CHECK(contains(
+      where_and_message(guarded([]() -> std::string { throw std::length_error("vector"); })),
+      "out of memory"));
+  CHECK(where_and_message(guarded([]() -> std::string { throw std::runtime_error("boom"); })) ==
+        "internal error: boom");
+  CHECK(where_and_message(guarded([]() -> std::string { throw 42; })) == "internal error");
+  CHECK(guarded([] { return std::string("{}"); }) == "{}");
 }
