@@ -514,6 +514,62 @@ TEST_CASE("json: models_to_json lists the five networks with their sizes") {
   CHECK(list[3]["default_batch"] == 64);
 }
 
+// ---- validate_json: the page's check of an uploaded file -----------------------------------
+
+TEST_CASE("json: validate_json errors are those of load_graph, relative to the document") {
+  // The syntax, the document, a field and a shape error: `where` is never
+  // under "graph", as it is inside a plan request.
+  for (const std::string& text :
+       {std::string(""), std::string("{\n  \"layers\": [\n}"), std::string("[]"),
+        std::string(R"({"format": "pase-graph/1", "cutoff": 4, "cutoff": 2, "layers": []})"),
+        graph_doc("[]", R"(, "layerz": 1)"),
+        graph_doc(R"([{"name": "fc", "op": "FC", "inputs": ["y"], "units": 4}])"),
+        graph_doc(R"([{"name": "fc", "op": "FC", "inputs": ["x"], "units": 2.5}])")}) {
+    CAPTURE(text);
+    json doc = json::parse(validate_json(text));
+    REQUIRE(doc.contains("error"));
+    CHECK(doc.size() == 1);
+    const Error expected = load_error(text);
+    CHECK(doc["error"]["where"] == expected.where);
+    CHECK(doc["error"]["message"] == expected.message);
+  }
+  CHECK(json::parse(validate_json(graph_doc("[]", R"(, "layerz": 1)")))["error"]["where"] ==
+        "layerz");
+  CHECK(json::parse(validate_json(graph_doc(
+            R"([{"name": "fc", "op": "FC", "inputs": ["x"], "units": 2.5}])")))["error"]["where"] ==
+        "layers[0].units");
+}
+
+TEST_CASE("json: validate_json summarises a valid graph") {
+  // A Reshape layer is two vertices (Ravel, Unravel); "sum" reads fc1 again.
+  const std::string text = graph_doc(
+      R"([{"name": "fc1", "op": "FC", "inputs": ["x"], "units": 32},
+          {"name": "r", "op": "Reshape", "inputs": ["fc1"], "shape": [8, 4, 8]},
+          {"name": "back", "op": "Reshape", "inputs": ["r"], "shape": [8, 32]},
+          {"name": "sum", "op": "Elementwise", "inputs": ["back", "fc1"]}])",
+      R"(, "name": "tiny")");
+  json doc = json::parse(validate_json(text));
+  REQUIRE_MESSAGE(!doc.contains("error"), doc.dump());
+  Result<Graph> g = load_graph(text);
+  REQUIRE(g.ok());
+  CHECK(doc == json{{"ok", true},
+                    {"name", "tiny"},
+                    {"layers", 4},
+                    {"vertices", g->vertices.size()},
+                    {"edges", g->edges.size()}});
+  CHECK(g->vertices.size() == 6);
+
+  // Without a name; and an exported network is the network.
+  const std::string nameless =
+      graph_doc(R"([{"name": "fc", "op": "FC", "inputs": ["x"], "units": 4}])");
+  CHECK(json::parse(validate_json(nameless)) ==
+        json{{"ok", true}, {"name", ""}, {"layers", 1}, {"vertices", 1}, {"edges", 0}});
+  json alexnet = json::parse(validate_json(export_model_json("alexnet", 0)));
+  CHECK(alexnet["name"] == "alexnet");
+  CHECK(alexnet["vertices"] == 14);
+  CHECK(alexnet["edges"] == 13);
+}
+
 // ---- The exception guard of every entry point --------------------------------------------
 
 TEST_CASE("json: guarded() turns what escapes into an error document") {

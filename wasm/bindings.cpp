@@ -44,6 +44,11 @@ std::string evaluate(const std::string& request) { return pase::evaluate_json(re
 // (compare.hpp, compare_json()); every strategy priced on the same cost model.
 std::string compare(const std::string& request) { return pase::compare_json(request); }
 
+// validate(graphJson): a pase-graph/1 document, checked without planning
+// (json_api.hpp, validate_json()): {"ok": true, "name", "layers", "vertices",
+// "edges"} or an error document whose `where` is relative to the graph.
+std::string validate(const std::string& graph) { return pase::validate_json(graph); }
+
 std::string models() { return pase::models_to_json(); }
 
 // JavaScript numbers are doubles; export_model_json() reports a batch that is
@@ -66,6 +71,7 @@ EMSCRIPTEN_BINDINGS(pase) {
   emscripten::function("plan", &plan_without_progress);
   emscripten::function("evaluate", &evaluate);
   emscripten::function("compare", &compare);
+  emscripten::function("validate", &validate);
   emscripten::function("models", &models);
   emscripten::function("exportModel", &export_model);
   emscripten::function("exportModel", &export_model_default_batch);

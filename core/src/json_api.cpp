@@ -325,4 +325,18 @@ std::string export_model_json(std::string_view name, double batch) {
   });
 }
 
+std::string validate_json(std::string_view graph_json) {
+  return guarded([&] {
+    Result<Graph> graph = load_graph(graph_json);
+    if (!graph) return error_to_json(graph.error());
+    Json j = Json::object();
+    j["ok"] = true;
+    j["name"] = graph->name;
+    j["layers"] = graph->spec.layers.size();
+    j["vertices"] = graph->vertices.size();
+    j["edges"] = graph->edges.size();
+    return json_detail::dump_pretty(j) + "\n";
+  });
+}
+
 }  // namespace pase

@@ -22,7 +22,7 @@ const benchmarkModels = ['alexnet', 'resnet101', 'inception3', 'rnnlm', 'transfo
 const haveCli = existsSync(cliPath);
 const cliSkip = haveCli || process.env.CI ? false : `native CLI not found at ${cliPath} (build it or set PASE_CLI)`;
 
-/** @type {{plan: Function, evaluate: Function, compare: Function, models: Function, exportModel: Function, version: Function}} */
+/** @type {{plan: Function, evaluate: Function, compare: Function, validate: Function, models: Function, exportModel: Function, version: Function}} */
 let pase;
 
 before(async () => {
@@ -173,6 +173,21 @@ test('errors: compare with a bad request gives an error document', () => {
   assertError(compare({ model: 'alexnet', mcmc: 5 }), /^mcmc/);
 });
 
+test('errors: validate names the field of the graph document itself', () => {
+  const graph = JSON.parse(readFileSync(path.join(examplesDir, 'small_cnn.json'), 'utf8'));
+  const i = graph.layers.findIndex((l) => l.op === 'Conv' && l.name !== graph.layers[0].name);
+  graph.layers[i].filter[1] += 1;
+  // Not under "graph" as in a plan request: the document is the graph.
+  const doc = JSON.parse(pase.validate(JSON.stringify(graph)));
+  assertError(doc, `layers[${i}].filter`);
+  assert.equal(doc.error.message, plan({ graph, cluster: { devices: 1 } }).error.message, 'the message a plan gives');
+  assertError(JSON.parse(pase.validate('')), '');
+  assertError(JSON.parse(pase.validate('{"format": "pase-graph/1", "layers": [')), '');
+  assertError(JSON.parse(pase.validate('[]')), '');
+  assertError(JSON.parse(pase.validate('{"format": "pase-graph/1", "layers": [], "constructor": 1}')), 'constructor');
+  assertError(JSON.parse(pase.validate(JSON.stringify({ ...graph, layers: [] }))), 'layers');
+});
+
 test('errors: the module still plans after every kind of error', () => {
   const doc = plan({ model: 'alexnet', cluster: { devices: 8 } });
   assert.equal(doc.error, undefined);
@@ -264,6 +279,29 @@ test('exportModel: the exported document plans exactly like the built-in network
   const fromFile = plan(`{"graph": ${exported}, "cluster": {"devices": 8}}`);
   const builtIn = plan({ model: 'alexnet', batch: 64, cluster: { devices: 8 } });
   assertSamePlan(fromFile, builtIn);
+});
+
+test('validate: every example graph and exported network, summarised', () => {
+  for (const file of examples) {
+    const text = readFileSync(path.join(examplesDir, file), 'utf8');
+    const doc = JSON.parse(pase.validate(text));
+    const planned = plan(`{"graph": ${text}, "cluster": {"devices": 1}}`);
+    assert.deepEqual(doc, {
+      ok: true,
+      name: JSON.parse(text).name ?? '',
+      layers: JSON.parse(text).layers.length,
+      vertices: planned.vertices.length,
+      edges: planned.edges.length,
+    }, file);
+  }
+  const models = JSON.parse(pase.models());
+  for (const m of models) {
+    const doc = JSON.parse(pase.validate(pase.exportModel(m.name)));
+    assert.equal(doc.ok, true, m.name);
+    assert.equal(doc.name, m.name);
+    assert.equal(doc.vertices, m.vertices, m.name);
+    assert.equal(doc.edges, m.edges, m.name);
+  }
 });
 
 // ---- Same results as the native CLI -------------------------------------------------

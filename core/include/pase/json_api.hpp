@@ -68,4 +68,13 @@ std::string evaluate_json(std::string_view request_json);
 // name is an error at "model".
 std::string export_model_json(std::string_view name, double batch);
 
+// Checks a pase-graph/1 document without planning it: load_graph() (syntax,
+// fields, names, shapes; linear in its size). A valid graph gives
+//   {"ok": true, "name": "small-cnn", "layers": 6, "vertices": 7, "edges": 6}
+// ("name" is "" when the document has none; a Reshape layer is two vertices).
+// An invalid one gives the error document of load_graph()'s Error, so `where`
+// is relative to the graph document ("layers[2].filter", "" for the document
+// as a whole), not under "graph" as in a plan request.
+std::string validate_json(std::string_view graph_json);
+
 }  // namespace pase
