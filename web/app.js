@@ -84,9 +84,7 @@ const source = new GraphSource(
   { select: ui.modelSelect, description: $('model-description'), batch: ui.batch, fileInput: $('graph-file'), dropzone: $('dropzone') },
   {
     ready: state.ready,
-    // One device has one configuration per layer, so this is a full
-    // validation of the graph at almost no cost.
-    validate: (text) => state.client.call('plan', `{"graph": ${text}\n, "cluster": {"devices": 1}}`),
+    validate: (text) => state.client.call('validate', text),
     errors,
     setStatus,
     onNewGraph: () => {

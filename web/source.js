@@ -5,7 +5,7 @@
 // This module owns the Model select, whether the batch field applies, the hint
 // under the select, the file input and the drop target. A file becomes the
 // source only once it has passed the size check, JSON.parse and the module's
-// check; until then the previous source stays.
+// validate(); until then the previous source stays.
 
 import { el } from './views/dom.js';
 
@@ -51,7 +51,7 @@ export class GraphSource {
    * @param {object} hooks
    * @param {Promise<boolean>} hooks.ready resolves once the module answered (false: it failed)
    * @param {(text: string) => Promise<object>} hooks.validate the module's check of a graph
-   *   document; rejects with a PlannerError whose `where` is under "graph"
+   *   document; rejects with a PlannerError whose `where` is the file's own field
    * @param {import('./error-box.js').ErrorBox} hooks.errors
    * @param {(text: string) => void} hooks.setStatus
    * @param {() => void} hooks.onNewGraph a file is about to be checked: work on the old graph is moot
@@ -184,7 +184,7 @@ export class GraphSource {
       await this.#hooks.validate(text);
     } catch (e) {
       if (e.kind === 'cancelled') return;
-      errors.showPlannerError(e, { file: file.name, under: 'graph' });
+      errors.showPlannerError(e, { file: file.name });
       setStatus(`${file.name} was not loaded.`);
       return;
     }
