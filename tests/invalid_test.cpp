@@ -1,7 +1,8 @@
 // The invalid-input corpus (tests/invalid/cases.json) through the library:
-// every case is refused with its own `where` and message, by load_graph(),
-// by parse_plan_request() (a graph inside a request, as the module and the
-// page send it) or by plan(). Nothing crashes, throws or hangs.
+// every case is refused with its own `where` and message, by load_graph() and
+// validate_json() (the page's check of a file), by parse_plan_request() (a
+// graph inside a request, as the module and the page send it) or by plan().
+// Nothing crashes, throws or hangs.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -63,6 +64,24 @@ TEST_CASE("invalid corpus: load_graph names the place of every graph error") {
       continue;
     }
     check_error(c, g.error(), c.where, c.message);
+  }
+}
+
+TEST_CASE("invalid corpus: validate_json gives load_graph's error as a document") {
+  // The page's check of an uploaded file: the bare document, so `where` is
+  // the file's own field. Graphs refused only by plan() pass the check.
+  for (const InvalidCase& c : pase_test::load_invalid_cases()) {
+    if (!c.is_graph()) continue;
+    const nlohmann::json doc = nlohmann::json::parse(validate_json(pase_test::case_text(c)));
+    INFO(label(c), ": ",
+         doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 300));
+    if (c.plan) {
+      CHECK(doc["ok"] == true);
+      continue;
+    }
+    REQUIRE(doc.contains("error"));
+    CHECK(doc["error"]["where"] == c.where);
+    CHECK(contains(doc["error"]["message"].get<std::string>(), c.message));
   }
 }
 

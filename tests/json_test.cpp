@@ -3,12 +3,16 @@
 // name the field; writing a graph and reading it back must give the same graph and the same plan.
 #include <doctest/doctest.h>
 
+#include <limits>
+#include <new>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cost_model.hpp"
+#include "json_util.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
@@ -252,7 +256,20 @@ TEST_CASE("json: export_model_json writes the network document") {
   REQUIRE(built.ok());
   check_same_graph(*built, *g);
   json error = json::parse(export_model_json("nope", 0));
-  CHECK(error.contains("error"));
+  CHECK(error["error"]["where"] == "model");
+}
+
+TEST_CASE("json: export_model_json refuses a batch that is not a whole number") {
+  // The module passes JavaScript numbers straight through.
+  for (double batch : {-1.0, 1.5, 1e300, std::numeric_limits<double>::infinity(),
+                       std::numeric_limits<double>::quiet_NaN()}) {
+    CAPTURE(batch);
+    json doc = json::parse(export_model_json("alexnet", batch));
+    CHECK(doc["error"]["where"] == "batch");
+    CHECK(contains(doc["error"]["message"].get<std::string>(), "whole number"));
+  }
+  json doc = json::parse(export_model_json("alexnet", 0));
+  CHECK(doc["inputs"]["image"][0] == 128);  // 0: the network's default batch
 }
 
 TEST_CASE("json: every op attribute survives a round trip") {
@@ -494,4 +511,81 @@ TEST_CASE("json: models_to_json lists the five networks with their sizes") {
   CHECK(list[4]["edges"] == 280);
   CHECK(list[3]["cutoff"] == 1);
   CHECK(list[3]["default_batch"] == 64);
+}
+
+// ---- validate_json: the page's check of an uploaded file -----------------------------------
+
+TEST_CASE("json: validate_json errors are those of load_graph, relative to the document") {
+  // The syntax, the document, a field and a shape error: `where` is never
+  // under "graph", as it is inside a plan request.
+  for (const std::string& text :
+       {std::string(""), std::string("{\n  \"layers\": [\n}"), std::string("[]"),
+        std::string(R"({"format": "pase-graph/1", "cutoff": 4, "cutoff": 2, "layers": []})"),
+        graph_doc("[]", R"(, "layerz": 1)"),
+        graph_doc(R"([{"name": "fc", "op": "FC", "inputs": ["y"], "units": 4}])"),
+        graph_doc(R"([{"name": "fc", "op": "FC", "inputs": ["x"], "units": 2.5}])")}) {
+    CAPTURE(text);
+    json doc = json::parse(validate_json(text));
+    REQUIRE(doc.contains("error"));
+    CHECK(doc.size() == 1);
+    const Error expected = load_error(text);
+    CHECK(doc["error"]["where"] == expected.where);
+    CHECK(doc["error"]["message"] == expected.message);
+  }
+  CHECK(json::parse(validate_json(graph_doc("[]", R"(, "layerz": 1)")))["error"]["where"] ==
+        "layerz");
+  CHECK(json::parse(validate_json(graph_doc(
+            R"([{"name": "fc", "op": "FC", "inputs": ["x"], "units": 2.5}])")))["error"]["where"] ==
+        "layers[0].units");
+}
+
+TEST_CASE("json: validate_json summarises a valid graph") {
+  // A Reshape layer is two vertices (Ravel, Unravel); "sum" reads fc1 again.
+  const std::string text = graph_doc(
+      R"([{"name": "fc1", "op": "FC", "inputs": ["x"], "units": 32},
+          {"name": "r", "op": "Reshape", "inputs": ["fc1"], "shape": [8, 4, 8]},
+          {"name": "back", "op": "Reshape", "inputs": ["r"], "shape": [8, 32]},
+          {"name": "sum", "op": "Elementwise", "inputs": ["back", "fc1"]}])",
+      R"(, "name": "tiny")");
+  json doc = json::parse(validate_json(text));
+  REQUIRE_MESSAGE(!doc.contains("error"), doc.dump());
+  Result<Graph> g = load_graph(text);
+  REQUIRE(g.ok());
+  CHECK(doc == json{{"ok", true},
+                    {"name", "tiny"},
+                    {"layers", 4},
+                    {"vertices", g->vertices.size()},
+                    {"edges", g->edges.size()}});
+  CHECK(g->vertices.size() == 6);
+
+  // Without a name; and an exported network is the network.
+  const std::string nameless =
+      graph_doc(R"([{"name": "fc", "op": "FC", "inputs": ["x"], "units": 4}])");
+  CHECK(json::parse(validate_json(nameless)) ==
+        json{{"ok", true}, {"name", ""}, {"layers", 1}, {"vertices", 1}, {"edges", 0}});
+  json alexnet = json::parse(validate_json(export_model_json("alexnet", 0)));
+  CHECK(alexnet["name"] == "alexnet");
+  CHECK(alexnet["vertices"] == 14);
+  CHECK(alexnet["edges"] == 13);
+}
+
+// ---- The exception guard of every entry point --------------------------------------------
+
+TEST_CASE("json: guarded() turns what escapes into an error document") {
+  using pase::json_detail::guarded;
+  auto where_and_message = [](const std::string& text) {
+    json doc = json::parse(text);
+    REQUIRE(doc.contains("error"));
+    CHECK(doc["error"]["where"] == "");
+    return doc["error"]["message"].get<std::string>();
+  };
+  CHECK(where_and_message(guarded([]() -> std::string { throw std::bad_alloc(); })) ==
+        "out of memory");
+  CHECK(contains(
+      where_and_message(guarded([]() -> std::string { throw std::length_error("vector"); })),
+      "out of memory"));
+  CHECK(where_and_message(guarded([]() -> std::string { throw std::runtime_error("boom"); })) ==
+        "internal error: boom");
+  CHECK(where_and_message(guarded([]() -> std::string { throw 42; })) == "internal error");
+  CHECK(guarded([] { return std::string("{}"); }) == "{}");
 }

@@ -1,23 +1,21 @@
 // Embind registrations of the WebAssembly module `pase.js` (createPase()).
 //
 // Every function takes and returns JSON strings of core/docs/formats.md, so
-// JavaScript never holds a C++ object it would have to .delete(). Bad input
-// comes back as {"error": {"message", "where"}}: json_api.hpp already turns
-// every input problem into an error document; the catch below is the last
-// resort for what the core cannot foresee (running out of memory).
+// JavaScript never holds a C++ object it would have to .delete(). Each one
+// forwards to a JSON entry point of the core (json_api.hpp, compare.hpp),
+// which returns bad input as {"error": {"message", "where"}} and turns what
+// escapes from below (running out of memory) into such a document too: the
+// core's guard is the only one, and nothing thrown reaches JavaScript. The
+// wrappers exist only because Embind passes std::string, not std::string_view.
 
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
-#include <cstdint>
-#include <exception>
-#include <new>
 #include <string>
 
 #include "pase/compare.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
-#include "pase/result.hpp"
 
 #ifndef PASE_VERSION
 #define PASE_VERSION "unknown"
@@ -27,62 +25,36 @@ namespace {
 
 using emscripten::val;
 
-// Nothing may cross into JavaScript as an exception: an escaped C++ exception
-// is only a pointer number on the JS side and leaves the module unusable.
-template <class Body>
-std::string guard(Body body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return pase::error_to_json({"out of memory: the WebAssembly heap is exhausted", ""});
-  } catch (const std::exception& e) {
-    return pase::error_to_json({std::string("internal error: ") + e.what(), ""});
-  } catch (...) {
-    return pase::error_to_json({"internal error", ""});
-  }
-}
-
 // plan(requestJson, onProgress): onProgress may be undefined (or null); when it
 // is a function it receives the fraction of the search done, 0..1. The core
 // reports at most about a hundred times, so no further throttling is needed.
 std::string plan(const std::string& request, val on_progress) {
-  return guard([&] {
-    if (on_progress.isUndefined() || on_progress.isNull()) return pase::plan_json(request);
-    return pase::plan_json(request, [&on_progress](const pase::Progress& progress) {
-      on_progress(progress.fraction);
-    });
-  });
+  if (on_progress.isUndefined() || on_progress.isNull()) return pase::plan_json(request);
+  return pase::plan_json(
+      request, [&on_progress](const pase::Progress& progress) { on_progress(progress.fraction); });
 }
 
 std::string plan_without_progress(const std::string& request) {
   return plan(request, val::undefined());
 }
 
-std::string evaluate(const std::string& request) {
-  return guard([&] { return pase::evaluate_json(request); });
-}
+std::string evaluate(const std::string& request) { return pase::evaluate_json(request); }
 
 // compare(requestJson): a plan request plus an optional "mcmc" object
 // (compare.hpp, compare_json()); every strategy priced on the same cost model.
-std::string compare(const std::string& request) {
-  return guard([&] { return pase::compare_json(request); });
-}
+std::string compare(const std::string& request) { return pase::compare_json(request); }
 
-std::string models() {
-  return guard([] { return pase::models_to_json(); });
-}
+// validate(graphJson): a pase-graph/1 document, checked without planning
+// (json_api.hpp, validate_json()): {"ok": true, "name", "layers", "vertices",
+// "edges"} or an error document whose `where` is relative to the graph.
+std::string validate(const std::string& graph) { return pase::validate_json(graph); }
 
-// JavaScript numbers are doubles; a batch that is not a non-negative whole
-// number is reported here rather than silently truncated. (The range check
-// comes first: converting an out-of-range double to an integer is undefined.)
+std::string models() { return pase::models_to_json(); }
+
+// JavaScript numbers are doubles; export_model_json() reports a batch that is
+// not a non-negative whole number rather than truncating it.
 std::string export_model(const std::string& name, double batch) {
-  return guard([&] {
-    if (!(batch >= 0) || batch > 1e15 ||
-        batch != static_cast<double>(static_cast<int64_t>(batch))) {
-      return pase::error_to_json({"must be a non-negative whole number (0: the default)", "batch"});
-    }
-    return pase::export_model_json(name, static_cast<int64_t>(batch));
-  });
+  return pase::export_model_json(name, batch);
 }
 
 std::string export_model_default_batch(const std::string& name) { return export_model(name, 0); }
@@ -99,6 +71,7 @@ EMSCRIPTEN_BINDINGS(pase) {
   emscripten::function("plan", &plan_without_progress);
   emscripten::function("evaluate", &evaluate);
   emscripten::function("compare", &compare);
+  emscripten::function("validate", &validate);
   emscripten::function("models", &models);
   emscripten::function("exportModel", &export_model);
   emscripten::function("exportModel", &export_model_default_batch);

@@ -3,11 +3,11 @@
 // Each call() gets a fresh id and a promise; the worker answers with
 // {id, result}, {id, error} or, while planning, {id, progress}. The actions
 // are those of worker.js: plan and evaluate (a request's JSON text), compare
-// (the same plus an optional "mcmc" object; no progress), models, version and
-// exportModel ({name, batch}). There is no
-// way to interrupt WebAssembly that is busy computing, so restart() terminates
-// the worker and starts a new one; calls still in flight reject with a
-// PlannerError of kind 'cancelled'.
+// (the same plus an optional "mcmc" object; no progress), validate (a graph
+// document's JSON text), models, version and exportModel ({name, batch}).
+// There is no way to interrupt WebAssembly that is busy computing, so
+// restart() terminates the worker and starts a new one; calls still in flight
+// reject with a PlannerError of kind 'cancelled'.
 
 export class PlannerError extends Error {
   /**

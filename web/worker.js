@@ -35,6 +35,10 @@ const actions = {
   evaluate: (pase, payload) => pase.evaluate(payload),
   // payload: a plan request plus an optional "mcmc" object (compare.hpp).
   compare: (pase, payload) => pase.compare(payload),
+  // payload: a pase-graph/1 document as JSON text; the answer is a summary
+  // {ok, name, layers, vertices, edges}, or an error whose `where` is the
+  // document's own field ("layers[2].filter").
+  validate: (pase, payload) => pase.validate(payload),
   models: (pase) => pase.models(),
   exportModel: (pase, payload) => pase.exportModel(String(payload.name), Number(payload.batch ?? 0)),
   // version() is plain text, not JSON.

@@ -266,25 +266,27 @@ std::string error_to_json(const Error& error) {
 }
 
 std::string models_to_json() {
-  Json list = Json::array();
-  for (const ModelInfo& info : list_models()) {
-    Json m = Json::object();
-    m["name"] = info.name;
-    m["description"] = info.description;
-    m["default_batch"] = info.default_batch;
-    m["cutoff"] = info.cutoff;
-    // The counts come from building the network, so they cannot drift from
-    // the zoo's code.
-    Result<Graph> graph = build_model(info.name);
-    if (graph) {
-      m["vertices"] = graph->vertices.size();
-      m["edges"] = graph->edges.size();
-    } else {
-      m["error"] = graph.error().to_string();
+  return guarded([] {
+    Json list = Json::array();
+    for (const ModelInfo& info : list_models()) {
+      Json m = Json::object();
+      m["name"] = info.name;
+      m["description"] = info.description;
+      m["default_batch"] = info.default_batch;
+      m["cutoff"] = info.cutoff;
+      // The counts come from building the network, so they cannot drift from
+      // the zoo's code.
+      Result<Graph> graph = build_model(info.name);
+      if (graph) {
+        m["vertices"] = graph->vertices.size();
+        m["edges"] = graph->edges.size();
+      } else {
+        m["error"] = graph.error().to_string();
+      }
+      list.push_back(std::move(m));
     }
-    list.push_back(std::move(m));
-  }
-  return json_detail::dump_pretty(list) + "\n";
+    return json_detail::dump_pretty(list) + "\n";
+  });
 }
 
 std::string plan_json(std::string_view request_json,
@@ -312,11 +314,33 @@ std::string evaluate_json(std::string_view request_json) {
   });
 }
 
-std::string export_model_json(std::string_view name, int64_t batch) {
+std::string export_model_json(std::string_view name, double batch) {
   return guarded([&] {
-    Result<GraphSpec> spec = model_spec(name, batch);
+    // A JavaScript number that is not a whole batch is reported rather than
+    // truncated. The range check comes first: converting an out-of-range
+    // double to an integer is undefined.
+    if (!(batch >= 0) || batch > 1e15 || batch != std::floor(batch)) {
+      return error_to_json(Error{"must be a non-negative whole number (0: the default)", "batch"});
+    }
+    Result<GraphSpec> spec = model_spec(name, static_cast<int64_t>(batch));
     if (!spec) return error_to_json(spec.error());
     return write_graph(*spec);
+  });
+}
+
+std::string validate_json(std::string_view graph_json) {
+  return guarded([&] {
+    Result<GraphSpec> spec = parse_graph_spec(graph_json);
+    if (!spec) return error_to_json(spec.error());
+    Result<Graph> graph = build_graph(*spec);
+    if (!graph) return error_to_json(graph.error());
+    Json j = Json::object();
+    j["ok"] = true;
+    j["name"] = graph->name;
+    j["layers"] = spec->layers.size();
+    j["vertices"] = graph->vertices.size();
+    j["edges"] = graph->edges.size();
+    return json_detail::dump_pretty(j) + "\n";
   });
 }
 

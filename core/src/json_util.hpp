@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <initializer_list>
 #include <limits>
 #include <new>
@@ -299,18 +300,27 @@ inline Json cluster_to_json(const Cluster& cluster) {
 }
 
 // Runs `body` (which returns a JSON document), turning an escaped exception
-// into an error document: the last resort of every JSON entry point. Native
-// builds can throw std::bad_alloc from deep inside a search; builds without
-// exceptions have nothing to catch.
+// into an error document: the one exception guard of every JSON entry point
+// (json_api.hpp, compare_json()), which the WebAssembly bindings rely on
+// instead of a guard of their own. Native builds can throw std::bad_alloc from
+// deep inside a search; the module runs out of its heap the same way, and an
+// exception that escaped into JavaScript would leave it unusable. Builds
+// without exceptions have nothing to catch.
 template <class Body>
 std::string guarded(Body body) {
 #if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
   try {
     return body();
   } catch (const std::bad_alloc&) {
+#ifdef __EMSCRIPTEN__
+    return error_to_json(Error{"out of memory: the WebAssembly heap is exhausted", ""});
+#else
     return error_to_json(Error{"out of memory", ""});
+#endif
   } catch (const std::length_error&) {
     return error_to_json(Error{"out of memory (a table larger than the address space)", ""});
+  } catch (const std::exception& e) {
+    return error_to_json(Error{std::string("internal error: ") + e.what(), ""});
   } catch (...) {
     return error_to_json(Error{"internal error", ""});
   }

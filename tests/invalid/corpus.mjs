@@ -54,7 +54,8 @@ export function isUtf8(bytes) {
 
 /**
  * A graph document inside a plan request, spliced in as text exactly as the
- * page does it (web/app.js), so the request holds the file's bytes.
+ * page does it when planning (web/source.js), so the request holds the
+ * file's bytes.
  */
 export function wrapGraph(text, fields = { cluster: { devices: 1 } }) {
   const tail = Object.entries(fields).map(([k, v]) => `, ${JSON.stringify(k)}: ${JSON.stringify(v)}`).join('');

@@ -1,6 +1,7 @@
 // The invalid-input corpus (tests/invalid/cases.json) through the built
-// WebAssembly module: every case comes back as an error document with its own
-// `where` and message, and the module keeps working afterwards.
+// WebAssembly module: every case comes back from plan() (and every graph case
+// from validate(), the page's check of an upload) as an error document with
+// its own `where` and message, and the module keeps working afterwards.
 //
 //   node --test tests/wasm/invalid.test.mjs
 //
@@ -55,6 +56,28 @@ test('invalid corpus: every plan request and cluster is refused with its field a
 
 test('invalid corpus: generated documents (too large, too deep, too many layers)', { timeout: 120_000 }, () => {
   for (const c of cases.filter((k) => k.generate)) assert.ok(checkCase(c), c.name);
+});
+
+test('invalid corpus: validate gives every graph case its place in the file', { timeout: 120_000 }, () => {
+  // The page's check of an upload: the bare document, so `where` is the file's
+  // own field (as load_graph() gives it), never under "graph". Graphs refused
+  // only by plan() pass.
+  let checked = 0;
+  for (const c of cases.filter((k) => k.file || k.generate)) {
+    const bytes = caseBytes(c);
+    if (!isUtf8(bytes)) continue;
+    const text = pase.validate(bytes.toString('utf8'));
+    const doc = JSON.parse(text);
+    if (c.plan) {
+      assert.equal(doc.ok, true, `${c.name}: ${text.slice(0, 200)}`);
+      continue;
+    }
+    assert.ok(doc.error, `${c.name}: expected an error document, got ${text.slice(0, 200)}`);
+    assert.equal(doc.error.where, c.where, `${c.name}: where (message: ${doc.error.message.slice(0, 200)})`);
+    assert.ok(doc.error.message.includes(c.message), `${c.name}: message ${JSON.stringify(doc.error.message.slice(0, 300))} lacks ${JSON.stringify(c.message)}`);
+    checked++;
+  }
+  assert.ok(checked >= 120, `${checked} graph cases checked`);
 });
 
 test('invalid corpus: the module still plans after every error', () => {

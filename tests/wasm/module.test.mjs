@@ -7,13 +7,12 @@
 // native CLI (default build/pase). Without the CLI the comparisons are skipped,
 // except under CI (CI=true), where a missing CLI is a failure.
 
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import {execFileSync} from 'node:child_process';
-import {existsSync, readdirSync, readFileSync} from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import {before, test} from 'node:test';
-
-import {loadModule, repo, siteDir} from './load-module.mjs';
+import { loadModule, repo, siteDir } from './load-module.mjs';
 
 const cliPath = path.resolve(repo, process.env.PASE_CLI ?? 'build/pase');
 const examplesDir = path.join(repo, 'examples/graphs');
@@ -21,14 +20,9 @@ const examples = readdirSync(examplesDir).filter((f) => f.endsWith('.json')).sor
 const benchmarkModels = ['alexnet', 'resnet101', 'inception3', 'rnnlm', 'transformer'];
 
 const haveCli = existsSync(cliPath);
-const cliSkip = haveCli || process.env.CI ?
-    false :
-    `native CLI not found at ${cliPath} (build it or set PASE_CLI)`;
+const cliSkip = haveCli || process.env.CI ? false : `native CLI not found at ${cliPath} (build it or set PASE_CLI)`;
 
-/**
- * @type {{plan: Function, evaluate: Function, compare: Function, models: Function, exportModel:
- *     Function, version: Function}}
- */
+/** @type {{plan: Function, evaluate: Function, compare: Function, validate: Function, models: Function, exportModel: Function, version: Function}} */
 let pase;
 
 before(async () => {
@@ -48,33 +42,24 @@ function compare(request) {
 
 // The page's budget: a fixed number of MCMC proposals and no time limit, so
 // the result does not depend on the machine.
-const pageMcmc = {
-  iterations: 20000,
-  time_limit_s: 0
-};
+const pageMcmc = { iterations: 20000, time_limit_s: 0 };
 
 function cli(args) {
   assert.ok(haveCli, `native CLI not found at ${cliPath}`);
   // stderr carries the CLI's progress lines; only the JSON on stdout matters.
-  const out = execFileSync(
-      cliPath, [...args, '--format', 'json'],
-      {stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20});
+  const out = execFileSync(cliPath, [...args, '--format', 'json'], { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
   return JSON.parse(out);
 }
 
 /** An error document whose `where` is `where` (a string or a RegExp). */
 function assertError(doc, where) {
-  assert.ok(
-      doc && typeof doc === 'object' && doc.error,
-      `expected an error document, got ${JSON.stringify(doc).slice(0, 200)}`);
+  assert.ok(doc && typeof doc === 'object' && doc.error, `expected an error document, got ${JSON.stringify(doc).slice(0, 200)}`);
   assert.deepEqual(Object.keys(doc), ['error']);
   assert.equal(typeof doc.error.message, 'string');
   assert.ok(doc.error.message.length > 0, 'the message must say what is wrong');
   assert.equal(typeof doc.error.where, 'string');
-  if (where instanceof RegExp)
-    assert.match(doc.error.where, where);
-  else if (where !== undefined)
-    assert.equal(doc.error.where, where);
+  if (where instanceof RegExp) assert.match(doc.error.where, where);
+  else if (where !== undefined) assert.equal(doc.error.where, where);
 }
 
 /** Deep equality with numbers equal to 1e-9 relative; search.time_s ignored. */
@@ -92,14 +77,11 @@ function assertSamePlan(actual, expected, at = 'plan') {
   assert.equal(Array.isArray(actual), Array.isArray(expected), `${at}: array vs object`);
   const keys = Object.keys(expected).filter((k) => !(at === 'plan.search' && k === 'time_s'));
   if (!Array.isArray(expected)) {
-    assert.deepEqual(
-        Object.keys(actual).filter((k) => !(at === 'plan.search' && k === 'time_s')).sort(),
-        [...keys].sort(), `${at}: fields`);
+    assert.deepEqual(Object.keys(actual).filter((k) => !(at === 'plan.search' && k === 'time_s')).sort(), [...keys].sort(), `${at}: fields`);
   } else {
     assert.equal(actual.length, expected.length, `${at}: length`);
   }
-  for (const k of keys)
-    assertSamePlan(actual[k], expected[k], Array.isArray(expected) ? `${at}[${k}]` : `${at}.${k}`);
+  for (const k of keys) assertSamePlan(actual[k], expected[k], Array.isArray(expected) ? `${at}[${k}]` : `${at}.${k}`);
 }
 
 // ---- Bad input: error documents, never an abort ------------------------------------
@@ -118,85 +100,96 @@ test('errors: a request that is not an object', () => {
 });
 
 test('errors: unknown model names the model field', () => {
-  const doc = plan({model: 'lenet', cluster: {devices: 8}});
+  const doc = plan({ model: 'lenet', cluster: { devices: 8 } });
   assertError(doc, 'model');
   assert.match(doc.error.message, /lenet/);
 });
 
 test('errors: zero, negative and fractional devices name cluster.devices', () => {
   for (const devices of [0, -4, 2.5, 'eight', null]) {
-    assertError(plan({model: 'alexnet', cluster: {devices}}), 'cluster.devices');
+    assertError(plan({ model: 'alexnet', cluster: { devices } }), 'cluster.devices');
   }
 });
 
 test('errors: non-positive throughput and bandwidth name their fields', () => {
-  assertError(plan({model: 'alexnet', cluster: {tflops: 0}}), 'cluster.tflops');
-  assertError(plan({model: 'alexnet', cluster: {bandwidth_gbps: -1}}), 'cluster.bandwidth_gbps');
+  assertError(plan({ model: 'alexnet', cluster: { tflops: 0 } }), 'cluster.tflops');
+  assertError(plan({ model: 'alexnet', cluster: { bandwidth_gbps: -1 } }), 'cluster.bandwidth_gbps');
 });
 
 test('errors: unknown request field and unknown order', () => {
-  assertError(plan({model: 'alexnet', devices: 8}), 'devices');
-  assertError(plan({model: 'alexnet', order: 'dfs'}), 'order');
+  assertError(plan({ model: 'alexnet', devices: 8 }), 'devices');
+  assertError(plan({ model: 'alexnet', order: 'dfs' }), 'order');
 });
 
 test('errors: an invalid graph names the layer and field', () => {
   const graph = JSON.parse(readFileSync(path.join(examplesDir, 'small_cnn.json'), 'utf8'));
   const i = graph.layers.findIndex((l) => l.op === 'Conv' && l.name !== graph.layers[0].name);
-  graph.layers[i].filter[1] += 1;  // input channels no longer match
-  assertError(plan({graph, cluster: {devices: 8}}), `graph.layers[${i}].filter`);
+  graph.layers[i].filter[1] += 1; // input channels no longer match
+  assertError(plan({ graph, cluster: { devices: 8 } }), `graph.layers[${i}].filter`);
 
   const typo = JSON.parse(readFileSync(path.join(examplesDir, 'mlp_residual.json'), 'utf8'));
-  typo.layers[0].unit = typo.layers[0].units;  // a typo must not be ignored
-  assertError(plan({graph: typo, cluster: {devices: 8}}), /^graph\.layers\[0\]/);
+  typo.layers[0].unit = typo.layers[0].units; // a typo must not be ignored
+  assertError(plan({ graph: typo, cluster: { devices: 8 } }), /^graph\.layers\[0\]/);
 
-  assertError(plan({graph: {format: 'pase-graph/9', inputs: {}, layers: []}}), /^graph/);
-  assertError(plan({graph: 'small_cnn.json'}), /^graph/);
+  assertError(plan({ graph: { format: 'pase-graph/9', inputs: {}, layers: [] } }), /^graph/);
+  assertError(plan({ graph: 'small_cnn.json' }), /^graph/);
 });
 
 test('errors: a plan over the memory limit is refused, not attempted', () => {
   // BFS on the transformer has dependent sets of dozens of vertices: the memory
   // guard must refuse it up front (an attempt would abort or hang the module).
-  const doc = plan({model: 'transformer', cluster: {devices: 64}, order: 'bfs'});
+  const doc = plan({ model: 'transformer', cluster: { devices: 64 }, order: 'bfs' });
   assertError(doc, 'max_memory');
   assert.match(doc.error.message, /limit/);
-  assertError(plan({model: 'alexnet', cluster: {devices: 8}, max_memory: 1}), 'max_memory');
+  assertError(plan({ model: 'alexnet', cluster: { devices: 8 }, max_memory: 1 }), 'max_memory');
 });
 
-test(
-    'errors: with the memory guard off, an impossible plan still ends in an error document', () => {
-      // max_memory 0 lifts the guard: the allocation itself must fail cleanly
-      // (a C++ exception caught at the API edge), not abort the module.
-      assertError(
-          plan({model: 'transformer', cluster: {devices: 64}, order: 'bfs', max_memory: 0}));
-    });
+test('errors: with the memory guard off, an impossible plan still ends in an error document', () => {
+  // max_memory 0 lifts the guard: the allocation itself must fail cleanly
+  // (a C++ exception caught at the API edge), not abort the module.
+  assertError(plan({ model: 'transformer', cluster: { devices: 64 }, order: 'bfs', max_memory: 0 }));
+});
 
 test('errors: evaluate without or with a malformed strategy', () => {
-  assertError(JSON.parse(pase.evaluate(JSON.stringify({model: 'alexnet'}))), 'strategy');
-  assertError(
-      JSON.parse(pase.evaluate(JSON.stringify({model: 'alexnet', strategy: [[1]]}))), /^strategy/);
+  assertError(JSON.parse(pase.evaluate(JSON.stringify({ model: 'alexnet' }))), 'strategy');
+  assertError(JSON.parse(pase.evaluate(JSON.stringify({ model: 'alexnet', strategy: [[1]] }))), /^strategy/);
 });
 
 test('errors: exportModel with an unknown name or a bad batch', () => {
   assertError(JSON.parse(pase.exportModel('lenet', 0)), 'model');
   assertError(JSON.parse(pase.exportModel('alexnet', -1)), 'batch');
-  for (const batch of [1.5, NaN, Infinity, 1e300])
-    assertError(JSON.parse(pase.exportModel('alexnet', batch)), 'batch');
+  for (const batch of [1.5, NaN, Infinity, 1e300]) assertError(JSON.parse(pase.exportModel('alexnet', batch)), 'batch');
 });
 
 test('errors: compare with a bad request gives an error document', () => {
   assertError(compare(''), '');
   assertError(compare('{"model": "alexnet",'), '');
   assertError(compare('[]'));
-  assertError(compare({model: 'lenet', cluster: {devices: 8}}), 'model');
-  assertError(compare({model: 'alexnet', cluster: {devices: 0}}), 'cluster.devices');
-  assertError(compare({model: 'alexnet', strategy: [[1]]}), 'strategy');
-  assertError(compare({model: 'alexnet', mcmc: {iterations: -1}}), 'mcmc.iterations');
-  assertError(compare({model: 'alexnet', mcmc: {steps: 10}}), /^mcmc/);
-  assertError(compare({model: 'alexnet', mcmc: 5}), /^mcmc/);
+  assertError(compare({ model: 'lenet', cluster: { devices: 8 } }), 'model');
+  assertError(compare({ model: 'alexnet', cluster: { devices: 0 } }), 'cluster.devices');
+  assertError(compare({ model: 'alexnet', strategy: [[1]] }), 'strategy');
+  assertError(compare({ model: 'alexnet', mcmc: { iterations: -1 } }), 'mcmc.iterations');
+  assertError(compare({ model: 'alexnet', mcmc: { steps: 10 } }), /^mcmc/);
+  assertError(compare({ model: 'alexnet', mcmc: 5 }), /^mcmc/);
+});
+
+test('errors: validate names the field of the graph document itself', () => {
+  const graph = JSON.parse(readFileSync(path.join(examplesDir, 'small_cnn.json'), 'utf8'));
+  const i = graph.layers.findIndex((l) => l.op === 'Conv' && l.name !== graph.layers[0].name);
+  graph.layers[i].filter[1] += 1;
+  // Not under "graph" as in a plan request: the document is the graph.
+  const doc = JSON.parse(pase.validate(JSON.stringify(graph)));
+  assertError(doc, `layers[${i}].filter`);
+  assert.equal(doc.error.message, plan({ graph, cluster: { devices: 1 } }).error.message, 'the message a plan gives');
+  assertError(JSON.parse(pase.validate('')), '');
+  assertError(JSON.parse(pase.validate('{"format": "pase-graph/1", "layers": [')), '');
+  assertError(JSON.parse(pase.validate('[]')), '');
+  assertError(JSON.parse(pase.validate('{"format": "pase-graph/1", "layers": [], "constructor": 1}')), 'constructor');
+  assertError(JSON.parse(pase.validate(JSON.stringify({ ...graph, layers: [] }))), 'layers');
 });
 
 test('errors: the module still plans after every kind of error', () => {
-  const doc = plan({model: 'alexnet', cluster: {devices: 8}});
+  const doc = plan({ model: 'alexnet', cluster: { devices: 8 } });
   assert.equal(doc.error, undefined);
   assert.ok(doc.cost > 0);
 });
@@ -219,13 +212,11 @@ test('models: the five benchmark networks in the order of core/docs/models.md', 
 });
 
 test('plan: progress is optional, and when given rises to 1', () => {
-  const request = JSON.stringify({model: 'inception3', cluster: {devices: 8}});
+  const request = JSON.stringify({ model: 'inception3', cluster: { devices: 8 } });
   const fractions = [];
   const withProgress = JSON.parse(pase.plan(request, (f) => fractions.push(f)));
   assert.ok(fractions.length >= 2, 'several progress reports');
-  assert.ok(
-      fractions.every((f, i) => f >= 0 && f <= 1 && (i === 0 || f >= fractions[i - 1])),
-      'monotone in [0, 1]');
+  assert.ok(fractions.every((f, i) => f >= 0 && f <= 1 && (i === 0 || f >= fractions[i - 1])), 'monotone in [0, 1]');
   assert.equal(fractions.at(-1), 1);
   assertSamePlan(JSON.parse(pase.plan(request, undefined)), withProgress);
   assertSamePlan(JSON.parse(pase.plan(request, null)), withProgress);
@@ -234,18 +225,18 @@ test('plan: progress is optional, and when given rises to 1', () => {
 
 test('plan: alexnet at 8 devices reaches the golden optimum of the PaSE prototype', () => {
   // tests/data/golden/alexnet_p8.json: optimal_cost at 10 TFLOP/s, 16 GB/s, batch 128.
-  const doc = plan({model: 'alexnet', cluster: {devices: 8, tflops: 10, bandwidth_gbps: 16}});
+  const doc = plan({ model: 'alexnet', cluster: { devices: 8, tflops: 10, bandwidth_gbps: 16 } });
   assert.ok(Math.abs(doc.cost - 97098296512) <= 1e-9 * 97098296512, `cost ${doc.cost}`);
   const parts = doc.breakdown.compute + doc.breakdown.comm + doc.breakdown.redistribution;
   assert.ok(Math.abs(parts - doc.cost) <= 1e-9 * doc.cost, 'the breakdown adds up to the cost');
 });
 
 test('compare: alexnet at 8 devices prices every strategy against the plan', () => {
-  const request = {model: 'alexnet', cluster: {devices: 8}};
+  const request = { model: 'alexnet', cluster: { devices: 8 } };
   const planned = plan(request);
-  const doc = compare({...request, mcmc: pageMcmc});
+  const doc = compare({ ...request, mcmc: pageMcmc });
   assert.equal(doc.error, undefined, JSON.stringify(doc.error));
-  const {strategies} = doc;
+  const { strategies } = doc;
   assert.deepEqual(Object.keys(strategies).sort(), ['data_parallel', 'expert', 'mcmc', 'pase']);
   assert.equal(doc.expert_kind, 'owt');
   assertSamePlan(strategies.pase.cost, planned.cost, 'pase cost');
@@ -253,37 +244,30 @@ test('compare: alexnet at 8 devices prices every strategy against the plan', () 
   assertSamePlan(strategies.data_parallel.cost, 601108833248, 'data_parallel cost');
   for (const [name, s] of Object.entries(strategies)) {
     assert.equal(s.strategy, name);
-    assert.ok(
-        strategies.pase.cost <= s.cost * (1 + 1e-12),
-        `pase ${strategies.pase.cost} > ${name} ${s.cost}`);
+    assert.ok(strategies.pase.cost <= s.cost * (1 + 1e-12), `pase ${strategies.pase.cost} > ${name} ${s.cost}`);
     assert.ok(s.step_time_s > 0, name);
     assertSamePlan(s.speedup, strategies.data_parallel.cost / s.cost, `${name} speedup`);
   }
   assert.equal(strategies.mcmc.mcmc.iterations <= pageMcmc.iterations, true);
   // No time limit: the same request gives the same search, proposal by proposal.
-  const again = compare({...request, mcmc: pageMcmc});
+  const again = compare({ ...request, mcmc: pageMcmc });
   assert.equal(again.strategies.mcmc.cost, strategies.mcmc.cost);
-  assert.deepEqual(
-      {...again.strategies.mcmc.mcmc, time_s: 0}, {...strategies.mcmc.mcmc, time_s: 0});
+  assert.deepEqual({ ...again.strategies.mcmc.mcmc, time_s: 0 }, { ...strategies.mcmc.mcmc, time_s: 0 });
 });
 
 test('compare: a custom graph has no expert strategy and says so', () => {
   const text = readFileSync(path.join(examplesDir, 'small_cnn.json'), 'utf8');
-  const doc =
-      compare(`{"graph": ${text}, "cluster": {"devices": 8}, "mcmc": ${JSON.stringify(pageMcmc)}}`);
+  const doc = compare(`{"graph": ${text}, "cluster": {"devices": 8}, "mcmc": ${JSON.stringify(pageMcmc)}}`);
   assert.equal(doc.error, undefined, JSON.stringify(doc.error));
   assert.equal(doc.expert_kind, 'none');
   assert.equal(doc.strategies.expert, undefined);
   assert.ok(doc.notes.some((note) => /no expert strategy/.test(note)), JSON.stringify(doc.notes));
-  assertSamePlan(
-      doc.strategies.pase.cost, plan(`{"graph": ${text}, "cluster": {"devices": 8}}`).cost,
-      'pase cost');
+  assertSamePlan(doc.strategies.pase.cost, plan(`{"graph": ${text}, "cluster": {"devices": 8}}`).cost, 'pase cost');
 });
 
 test('evaluate: the strategy of a plan costs what the plan said', () => {
-  const planned = plan({model: 'resnet101', cluster: {devices: 8}});
-  const evaluated = JSON.parse(pase.evaluate(
-      JSON.stringify({model: 'resnet101', cluster: {devices: 8}, strategy: planned})));
+  const planned = plan({ model: 'resnet101', cluster: { devices: 8 } });
+  const evaluated = JSON.parse(pase.evaluate(JSON.stringify({ model: 'resnet101', cluster: { devices: 8 }, strategy: planned })));
   assert.equal(evaluated.error, undefined);
   assert.ok(Math.abs(evaluated.cost - planned.cost) <= 1e-9 * planned.cost);
 });
@@ -293,62 +277,69 @@ test('exportModel: the exported document plans exactly like the built-in network
   assert.equal(JSON.parse(exported).format, 'pase-graph/1');
   assert.equal(JSON.parse(pase.exportModel('alexnet')).inputs.image[0], 128, 'the default batch');
   const fromFile = plan(`{"graph": ${exported}, "cluster": {"devices": 8}}`);
-  const builtIn = plan({model: 'alexnet', batch: 64, cluster: {devices: 8}});
+  const builtIn = plan({ model: 'alexnet', batch: 64, cluster: { devices: 8 } });
   assertSamePlan(fromFile, builtIn);
+});
+
+test('validate: every example graph and exported network, summarised', () => {
+  for (const file of examples) {
+    const text = readFileSync(path.join(examplesDir, file), 'utf8');
+    const doc = JSON.parse(pase.validate(text));
+    const planned = plan(`{"graph": ${text}, "cluster": {"devices": 1}}`);
+    assert.deepEqual(doc, {
+      ok: true,
+      name: JSON.parse(text).name ?? '',
+      layers: JSON.parse(text).layers.length,
+      vertices: planned.vertices.length,
+      edges: planned.edges.length,
+    }, file);
+  }
+  const models = JSON.parse(pase.models());
+  for (const m of models) {
+    const doc = JSON.parse(pase.validate(pase.exportModel(m.name)));
+    assert.equal(doc.ok, true, m.name);
+    assert.equal(doc.name, m.name);
+    assert.equal(doc.vertices, m.vertices, m.name);
+    assert.equal(doc.edges, m.edges, m.name);
+  }
 });
 
 // ---- Same results as the native CLI -------------------------------------------------
 
 for (const model of benchmarkModels) {
-  test(`native: ${model} at 8 devices equals the CLI's plan`, {skip: cliSkip}, () => {
-    assertSamePlan(
-        plan({model, cluster: {devices: 8}}), cli(['plan', '--model', model, '--procs', '8']));
+  test(`native: ${model} at 8 devices equals the CLI's plan`, { skip: cliSkip }, () => {
+    assertSamePlan(plan({ model, cluster: { devices: 8 } }), cli(['plan', '--model', model, '--procs', '8']));
   });
 }
 
-test(
-    'native: alexnet at 6 devices, 25 TFLOP/s, 100 GB/s, batch 96 equals the CLI', {skip: cliSkip},
-    () => {
-      const wasm = plan(
-          {model: 'alexnet', batch: 96, cluster: {devices: 6, tflops: 25, bandwidth_gbps: 100}});
-      const native = cli([
-        'plan', '--model', 'alexnet', '--batch', '96', '--procs', '6', '--flops', '25',
-        '--bandwidth', '100'
-      ]);
-      assertSamePlan(wasm, native);
-    });
+test('native: alexnet at 6 devices, 25 TFLOP/s, 100 GB/s, batch 96 equals the CLI', { skip: cliSkip }, () => {
+  const wasm = plan({ model: 'alexnet', batch: 96, cluster: { devices: 6, tflops: 25, bandwidth_gbps: 100 } });
+  const native = cli(['plan', '--model', 'alexnet', '--batch', '96', '--procs', '6', '--flops', '25', '--bandwidth', '100']);
+  assertSamePlan(wasm, native);
+});
 
 for (const model of ['alexnet', 'transformer']) {
-  test(
-      `native: ${model} compare at 8 devices equals the CLI's, MCMC included`, {skip: cliSkip},
-      () => {
-        // The MCMC draws are derived from mt19937_64 by fixed formulas, so a fixed
-        // budget reproduces across standard libraries (compare.hpp, DETERMINISM).
-        const wasm = compare({model, cluster: {devices: 8}, mcmc: pageMcmc});
-        const native = cli([
-          'compare', '--model', model, '--procs', '8', '--mcmc-iterations',
-          String(pageMcmc.iterations), '--mcmc-time', '0'
-        ]);
-        assert.deepEqual(Object.keys(wasm.strategies), Object.keys(native.strategies));
-        for (const name of Object.keys(native.strategies)) {
-          assertSamePlan(wasm.strategies[name].cost, native.strategies[name].cost, `${name} cost`);
-          assert.deepEqual(
-              wasm.strategies[name].vertices.map((v) => v.config),
-              native.strategies[name].vertices.map((v) => v.config), `${name} configurations`);
-        }
-        const {time_s: _w, ...wasmStats} = wasm.strategies.mcmc.mcmc;
-        const {time_s: _n, ...nativeStats} = native.strategies.mcmc.mcmc;
-        assert.deepEqual(wasmStats, nativeStats);
-      });
+  test(`native: ${model} compare at 8 devices equals the CLI's, MCMC included`, { skip: cliSkip }, () => {
+    // The MCMC draws are derived from mt19937_64 by fixed formulas, so a fixed
+    // budget reproduces across standard libraries (compare.hpp, DETERMINISM).
+    const wasm = compare({ model, cluster: { devices: 8 }, mcmc: pageMcmc });
+    const native = cli(['compare', '--model', model, '--procs', '8', '--mcmc-iterations', String(pageMcmc.iterations), '--mcmc-time', '0']);
+    assert.deepEqual(Object.keys(wasm.strategies), Object.keys(native.strategies));
+    for (const name of Object.keys(native.strategies)) {
+      assertSamePlan(wasm.strategies[name].cost, native.strategies[name].cost, `${name} cost`);
+      assert.deepEqual(wasm.strategies[name].vertices.map((v) => v.config), native.strategies[name].vertices.map((v) => v.config), `${name} configurations`);
+    }
+    const { time_s: _w, ...wasmStats } = wasm.strategies.mcmc.mcmc;
+    const { time_s: _n, ...nativeStats } = native.strategies.mcmc.mcmc;
+    assert.deepEqual(wasmStats, nativeStats);
+  });
 }
 
 for (const file of examples) {
-  test(
-      `native: examples/graphs/${file} at 8 devices equals the CLI's plan`, {skip: cliSkip}, () => {
-        const text = readFileSync(path.join(examplesDir, file), 'utf8');
-        const wasm = plan(`{"graph": ${text}, "cluster": {"devices": 8}}`);
-        assert.equal(wasm.error, undefined, JSON.stringify(wasm.error));
-        assertSamePlan(
-            wasm, cli(['plan', '--graph', path.join(examplesDir, file), '--procs', '8']));
-      });
+  test(`native: examples/graphs/${file} at 8 devices equals the CLI's plan`, { skip: cliSkip }, () => {
+    const text = readFileSync(path.join(examplesDir, file), 'utf8');
+    const wasm = plan(`{"graph": ${text}, "cluster": {"devices": 8}}`);
+    assert.equal(wasm.error, undefined, JSON.stringify(wasm.error));
+    assertSamePlan(wasm, cli(['plan', '--graph', path.join(examplesDir, file), '--procs', '8']));
+  });
 }

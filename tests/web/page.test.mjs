@@ -191,6 +191,23 @@ test('page: plans a built-in network and downloads the plan', { skip, timeout },
   await close();
 });
 
+test('page: layers are coloured by the dimension kinds of the core', { skip, timeout }, async () => {
+  // AlexNet at 8 devices: the convolutions, pools and the reshape split only
+  // their batch (data parallel), the FC layers and the loss split output units
+  // and reduction (README). Needs the plan result's per-vertex "kinds".
+  const { page, problems, close } = await openPage('?model=alexnet&devices=8');
+  await waitForCost(page);
+  const planned = JSON.parse(pase.plan(JSON.stringify({ model: 'alexnet', cluster: { devices: 8 } })));
+  assert.ok(planned.vertices.every((v) => Array.isArray(v.kinds) && v.kinds.length === v.dims.length), 'every vertex has kinds parallel to dims');
+  const expected = planned.vertices.map((v) => (v.op === 'FC' || v.op === 'SoftmaxCrossEntropy' ? 'parameter' : 'batch'));
+  const rows = await page.$$eval('#strategy-table tbody tr', (trs) => trs.map((tr) => tr.dataset.kind));
+  assert.deepEqual(rows, expected);
+  const nodes = await page.$$eval('#graph svg .node', (gs) => gs.map((g) => [...g.classList].find((c) => c.startsWith('kind-'))));
+  assert.deepEqual(nodes, expected.map((kind) => `kind-${kind}`));
+  assert.deepEqual(problems, []);
+  await close();
+});
+
 test('page: the plan is compared with the baselines in a bar chart', { skip, timeout }, async () => {
   const { page, problems, close } = await openPage('?model=alexnet&devices=8');
   const cost = await waitForCost(page);

@@ -1,10 +1,14 @@
 // How a layer is split, for colouring the graph and the table.
 //
-// The batch dimension of a vertex is the one named "b" (the graph format's
-// convention), else its first dimension. A layer whose only split dimension is
-// the batch is data parallel ("batch only"); one that splits only other
-// dimensions (output channels, hidden units, vocabulary, ...) is model
-// parallel ("parameter only"); both is "hybrid".
+// Every vertex of a plan result carries `kinds`, parallel to `dims`: what each
+// dimension is ("batch", "sequence", "spatial", "heads", "hidden",
+// "reduction", "experts", "vocabulary", "layers" or "other"), as the core
+// sees it. The "batch" ones are those the data-parallel baseline splits
+// (compare.hpp, batch_dimensions()), so the page and the comparison agree on
+// what data parallelism is. A layer whose only split dimensions are batch is
+// data parallel ("batch only"); one that splits only other dimensions (output
+// channels, hidden units, vocabulary, ...) is model parallel ("parameter
+// only"); both is "hybrid". A dimension without a kind counts as "other".
 
 export const splitKinds = [
   { id: 'batch', label: 'Batch only' },
@@ -13,17 +17,13 @@ export const splitKinds = [
   { id: 'unsplit', label: 'Unsplit' },
 ];
 
-export function batchDimIndex(vertex) {
-  const i = vertex.dims.indexOf('b');
-  return i >= 0 ? i : 0;
-}
-
 /** 'batch' | 'parameter' | 'hybrid' | 'unsplit' */
 export function splitKind(vertex) {
   const config = vertex.config ?? [];
-  const b = batchDimIndex(vertex);
-  const batchSplit = (config[b] ?? 1) > 1;
-  const otherSplit = config.some((split, i) => i !== b && split > 1);
+  const kinds = vertex.kinds ?? [];
+  const split = config.map((ways, i) => ({ ways, batch: kinds[i] === 'batch' })).filter((d) => d.ways > 1);
+  const batchSplit = split.some((d) => d.batch);
+  const otherSplit = split.some((d) => !d.batch);
   if (batchSplit) return otherSplit ? 'hybrid' : 'batch';
   return otherSplit ? 'parameter' : 'unsplit';
 }

@@ -4,7 +4,10 @@
 //
 // ERRORS: parse functions return Error with `where` naming the field of the
 // request ("cluster.devices", "graph.layers[2].units", "strategy[4]"). Nothing
-// throws.
+// throws: the whole-request functions at the end (and compare_json() of
+// compare.hpp) also turn what escapes from below (std::bad_alloc) into an
+// error document, so a caller such as the WebAssembly module needs no guard
+// of its own.
 #pragma once
 
 #include <functional>
@@ -48,13 +51,30 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
 std::string error_to_json(const Error& error);
 
 // [{"name", "description", "default_batch", "cutoff", "vertices", "edges"}, ...]
+// Never throws (like the functions below).
 std::string models_to_json();
 
 // Whole requests as the module and tools use them: the result document or an
-// error document, never an exception.
+// error document, never an exception. Bad input is the error of the parse or
+// of the step that refused it; an exception from below becomes
+// {"error": {"message": "out of memory" (or "internal error: ..."), "where": ""}}.
 std::string plan_json(std::string_view request_json,
                       const std::function<void(const Progress&)>& on_progress = {});
 std::string evaluate_json(std::string_view request_json);
-std::string export_model_json(std::string_view name, int64_t batch);
+
+// The pase-graph/1 document of a built-in network. `batch` is a double because
+// the module's callers pass JavaScript numbers: it must be a whole number from
+// 0 (the network's default) to 1e15, else the error is at "batch"; an unknown
+// name is an error at "model".
+std::string export_model_json(std::string_view name, double batch);
+
+// Checks a pase-graph/1 document without planning it: load_graph() (syntax,
+// fields, names, shapes; linear in its size). A valid graph gives
+//   {"ok": true, "name": "small-cnn", "layers": 6, "vertices": 7, "edges": 6}
+// ("name" is "" when the document has none; a Reshape layer is two vertices).
+// An invalid one gives the error document of load_graph()'s Error, so `where`
+// is relative to the graph document ("layers[2].filter", "" for the document
+// as a whole), not under "graph" as in a plan request.
+std::string validate_json(std::string_view graph_json);
 
 }  // namespace pase

@@ -1,0 +1,74 @@
+// The one place errors appear: the #error box above the results.
+//
+// A planner error names the request field it came from (`where`); the box
+// shows that field and marks the form control it belongs to, so a bad
+// cluster value is pointed at where it was typed.
+
+import { el } from './views/dom.js';
+
+// Messages of the core's size guards (memory limit, configuration count, a
+// failed allocation): the graph is too big, not wrong.
+const tooBig = /more than the limit|more than \d+ configurations|out of memory/;
+
+/** `where` read from inside the request field `prefix`: ('graph.layers[2]', 'graph') -> 'layers[2]'. */
+function relativeTo(where, prefix) {
+  if (!prefix) return where;
+  if (where === prefix) return '';
+  return where.startsWith(`${prefix}.`) ? where.slice(prefix.length + 1) : where;
+}
+
+export class ErrorBox {
+  #ui;
+  #controls;
+
+  /**
+   * @param {{box: HTMLElement, title: HTMLElement, message: HTMLElement, close: HTMLElement}} ui
+   * @param {Record<string, HTMLElement>} controls request field ("cluster.devices") -> its form control
+   */
+  constructor(ui, controls) {
+    this.#ui = ui;
+    // A Map: `where` may be any field name of a user's file ("constructor").
+    this.#controls = new Map(Object.entries(controls));
+    ui.close.addEventListener('click', () => this.clear());
+  }
+
+  /** Shows `message` under `title`; `where` names the offending field, if any. */
+  show(title, message, where = '') {
+    const ui = this.#ui;
+    ui.title.textContent = title;
+    ui.message.replaceChildren(...(where ? [el('code', { text: where }), ': '] : []), message);
+    ui.box.hidden = false;
+    this.#controls.get(where)?.setAttribute('aria-invalid', 'true');
+  }
+
+  clear() {
+    this.#ui.box.hidden = true;
+    this.#ui.message.textContent = '';
+    for (const control of this.#controls.values()) control.removeAttribute('aria-invalid');
+  }
+
+  /**
+   * Shows a PlannerError (planner-client.js). With `file`, the error is about
+   * that graph file: it is reported against the file's own fields, read from
+   * inside the request field `under` ('graph' for a plan request; '' for
+   * validate, whose errors are already the file's).
+   */
+  showPlannerError(error, { file, under = '' } = {}) {
+    if (error.kind === 'module') {
+      this.show('The planner module failed', error.message);
+      return;
+    }
+    let { where } = error;
+    let title = 'The plan request was refused';
+    if (file) {
+      title = `Invalid graph file ${file}`;
+      where = relativeTo(where, under);
+    } else if (tooBig.test(error.message)) {
+      // The memory guard's `where` (max_memory) is a request field the page
+      // does not show; the message itself says what to change.
+      title = 'The graph is too big to plan';
+      where = '';
+    }
+    this.show(title, error.message, where);
+  }
+}

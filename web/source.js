@@ -1,0 +1,258 @@
+// The graph to plan: a built-in network (with the batch size field), an
+// example graph shipped with the site, or a pase-graph/1 file the user uploads
+// or drops anywhere on the page.
+//
+// This module owns the Model select, whether the batch field applies, the hint
+// under the select, the file input and the drop target. A file becomes the
+// source only once it has passed the size check, JSON.parse and the module's
+// validate(); until then the previous source stays.
+
+import { el } from './views/dom.js';
+
+export const defaultModel = 'alexnet';
+// Files beyond this are refused before reading: the benchmark networks export
+// to well under 1 MB, so anything this large is not a graph worth planning here.
+export const maxFileBytes = 32 * 1024 * 1024;
+const uploadValue = 'upload';
+const examplePrefix = 'example:';
+
+/** "AlexNet: 5 conv + 3 FC layers" -> "AlexNet" */
+function displayName(model) {
+  return model.description?.split(':')[0] || model.name;
+}
+
+async function fetchExample(name) {
+  const response = await fetch(`examples/${encodeURIComponent(name)}.json`);
+  if (!response.ok) throw new Error(`examples/${name}.json: HTTP ${response.status}`);
+  return response.text();
+}
+
+/**
+ * @typedef {{kind: 'model', name: string, batch?: number|null}
+ *         | {kind: 'example', name: string, text: string}
+ *         | {kind: 'upload', fileName: string, text: string}} Source
+ */
+
+export class GraphSource {
+  /** [{name, description, default_batch, ...}] from the module */
+  models = [];
+  /** file names under examples/, without ".json" */
+  examples = [];
+  /** @type {Source|null} what Plan plans */
+  current = null;
+  /** the last uploaded graph, kept selectable: {fileName, text} */
+  upload = null;
+  #ui;
+  #hooks;
+
+  /**
+   * @param {{select: HTMLSelectElement, description: HTMLElement, batch: HTMLInputElement,
+   *          fileInput: HTMLInputElement, dropzone: HTMLElement}} ui
+   * @param {object} hooks
+   * @param {Promise<boolean>} hooks.ready resolves once the module answered (false: it failed)
+   * @param {(text: string) => Promise<object>} hooks.validate the module's check of a graph
+   *   document; rejects with a PlannerError whose `where` is the file's own field
+   * @param {import('./error-box.js').ErrorBox} hooks.errors
+   * @param {(text: string) => void} hooks.setStatus
+   * @param {() => void} hooks.onNewGraph a file is about to be checked: work on the old graph is moot
+   * @param {() => void} hooks.onStale the results no longer answer the form
+   * @param {() => void} hooks.onChange the source changed (the URL follows it)
+   */
+  constructor(ui, hooks) {
+    this.#ui = ui;
+    this.#hooks = hooks;
+  }
+
+  /** Listens to the select, the file input and drops on the window. */
+  wire() {
+    const ui = this.#ui;
+    ui.select.addEventListener('change', () => this.#chooseFromSelect());
+    ui.fileInput.addEventListener('change', () => {
+      this.accept(ui.fileInput.files?.[0]);
+      ui.fileInput.value = ''; // choosing the same file again must fire again
+    });
+    // The whole window accepts drops, so a near miss does not make the browser
+    // navigate away to the dropped file.
+    let depth = 0;
+    window.addEventListener('dragenter', (event) => {
+      if (!event.dataTransfer?.types.includes('Files')) return;
+      depth++;
+      ui.dropzone.classList.add('active');
+    });
+    window.addEventListener('dragleave', () => {
+      if (--depth <= 0) {
+        depth = 0;
+        ui.dropzone.classList.remove('active');
+      }
+    });
+    window.addEventListener('dragover', (event) => event.preventDefault());
+    window.addEventListener('drop', (event) => {
+      event.preventDefault();
+      depth = 0;
+      ui.dropzone.classList.remove('active');
+      this.accept(event.dataTransfer?.files?.[0]);
+    });
+  }
+
+  modelInfo(name) {
+    return this.models.find((m) => m.name === name);
+  }
+
+  /** How the status line names a source: "AlexNet", "small_cnn.json", "my-net.json". */
+  label(source = this.current) {
+    if (source.kind === 'model') return displayName(this.modelInfo(source.name) ?? source);
+    if (source.kind === 'example') return `${source.name}.json`;
+    return source.fileName;
+  }
+
+  /**
+   * The request fields that name the graph, as JSON text. A graph file's text
+   * is spliced in unchanged, so the module sees exactly the bytes the user
+   * gave (and the CLI would). `batch` is the batch field's number, or null.
+   */
+  requestFields(batch) {
+    const source = this.current;
+    if (source.kind === 'model') return `"model": ${JSON.stringify(source.name)}, "batch": ${JSON.stringify(batch)}`;
+    return `"graph": ${source.text}\n`;
+  }
+
+  /** Fetches the list of example graphs; the page works without it. */
+  async loadExamples() {
+    try {
+      const response = await fetch('examples/index.json');
+      if (response.ok) this.examples = (await response.json()).map((f) => f.replace(/\.json$/, ''));
+    } catch {
+      this.examples = [];
+    }
+  }
+
+  /**
+   * Makes `saved` (a source read from the URL, or null) the current source,
+   * once the models and examples are known, and fills the select.
+   */
+  async restore(saved) {
+    let source = saved;
+    if (source?.kind === 'model' && !this.modelInfo(source.name)) {
+      // Left as is, the module reports the unknown name when planning.
+      this.models.push({ name: source.name, description: '', default_batch: source.batch });
+    }
+    if (source?.kind === 'example') {
+      try {
+        source = { ...source, text: await fetchExample(source.name) };
+      } catch (e) {
+        this.#hooks.errors.show('Could not load the example', e.message);
+        source = null;
+      }
+    }
+    if (source?.kind === 'upload') this.upload = { fileName: source.fileName, text: source.text };
+    this.current = source ?? { kind: 'model', name: defaultModel };
+    if (this.current.kind === 'model') {
+      this.#ui.batch.value = saved?.batch ?? this.modelInfo(this.current.name)?.default_batch ?? '';
+    }
+    this.#fill();
+  }
+
+  /** The select when the module failed to load. */
+  showUnavailable() {
+    this.#ui.select.replaceChildren(el('option', { text: 'Planner unavailable' }));
+  }
+
+  /**
+   * Checks a file and, if it is a valid graph, makes it the source. Every
+   * refusal is shown in the error box and leaves the source as it was.
+   */
+  async accept(file) {
+    if (!file) return;
+    const { errors, setStatus } = this.#hooks;
+    // A file dropped while the module loads is checked once it is there.
+    if (!(await this.#hooks.ready)) return;
+    errors.clear();
+    if (file.size > maxFileBytes) {
+      errors.show('Graph file too big', `${file.name} is ${(file.size / 2 ** 20).toFixed(1)} MiB; the limit is ${maxFileBytes / 2 ** 20} MiB`);
+      return;
+    }
+    const text = await file.text();
+    try {
+      JSON.parse(text);
+    } catch (e) {
+      errors.show(`Invalid graph file ${file.name}`, `not valid JSON: ${e.message}`);
+      return;
+    }
+    this.#hooks.onNewGraph();
+    setStatus(`Checking ${file.name}…`);
+    try {
+      await this.#hooks.validate(text);
+    } catch (e) {
+      if (e.kind === 'cancelled') return;
+      errors.showPlannerError(e, { file: file.name });
+      setStatus(`${file.name} was not loaded.`);
+      return;
+    }
+    this.upload = { fileName: file.name, text };
+    this.current = { kind: 'upload', ...this.upload };
+    this.#fill();
+    this.#hooks.onStale();
+    this.#hooks.onChange();
+    setStatus(`Loaded ${file.name}. Press Plan to plan it.`);
+  }
+
+  #fill() {
+    const groups = [
+      el('optgroup', { label: 'Benchmark networks' },
+        this.models.map((m) => el('option', { value: m.name, text: `${displayName(m)} (${m.name})` }))),
+    ];
+    if (this.examples.length) {
+      groups.push(el('optgroup', { label: 'Example graphs' },
+        this.examples.map((name) => el('option', { value: examplePrefix + name, text: `${name}.json` }))));
+    }
+    if (this.upload) {
+      groups.push(el('optgroup', { label: 'Your file' },
+        el('option', { value: uploadValue, text: `Uploaded: ${this.upload.fileName}` })));
+    }
+    this.#ui.select.replaceChildren(...groups);
+    this.#sync();
+  }
+
+  /** Reflects the current source in the select, the batch field and the hint. */
+  #sync() {
+    const source = this.current;
+    const ui = this.#ui;
+    if (!source) return;
+    ui.select.value = source.kind === 'model' ? source.name
+      : source.kind === 'example' ? examplePrefix + source.name : uploadValue;
+    const isModel = source.kind === 'model';
+    ui.batch.disabled = !isModel;
+    ui.batch.title = isModel ? '' : 'A graph file sets its own batch size';
+    if (isModel) {
+      ui.description.textContent = this.modelInfo(source.name)?.description ?? '';
+    } else if (source.kind === 'example') {
+      ui.description.textContent = 'An example pase-graph/1 file shipped with the planner.';
+    } else {
+      ui.description.textContent = `Planning the graph in ${source.fileName}. Choose another model to leave it.`;
+    }
+  }
+
+  async #chooseFromSelect() {
+    const ui = this.#ui;
+    const value = ui.select.value;
+    this.#hooks.onStale();
+    if (value === uploadValue && this.upload) {
+      this.current = { kind: 'upload', ...this.upload };
+    } else if (value.startsWith(examplePrefix)) {
+      const name = value.slice(examplePrefix.length);
+      try {
+        this.current = { kind: 'example', name, text: await fetchExample(name) };
+      } catch (e) {
+        this.#hooks.errors.show('Could not load the example', e.message);
+        this.#sync();
+        return;
+      }
+    } else {
+      this.current = { kind: 'model', name: value };
+      const info = this.modelInfo(value);
+      if (info) ui.batch.value = info.default_batch;
+    }
+    this.#sync();
+    this.#hooks.onChange();
+  }
+}
