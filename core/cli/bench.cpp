@@ -180,7 +180,7 @@ int run_bench(const Args& args) {
         return usage_error("bench", "--procs: '" + *text + "' is not a list of integers (4,8,16)");
       pase::Cluster c = cluster;
       c.devices = *n;
-      if (pase::Error e = pase::check_cluster(c); !e.message.empty()) return input_error(e);
+      if (std::optional<pase::Error> e = pase::check_cluster(c)) return input_error(*e);
       procs.push_back(*n);
     }
   }

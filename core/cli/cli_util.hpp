@@ -293,8 +293,8 @@ inline std::optional<Failure> cluster_from_flags(const Flags& flags, pase::Clust
       *out = *d;
     }
   }
-  if (pase::Error error = pase::check_cluster(cluster); !error.message.empty()) {
-    return Failure::bad_input(std::move(error));
+  if (std::optional<pase::Error> error = pase::check_cluster(cluster)) {
+    return Failure::bad_input(std::move(*error));
   }
   return std::nullopt;
 }

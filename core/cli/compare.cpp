@@ -193,9 +193,9 @@ int run_compare(const Args& args) {
       }
       pase::Cluster c = cluster;
       c.devices = *n;
-      if (pase::Error e = pase::check_cluster(c); !e.message.empty()) {
-        e.where = "sweep";
-        return input_error(e);
+      if (std::optional<pase::Error> e = pase::check_cluster(c)) {
+        e->where = "sweep";
+        return input_error(*e);
       }
       sweep.push_back(*n);
     }
