@@ -19,6 +19,7 @@
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "test_util.hpp"
+#include "testing.hpp"
 
 using namespace pase;
 using namespace pase::testing;

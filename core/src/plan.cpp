@@ -12,6 +12,7 @@
 #include "dynamic_program.hpp"
 #include "ops/op_cost.hpp"
 #include "ordering.hpp"
+#include "testing.hpp"
 #include "text.hpp"
 
 namespace pase {

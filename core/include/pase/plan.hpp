@@ -153,11 +153,6 @@ Result<std::vector<Config>> enumerate_configs(const Graph& graph, int vertex,
                                               const Cluster& cluster,
                                               const EnumOptions& options = {});
 
-// The strategy of least cost by trying every combination (tests only): refused
-// when the product of configuration counts exceeds `max_combinations`.
-Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
-                               uint64_t max_combinations = 10'000'000);
-
 inline constexpr int kMaxConfigurations = 65535;
 
 }  // namespace pase
