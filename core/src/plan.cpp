@@ -17,14 +17,6 @@
 
 namespace pase {
 
-namespace {
-
-std::string vertex_label(const Vertex& v) {
-  return "vertex " + std::to_string(v.id) + " (" + v.name + ", " + op_name(v.op) + ")";
-}
-
-}  // namespace
-
 const char* order_name(Order order) {
   switch (order) {
     case Order::kGenSeq:

@@ -16,6 +16,7 @@
 #include "json_util.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
+#include "text.hpp"
 
 namespace pase {
 
@@ -96,10 +97,6 @@ std::string number_text(double x) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%g", x);
   return buffer;
-}
-
-std::string vertex_label(const Vertex& v) {
-  return "vertex " + std::to_string(v.id) + " (" + v.name + ", " + op_name(v.op) + ")";
 }
 
 namespace {
