@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "invalid_corpus.hpp"
+#include "pase/version.hpp"
 
 using pase_test::InvalidCase;
 namespace fs = std::filesystem;
@@ -144,4 +145,12 @@ TEST_CASE("cli: bench reports an order that does not fit instead of running it")
   CHECK(doc["cases"][0]["ran"] == false);
   CHECK(doc["cases"][0]["note"].get<std::string>().find("needs") != std::string::npos);
   CHECK(doc["cases"][0]["predicted_peak_bytes"].get<double>() > 1e18);
+}
+
+TEST_CASE("cli: --version prints the library's version, the project version") {
+  Run run = run_cli({"--version"});
+  CHECK(run.exit == 0);
+  CHECK(run.out == std::string("pase ") + pase::version() + "\n");
+  CHECK(std::string(pase::version()) == PASE_VERSION);  // project(... VERSION) of CMakeLists.txt
+  CHECK(run.err.empty());
 }

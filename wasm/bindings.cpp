@@ -18,6 +18,7 @@
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
+#include "pase/version.hpp"
 
 #ifndef PASE_VERSION
 #define PASE_VERSION "unknown"
@@ -88,7 +89,7 @@ std::string export_model(const std::string& name, double batch) {
 std::string export_model_default_batch(const std::string& name) { return export_model(name, 0); }
 
 // Plain text, not JSON: "0.1.0".
-std::string version() { return PASE_VERSION; }
+std::string version() { return pase::version(); }
 
 }  // namespace
 

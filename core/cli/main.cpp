@@ -44,6 +44,7 @@
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
+#include "pase/version.hpp"
 
 // Subcommands in their own files.
 namespace pase_cli {
@@ -52,10 +53,6 @@ std::string compare_usage();
 int run_bench(const Args& args);  // bench.cpp
 std::string bench_usage();
 }  // namespace pase_cli
-
-#ifndef PASE_VERSION
-#define PASE_VERSION "0.1.0"
-#endif
 
 namespace {
 
@@ -316,7 +313,7 @@ int run(int argc, char** argv) {
     return write_stdout(general_usage()) ? kExitOk : kExitError;
   }
   if (first == "--version") {
-    return write_stdout("pase " PASE_VERSION "\n") ? kExitOk : kExitError;
+    return write_stdout(std::string("pase ") + pase::version() + "\n") ? kExitOk : kExitError;
   }
   if (first == "help") {
     const Command* command = find_command(args[1]);
