@@ -9,16 +9,23 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "cli_util.hpp"
+#include "commands.hpp"
+#include "flags.hpp"
+#include "format.hpp"
+#include "inputs.hpp"
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "pase/result.hpp"
+#include "report.hpp"
 
 namespace pase_cli {
 
