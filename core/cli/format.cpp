@@ -74,22 +74,4 @@ std::string trim_line_ends(const std::string& text) {
   return out;
 }
 
-// The CLI's own byte sizes, until the next commit moves the CLI to the
-// library's bytes_text (text.hpp).
-std::string bytes_text(uint64_t bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 6) {
-    value /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? std::to_string(bytes) + " B" : format("%.1f ", value) + kUnits[unit];
-}
-
-std::string bytes_text(double bytes) {
-  if (bytes < 0x1p60) return bytes_text(static_cast<uint64_t>(bytes));
-  return format("%.3g EiB", bytes / 0x1p60);
-}
-
 }  // namespace pase_cli

@@ -1,4 +1,5 @@
-// Number and column formatting of the text output.
+// Number and column formatting of the text output. (Byte sizes: the
+// library's pase::bytes_text in core/src/text.hpp.)
 #pragma once
 
 #include <cstddef>
@@ -20,10 +21,6 @@ std::string grouped(uint64_t n);
 // A count that may exceed 64 bits (predicted sizes of absurd orders): from
 // 1e15 on, three significant digits ("8.65e+20").
 std::string grouped(double n);
-
-// "512 B", "7.7 KiB"; from 1 EiB on "%.3g EiB".
-std::string bytes_text(uint64_t bytes);
-std::string bytes_text(double bytes);
 
 // "253 us", "9.71 ms", "1.5 s": four significant digits.
 std::string seconds_text(double s);

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "format.hpp"
+#include "text.hpp"
 
 namespace pase_cli {
 
@@ -66,7 +67,7 @@ std::string search_text(const pase::SearchStats& s) {
          seconds_text(s.time_s) + ", largest dependent set " + std::to_string(s.max_dependent_set) +
          ", " + grouped(s.configurations) + " configurations\n" + pad_right("", 17) +
          grouped(s.table_entries) + " table entries (largest " + grouped(s.largest_table) + "), " +
-         grouped(s.pairs) + " pairs, tables " + bytes_text(s.peak_bytes) + "\n";
+         grouped(s.pairs) + " pairs, tables " + pase::bytes_text(s.peak_bytes) + "\n";
 }
 
 }  // namespace pase_cli
