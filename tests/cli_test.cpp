@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "invalid_corpus.hpp"
+#include "pase/version.hpp"
 #include "test_util.hpp"
 
 using pase_test::InvalidCase;
@@ -142,4 +144,15 @@ TEST_CASE("cli: bench reports an order that does not fit instead of running it")
   CHECK(doc["cases"][0]["ran"] == false);
   CHECK(doc["cases"][0]["note"].get<std::string>().find("needs") != std::string::npos);
   CHECK(doc["cases"][0]["predicted_peak_bytes"].get<double>() > 1e18);
+}
+
+TEST_CASE("cli: --version prints the library's version, the project version") {
+  Run run = run_cli({"--version"});
+  CHECK(run.exit == 0);
+  CHECK(run.out == std::string("pase ") + pase::version() + "\n");
+  // project(... VERSION x.y.z) of CMakeLists.txt, never a placeholder such as "unknown".
+  const std::string version = pase::version();
+  CHECK(std::count(version.begin(), version.end(), '.') == 2);
+  CHECK(version.find_first_not_of("0123456789.") == std::string::npos);
+  CHECK(run.err.empty());
 }

@@ -22,6 +22,7 @@
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
 #include "test_util.hpp"
+#include "testing.hpp"
 
 using namespace pase;
 using namespace pase::testing;

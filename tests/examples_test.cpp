@@ -16,6 +16,7 @@
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
 #include "test_util.hpp"
+#include "testing.hpp"
 
 using namespace pase;
 using namespace pase::testing;

@@ -19,6 +19,7 @@
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "test_util.hpp"
+#include "testing.hpp"
 
 using namespace pase;
 using namespace pase::testing;
@@ -63,22 +64,22 @@ std::string binary_size(double bytes) {
 // ---- Cluster ------------------------------------------------------------------------------
 
 TEST_CASE("plan: check_cluster names the bad field") {
-  CHECK(check_cluster(Cluster{}).message.empty());
-  CHECK(check_cluster(Cluster{.devices = 1}).message.empty());
-  CHECK(check_cluster(Cluster{.devices = 7}).message.empty());  // any integer, not only 2^k
-  CHECK(check_cluster(Cluster{.devices = kMaxDevices}).message.empty());
-  CHECK(check_cluster(Cluster{.devices = 0}).where == "cluster.devices");
-  CHECK(check_cluster(Cluster{.devices = -3}).where == "cluster.devices");
-  CHECK(check_cluster(Cluster{.devices = kMaxDevices + 1}).where == "cluster.devices");
+  CHECK_FALSE(check_cluster(Cluster{}).has_value());
+  CHECK_FALSE(check_cluster(Cluster{.devices = 1}).has_value());
+  CHECK_FALSE(check_cluster(Cluster{.devices = 7}).has_value());  // any integer, not only 2^k
+  CHECK_FALSE(check_cluster(Cluster{.devices = kMaxDevices}).has_value());
+  CHECK(check_cluster(Cluster{.devices = 0})->where == "cluster.devices");
+  CHECK(check_cluster(Cluster{.devices = -3})->where == "cluster.devices");
+  CHECK(check_cluster(Cluster{.devices = kMaxDevices + 1})->where == "cluster.devices");
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
-  CHECK(check_cluster(Cluster{.tflops = 0}).where == "cluster.tflops");
-  CHECK(check_cluster(Cluster{.tflops = -1}).where == "cluster.tflops");
-  CHECK(check_cluster(Cluster{.tflops = nan}).where == "cluster.tflops");
-  CHECK(check_cluster(Cluster{.tflops = inf}).where == "cluster.tflops");
-  CHECK(check_cluster(Cluster{.bandwidth_gbps = 0}).where == "cluster.bandwidth_gbps");
-  CHECK(check_cluster(Cluster{.bandwidth_gbps = nan}).where == "cluster.bandwidth_gbps");
-  CHECK(check_cluster(Cluster{.bandwidth_gbps = inf}).where == "cluster.bandwidth_gbps");
+  CHECK(check_cluster(Cluster{.tflops = 0})->where == "cluster.tflops");
+  CHECK(check_cluster(Cluster{.tflops = -1})->where == "cluster.tflops");
+  CHECK(check_cluster(Cluster{.tflops = nan})->where == "cluster.tflops");
+  CHECK(check_cluster(Cluster{.tflops = inf})->where == "cluster.tflops");
+  CHECK(check_cluster(Cluster{.bandwidth_gbps = 0})->where == "cluster.bandwidth_gbps");
+  CHECK(check_cluster(Cluster{.bandwidth_gbps = nan})->where == "cluster.bandwidth_gbps");
+  CHECK(check_cluster(Cluster{.bandwidth_gbps = inf})->where == "cluster.bandwidth_gbps");
 }
 
 TEST_CASE("plan: every entry point rejects a bad cluster") {

@@ -21,6 +21,7 @@
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
 #include "test_util.hpp"
+#include "testing.hpp"
 
 using namespace pase;
 using pase::testing::close;

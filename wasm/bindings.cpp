@@ -16,10 +16,7 @@
 #include "pase/compare.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
-
-#ifndef PASE_VERSION
-#define PASE_VERSION "unknown"
-#endif
+#include "pase/version.hpp"
 
 namespace {
 
@@ -60,7 +57,7 @@ std::string export_model(const std::string& name, double batch) {
 std::string export_model_default_batch(const std::string& name) { return export_model(name, 0); }
 
 // Plain text, not JSON: "0.1.0".
-std::string version() { return PASE_VERSION; }
+std::string version() { return pase::version(); }
 
 }  // namespace
 

@@ -12,17 +12,10 @@
 #include "cost_tables.hpp"
 #include "dynamic_program.hpp"
 #include "ordering.hpp"
+#include "testing.hpp"
 #include "text.hpp"
 
 namespace pase {
-
-namespace {
-
-std::string vertex_label(const Vertex& v) {
-  return "vertex " + std::to_string(v.id) + " (" + v.name + ", " + v.op + ")";
-}
-
-}  // namespace
 
 const char* order_name(Order order) {
   switch (order) {
@@ -36,22 +29,23 @@ const char* order_name(Order order) {
   return "?";
 }
 
-Error check_cluster(const Cluster& c) {
+std::optional<Error> check_cluster(const Cluster& c) {
   if (c.devices < 1)
-    return {"must be at least 1, got " + std::to_string(c.devices), "cluster.devices"};
+    return Error{"must be at least 1, got " + std::to_string(c.devices), "cluster.devices"};
   if (c.devices > kMaxDevices)
-    return {"must be at most " + std::to_string(kMaxDevices) + ", got " + std::to_string(c.devices),
-            "cluster.devices"};
+    return Error{
+        "must be at most " + std::to_string(kMaxDevices) + ", got " + std::to_string(c.devices),
+        "cluster.devices"};
   if (!(c.tflops > 0) || !std::isfinite(c.tflops))
-    return {"must be a positive number", "cluster.tflops"};
+    return Error{"must be a positive number", "cluster.tflops"};
   if (!(c.bandwidth_gbps > 0) || !std::isfinite(c.bandwidth_gbps))
-    return {"must be a positive number", "cluster.bandwidth_gbps"};
-  return {};
+    return Error{"must be a positive number", "cluster.bandwidth_gbps"};
+  return std::nullopt;
 }
 
 Result<std::vector<Config>> enumerate_configs(const Graph& graph, int vertex,
                                               const Cluster& cluster, const EnumOptions& options) {
-  if (Error e = check_cluster(cluster); !e.message.empty()) return e;
+  if (std::optional<Error> e = check_cluster(cluster)) return *e;
   if (vertex < 0 || vertex >= static_cast<int>(graph.vertices.size()))
     return Error{"no vertex " + std::to_string(vertex), "vertex"};
   auto set = enumerate_vertex(graph, vertex, cluster.devices, options);
@@ -62,7 +56,7 @@ Result<std::vector<Config>> enumerate_configs(const Graph& graph, int vertex,
 }
 
 Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy& strategy) {
-  if (Error e = check_cluster(cluster); !e.message.empty()) return e;
+  if (std::optional<Error> e = check_cluster(cluster)) return *e;
   size_t n = graph.vertices.size();
   if (strategy.size() != n)
     return Error{"has " + std::to_string(strategy.size()) + " configurations but the graph has " +
@@ -125,7 +119,7 @@ struct Prepared {
 };
 
 Result<Prepared> prepare(const Graph& graph, const Cluster& cluster, const PlanOptions& options) {
-  if (Error e = check_cluster(cluster); !e.message.empty()) return e;
+  if (std::optional<Error> e = check_cluster(cluster)) return *e;
   auto configs = enumerate_all(graph, cluster.devices, options.enumeration, options.max_memory);
   if (!configs) return configs.error();
   Prepared p;
@@ -204,7 +198,7 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
 
 Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
                                uint64_t max_combinations) {
-  if (Error e = check_cluster(cluster); !e.message.empty()) return e;
+  if (std::optional<Error> e = check_cluster(cluster)) return *e;
   auto configs = enumerate_all(graph, cluster.devices, {});
   if (!configs) return configs.error();
   size_t n = graph.vertices.size();

@@ -1,27 +1,18 @@
-// Small text helpers for the library's messages.
+// Small text helpers shared by the library's messages and the CLI's tables.
 #pragma once
 
-#include <cstdio>
 #include <string>
+
+#include "pase/graph.hpp"
 
 namespace pase {
 
-// "512 B", "12.5 MiB", "4.0 GiB"; beyond EiB (absurd orders) three
-// significant digits ("1.03e+73 EiB") rather than sixty.
-inline std::string bytes_text(double b) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  while (b >= 1024 && u < 6) {
-    b /= 1024;
-    ++u;
-  }
-  char text[48];
-  std::snprintf(text, sizeof text,
-                u == 0    ? "%.0f %s"
-                : b < 1e4 ? "%.1f %s"
-                          : "%.3g %s",
-                b, kUnits[u]);
-  return text;
-}
+// "512 B", "12.5 MiB", "4.0 GiB": binary units with one decimal; beyond
+// 10000 EiB (absurd orders) three significant digits ("1.03e+73 EiB")
+// rather than sixty.
+std::string bytes_text(double bytes);
+
+// "vertex 3 (conv2, Conv)": how messages name a vertex.
+std::string vertex_label(const Vertex& v);
 
 }  // namespace pase

@@ -25,6 +25,7 @@
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
+#include "testing.hpp"
 
 namespace pase_fuzz {
 

@@ -39,6 +39,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,8 +58,9 @@ struct Cluster {
 
 inline constexpr int64_t kMaxDevices = 65536;
 
-// An error naming the bad field ("cluster.devices") or an empty message.
-Error check_cluster(const Cluster& cluster);
+// The first bad field as an Error naming it ("cluster.devices": "must be at
+// least 1, got 0"), or nullopt when the cluster is valid.
+std::optional<Error> check_cluster(const Cluster& cluster);
 
 using Config = std::vector<int64_t>;   // one split per dimension of a vertex
 using Strategy = std::vector<Config>;  // one configuration per vertex, by id
@@ -150,11 +152,6 @@ Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy
 Result<std::vector<Config>> enumerate_configs(const Graph& graph, int vertex,
                                               const Cluster& cluster,
                                               const EnumOptions& options = {});
-
-// The strategy of least cost by trying every combination (tests only): refused
-// when the product of configuration counts exceeds `max_combinations`.
-Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
-                               uint64_t max_combinations = 10'000'000);
 
 inline constexpr int kMaxConfigurations = 65535;
 

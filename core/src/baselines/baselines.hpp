@@ -48,7 +48,4 @@ Strategy data_parallel_strategy(const Graph& graph, int64_t devices);
 // A number as "%g" writes it ("100", "0.5").
 std::string number_text(double x);
 
-// "vertex 3 (conv2, Conv)".
-std::string vertex_label(const Vertex& v);
-
 }  // namespace pase::baselines

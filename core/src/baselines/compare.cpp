@@ -17,6 +17,7 @@
 #include "json_util.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
+#include "text.hpp"
 
 namespace pase {
 
@@ -77,10 +78,6 @@ std::string number_text(double x) {
   return buffer;
 }
 
-std::string vertex_label(const Vertex& v) {
-  return "vertex " + std::to_string(v.id) + " (" + v.name + ", " + v.op + ")";
-}
-
 namespace {
 
 // Why the enumeration (core/docs/cost-model.md section 2) leaves configuration `c` out.
@@ -131,7 +128,7 @@ Result<StrategyReport> make_report(const Graph& graph, const Cluster& cluster,
 
 Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
                            const CompareOptions& options) {
-  if (Error e = check_cluster(cluster); !e.message.empty()) return e;
+  if (std::optional<Error> e = check_cluster(cluster)) return *e;
   Comparison c;
   c.cluster = cluster;
 

@@ -40,7 +40,7 @@ Strategy data_parallel_strategy(const Graph& graph, int64_t devices) {
 
 Result<StrategyReport> data_parallel(const Graph& graph, const Cluster& cluster,
                                      const CompareOptions& options) {
-  if (Error e = check_cluster(cluster); !e.message.empty()) return e;
+  if (std::optional<Error> e = check_cluster(cluster)) return *e;
   auto configs =
       enumerate_all(graph, cluster.devices, options.plan.enumeration, options.plan.max_memory);
   if (!configs) return configs.error();

@@ -6,29 +6,25 @@
 // Everything goes through the public API (compare(), comparison_to_json(),
 // sweep_to_json()); this file only turns flags into options and results into
 // tables.
-//
-
-#include "pase/compare.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
+#include <utility>
 #include <vector>
 
-#include "cli_util.hpp"
+#include "commands.hpp"
+#include "flags.hpp"
+#include "format.hpp"
+#include "inputs.hpp"
+#include "pase/compare.hpp"
 #include "pase/graph.hpp"
-#include "pase/models.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
+#include "report.hpp"
 
 namespace pase_cli {
 
@@ -57,11 +53,9 @@ std::string splits_text(const pase::Vertex& v, const pase::Config& c) {
 }
 
 std::string comparison_text(const pase::Graph& graph, const pase::Comparison& c, bool layers) {
-  const pase::Cluster& k = c.cluster;
   std::string out = graph.name + ": " + std::to_string(graph.vertices.size()) + " vertices, " +
-                    std::to_string(graph.edges.size()) + " edges on " + std::to_string(k.devices) +
-                    (k.devices == 1 ? " device" : " devices") + " (" + format("%g", k.tflops) +
-                    " TFLOP/s, " + format("%g", k.bandwidth_gbps) + " GB/s links)\n\n";
+                    std::to_string(graph.edges.size()) + " edges on " + cluster_text(c.cluster) +
+                    "\n\n";
   const auto all = reports(c);
   bool outside = false;
   out += pad_right("strategy", 15) + pad_left("cost", 12) + pad_left("step time", 13) +
@@ -193,9 +187,9 @@ int run_compare(const Args& args) {
       }
       pase::Cluster c = cluster;
       c.devices = *n;
-      if (pase::Error e = pase::check_cluster(c); !e.message.empty()) {
-        e.where = "sweep";
-        return input_error(e);
+      if (std::optional<pase::Error> e = pase::check_cluster(c)) {
+        e->where = "sweep";
+        return input_error(*e);
       }
       sweep.push_back(*n);
     }

@@ -9,16 +9,24 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "cli_util.hpp"
+#include "commands.hpp"
+#include "flags.hpp"
+#include "format.hpp"
+#include "inputs.hpp"
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "pase/result.hpp"
+#include "report.hpp"
+#include "text.hpp"
 
 namespace pase_cli {
 
@@ -89,8 +97,8 @@ void run_case(Case& c, const pase::Cluster& base, uint64_t max_memory) {
   }
   c.stats = *est;
   if (max_memory && est->peak_bytes > static_cast<double>(max_memory)) {
-    c.note = "needs " + bytes_text(est->peak_bytes) + " of tables (limit " +
-             bytes_text(max_memory) + ")";
+    c.note = "needs " + pase::bytes_text(est->peak_bytes) + " of tables (limit " +
+             pase::bytes_text(max_memory) + ")";
     return;
   }
   int fds[2];
@@ -180,7 +188,7 @@ int run_bench(const Args& args) {
         return usage_error("bench", "--procs: '" + *text + "' is not a list of integers (4,8,16)");
       pase::Cluster c = cluster;
       c.devices = *n;
-      if (pase::Error e = pase::check_cluster(c); !e.message.empty()) return input_error(e);
+      if (std::optional<pase::Error> e = pase::check_cluster(c)) return input_error(*e);
       procs.push_back(*n);
     }
   }
@@ -222,14 +230,13 @@ int run_bench(const Args& args) {
                         "peak_rss", "cost", "ns/pair");
           }
           std::string largest = grouped(c.stats.largest_table);
-          std::string table = bytes_text(c.stats.largest_table * 8);
+          std::string table = pase::bytes_text(c.stats.largest_table * 8);
           if (c.ran) {
             std::printf("%-12s %5lld %-8s %5d %4d %10s %10s %14s %9s %10s %20s %8.3f\n",
                         c.model.c_str(), static_cast<long long>(c.devices),
                         pase::order_name(c.order), c.vertices, c.stats.max_dependent_set,
                         largest.c_str(), table.c_str(), grouped(c.stats.pairs).c_str(),
-                        seconds_text(c.time_s).c_str(),
-                        bytes_text(static_cast<uint64_t>(c.peak_rss_bytes)).c_str(),
+                        seconds_text(c.time_s).c_str(), pase::bytes_text(c.peak_rss_bytes).c_str(),
                         exact(c.cost).c_str(), ns_per_pair(c));
           } else {
             std::printf("%-12s %5lld %-8s %5d %4d %10s %10s  not run: %s\n", c.model.c_str(),

@@ -1,0 +1,60 @@
+// pase eval: the cost of a given strategy (a list of configurations or a
+// plan-result document) through evaluate(), as a table or JSON.
+#include <optional>
+#include <string>
+
+#include "commands.hpp"
+#include "flags.hpp"
+#include "format.hpp"
+#include "inputs.hpp"
+#include "pase/graph.hpp"
+#include "pase/json_api.hpp"
+#include "pase/plan.hpp"
+#include "pase/result.hpp"
+#include "plan_text.hpp"
+#include "report.hpp"
+
+namespace pase_cli {
+
+std::string eval_usage() {
+  return "usage: pase eval (--model NAME [--batch B] | --graph FILE) --strategy FILE [options]\n\n"
+         "Evaluates a strategy: a JSON list of configurations in vertex order, or a\n"
+         "plan-result document (as written by 'pase plan --format json').\n\n" +
+         std::string(kGraphHelp) + std::string(kClusterHelp) +
+         "  --strategy FILE     the strategy ('-': standard input)\n"
+         "  --format FORMAT     text (default) or json\n";
+}
+
+int run_eval(const Args& args) {
+  Flags flags;
+  const auto specs = join({kGraphFlags, kClusterFlags, {{"--strategy", true}, {"--format", true}}});
+  if (auto message = parse_flags(args, specs, flags)) return usage_error("eval", *message);
+  bool json = false;
+  GraphSource source;
+  pase::Cluster cluster;
+  if (auto failure = format_from_flags(flags, json)) return failure->report("eval");
+  if (auto failure = graph_source_from_flags(flags, source)) return failure->report("eval");
+  std::optional<std::string> strategy_path = flags.get("--strategy");
+  if (!strategy_path) return usage_error("eval", "missing --strategy FILE");
+  if (source.path == "-" && *strategy_path == "-") {
+    return usage_error("eval", "--graph and --strategy cannot both read standard input");
+  }
+  if (auto failure = cluster_from_flags(flags, cluster)) return failure->report("eval");
+
+  pase::Result<pase::Graph> graph = load_source(source);
+  if (!graph) return input_error(graph.error());
+  pase::Result<std::string> text = read_file(*strategy_path);
+  if (!text) return input_error(text.error());
+  pase::Result<pase::Strategy> strategy = pase::parse_strategy(*text);
+  if (!strategy) return input_error(in_file(*strategy_path, strategy.error()));
+  pase::Result<pase::Plan> result = pase::evaluate(*graph, cluster, *strategy);
+  if (!result) return input_error(in_file(*strategy_path, result.error()));
+
+  const std::string out = json ? pase::plan_to_json(*graph, cluster, *result)
+                               : plan_text(*graph, cluster, *result) + pad_right("strategy", 17) +
+                                     display_name(*strategy_path) + "\n";
+  if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
+  return kExitOk;
+}
+
+}  // namespace pase_cli

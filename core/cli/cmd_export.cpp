@@ -1,0 +1,50 @@
+// pase export: a built-in network as the pase-graph/1 document that plans to
+// exactly the built-in result.
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "flags.hpp"
+#include "inputs.hpp"
+#include "pase/graph.hpp"
+#include "pase/models.hpp"
+#include "pase/result.hpp"
+#include "report.hpp"
+
+namespace pase_cli {
+
+std::string export_usage() {
+  return "usage: pase export --model NAME [--batch B] [--output FILE]\n\n"
+         "Writes the network as a pase-graph/1 document (standard output by default);\n"
+         "planning the file gives exactly the built-in result.\n\n"
+         "  --model NAME        a built-in network (see 'pase models')\n"
+         "  --batch B           batch size (default: the model's)\n"
+         "  --output FILE       write to FILE instead of standard output\n";
+}
+
+int run_export(const Args& args) {
+  Flags flags;
+  const std::vector<FlagSpec> specs = {{"--model", true}, {"--batch", true}, {"--output", true}};
+  if (auto message = parse_flags(args, specs, flags)) return usage_error("export", *message);
+  if (!flags.has("--model")) return usage_error("export", "missing --model NAME");
+  GraphSource source;
+  if (auto failure = graph_source_from_flags(flags, source)) return failure->report("export");
+
+  pase::Result<pase::GraphSpec> spec = pase::model_spec(source.model, source.batch);
+  if (!spec) return input_error(spec.error());
+  const std::string text = pase::write_graph(*spec);
+  if (std::optional<std::string> output = flags.get("--output")) {
+    if (!write_file(*output, text)) {
+      return input_error(
+          pase::Error{std::string("cannot write: ") + std::strerror(errno), *output});
+    }
+  } else if (!write_stdout(text)) {
+    return input_error(pase::Error{"cannot write the output", ""});
+  }
+  return kExitOk;
+}
+
+}  // namespace pase_cli

@@ -1,0 +1,124 @@
+// pase plan: flags -> Graph, Cluster and PlanOptions -> plan() -> the plan as
+// a table or the plan-result document, with progress on standard error.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "commands.hpp"
+#include "flags.hpp"
+#include "inputs.hpp"
+#include "pase/graph.hpp"
+#include "pase/json_api.hpp"
+#include "pase/plan.hpp"
+#include "pase/result.hpp"
+#include "plan_text.hpp"
+#include "report.hpp"
+
+namespace pase_cli {
+
+namespace {
+
+// Prints "planning: 120/245 vertices (48%)" on stderr for plans that run
+// longer than a second, at most twice a second. On a terminal the line is
+// redrawn in place and erased at the end; elsewhere (a log) each report is a line.
+class ProgressPrinter {
+ public:
+  ProgressPrinter() : tty_(isatty(fileno(stderr)) != 0) {}
+
+  void operator()(const pase::Progress& p) {
+    if (p.fraction >= 1) {
+      finish();
+      return;
+    }
+    const Clock::time_point now = Clock::now();
+    if (now - start_ < std::chrono::seconds(1)) return;
+    if (printed_ && now - last_ < std::chrono::milliseconds(500)) return;
+    std::fprintf(stderr, "%splanning: %d/%d vertices (%.0f%%)%s", tty_ ? "\r\033[K" : "",
+                 p.vertices_done, p.vertices_total, 100 * p.fraction, tty_ ? "" : "\n");
+    std::fflush(stderr);
+    printed_ = true;
+    last_ = now;
+  }
+
+  // Erases the redrawn line; also called when the plan stops early (error).
+  void finish() {
+    if (printed_ && tty_) std::fputs("\r\033[K", stderr);
+    printed_ = false;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool tty_;
+  bool printed_ = false;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_;
+};
+
+}  // namespace
+
+std::string plan_usage() {
+  return "usage: pase plan (--model NAME [--batch B] | --graph FILE) [options]\n\n"
+         "Finds the per-layer parallelization of least cost (the PaSE search).\n\n" +
+         std::string(kGraphHelp) + std::string(kClusterHelp) +
+         "  --order ORDER       vertex order: genseq (default), bfs, mintable\n"
+         "  --max-memory SIZE   limit for the search tables (default 4GiB; 0: none);\n"
+         "                      bytes or e.g. 512M, 4GiB, 2GB\n"
+         "  --pow2-only         only power-of-two splits\n"
+         "  --all-devices       only configurations that use every device\n"
+         "  --format FORMAT     text (default) or json (the plan-result document)\n";
+}
+
+int run_plan(const Args& args) {
+  Flags flags;
+  const auto specs = join({kGraphFlags,
+                           kClusterFlags,
+                           {{"--order", true},
+                            {"--max-memory", true},
+                            {"--pow2-only", false},
+                            {"--all-devices", false},
+                            {"--format", true}}});
+  if (auto message = parse_flags(args, specs, flags)) return usage_error("plan", *message);
+
+  pase::PlanOptions options;
+  if (std::optional<std::string> order = flags.get("--order")) {
+    pase::Result<pase::Order> parsed = pase::parse_order(*order);
+    if (!parsed) return usage_error("plan", "--order: " + parsed.error().message);
+    options.order = *parsed;
+  }
+  if (std::optional<std::string> size = flags.get("--max-memory")) {
+    std::optional<uint64_t> bytes = parse_size(*size);
+    if (!bytes) {
+      return usage_error("plan", "--max-memory: '" + *size +
+                                     "' is not a size (bytes, or a number with K, M, G, T, "
+                                     "KiB, MiB, GiB, TiB, KB, MB, GB or TB)");
+    }
+    options.max_memory = *bytes;
+  }
+  options.enumeration.pow2_only = flags.has("--pow2-only");
+  options.enumeration.all_devices = flags.has("--all-devices");
+  bool json = false;
+  GraphSource source;
+  pase::Cluster cluster;
+  if (auto failure = format_from_flags(flags, json)) return failure->report("plan");
+  if (auto failure = graph_source_from_flags(flags, source)) return failure->report("plan");
+  if (auto failure = cluster_from_flags(flags, cluster)) return failure->report("plan");
+
+  pase::Result<pase::Graph> graph = load_source(source);
+  if (!graph) return input_error(graph.error());
+  ProgressPrinter progress;
+  options.on_progress = [&progress](const pase::Progress& p) { progress(p); };
+  pase::Result<pase::Plan> plan = pase::plan(*graph, cluster, options);
+  progress.finish();
+  if (!plan) return input_error(plan.error());
+
+  const std::string out = json ? pase::plan_to_json(*graph, cluster, *plan)
+                               : plan_text(*graph, cluster, *plan) + search_text(plan->search);
+  if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
+  return kExitOk;
+}
+
+}  // namespace pase_cli

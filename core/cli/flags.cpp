@@ -1,0 +1,138 @@
+// Flag parsing of the subcommands (flags.hpp).
+#include "flags.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace pase_cli {
+
+bool Flags::has(std::string_view name) const { return values_.find(name) != values_.end(); }
+
+std::optional<std::string> Flags::get(std::string_view name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Flags::set(std::string_view name, std::string value) {
+  values_[std::string(name)] = std::move(value);
+}
+
+std::optional<std::string> parse_flags(const Args& args, const std::vector<FlagSpec>& specs,
+                                       Flags& flags) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg.size() < 3 || arg.substr(0, 2) != "--") {
+      return "unexpected argument '" + std::string(arg) + "'";
+    }
+    std::string_view name = arg;
+    std::optional<std::string_view> inline_value;
+    if (size_t eq = arg.find('='); eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      inline_value = arg.substr(eq + 1);
+    }
+    auto spec =
+        std::find_if(specs.begin(), specs.end(), [&](const FlagSpec& s) { return s.name == name; });
+    if (spec == specs.end()) return "unknown flag '" + std::string(name) + "'";
+    if (flags.has(name)) return std::string(name) + " is given more than once";
+    if (!spec->takes_value) {
+      if (inline_value) return std::string(name) + " takes no value";
+      flags.set(name, "");
+      continue;
+    }
+    if (inline_value) {
+      flags.set(name, std::string(*inline_value));
+      continue;
+    }
+    // A following flag is not a value (negative numbers have a single dash).
+    if (i + 1 >= args.size() || args[i + 1].substr(0, 2) == "--") {
+      return std::string(name) + " needs a value";
+    }
+    flags.set(name, std::string(args[++i]));
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> parse_int(std::string_view text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  return value;
+}
+
+std::optional<double> parse_double(std::string_view text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  return value;
+}
+
+std::optional<uint64_t> parse_size(std::string_view text) {
+  size_t split = 0;
+  while (split < text.size() &&
+         ((text[split] >= '0' && text[split] <= '9') || text[split] == '.')) {
+    ++split;
+  }
+  std::string suffix(text.substr(split));
+  std::transform(suffix.begin(), suffix.end(), suffix.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static const std::pair<std::string_view, double> kUnits[] = {
+      {"", 1},       {"b", 1},        {"k", 0x1p10},   {"kib", 0x1p10}, {"kb", 1e3},
+      {"m", 0x1p20}, {"mib", 0x1p20}, {"mb", 1e6},     {"g", 0x1p30},   {"gib", 0x1p30},
+      {"gb", 1e9},   {"t", 0x1p40},   {"tib", 0x1p40}, {"tb", 1e12}};
+  const auto* unit = std::find_if(std::begin(kUnits), std::end(kUnits),
+                                  [&](const auto& u) { return u.first == suffix; });
+  if (unit == std::end(kUnits)) return std::nullopt;
+  std::string_view number = text.substr(0, split);
+  if (number.find('.') == std::string_view::npos) {
+    // Whole numbers stay exact (a double would round above 2^53).
+    uint64_t n = 0;
+    auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), n);
+    if (ec != std::errc() || ptr != number.data() + number.size() || number.empty()) {
+      return std::nullopt;
+    }
+    const auto scale = static_cast<uint64_t>(unit->second);
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(n, scale, &bytes)) return std::nullopt;
+    return bytes;
+  }
+  std::optional<double> value = parse_double(number);
+  if (!value) return std::nullopt;
+  const double bytes = std::floor(*value * unit->second);
+  if (!(bytes >= 0) || bytes >= 0x1p64) return std::nullopt;
+  return static_cast<uint64_t>(bytes);
+}
+
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> items;
+  while (true) {
+    size_t comma = text.find(',');
+    items.emplace_back(text.substr(0, comma));
+    if (comma == std::string_view::npos) return items;
+    text = text.substr(comma + 1);
+  }
+}
+
+const std::vector<FlagSpec> kGraphFlags = {{"--model", true}, {"--batch", true}, {"--graph", true}};
+const std::vector<FlagSpec> kClusterFlags = {
+    {"--procs", true}, {"--flops", true}, {"--bandwidth", true}};
+
+std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) {
+  std::vector<FlagSpec> all;
+  for (const auto& group : groups) all.insert(all.end(), group.begin(), group.end());
+  return all;
+}
+
+}  // namespace pase_cli

@@ -1,0 +1,71 @@
+// Flag parsing of the pase subcommands: `--name value`, `--name=value` and
+// switches, numbers, sizes and lists, and the flag groups several commands
+// share.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pase_cli {
+
+using Args = std::vector<std::string_view>;
+
+struct FlagSpec {
+  std::string_view name;  // "--procs"
+  bool takes_value;
+};
+
+// The flags given to a subcommand, by name; switches map to "".
+class Flags {
+ public:
+  bool has(std::string_view name) const;
+  std::optional<std::string> get(std::string_view name) const;
+  void set(std::string_view name, std::string value);
+
+ private:
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+// Parses `--name value`, `--name=value` and switches. Returns an error message
+// for anything not in `specs`, a missing value or a repeated flag.
+std::optional<std::string> parse_flags(const Args& args, const std::vector<FlagSpec>& specs,
+                                       Flags& flags);
+
+// The whole text as a number (std::from_chars), or nullopt.
+std::optional<int64_t> parse_int(std::string_view text);
+std::optional<double> parse_double(std::string_view text);
+
+// A byte count: plain bytes, or a number with K/M/G/T (powers of 1024, also
+// written KiB/MiB/GiB/TiB) or KB/MB/GB/TB (powers of 1000). "0" means no limit.
+// Nullopt for anything else or a count of 2^64 bytes or more.
+std::optional<uint64_t> parse_size(std::string_view text);
+
+// "4,8,16" -> {"4", "8", "16"}; empty items are kept (and rejected by parsers).
+std::vector<std::string> split_list(std::string_view text);
+
+// ---- Shared flag groups ------------------------------------------------------------
+
+// --model NAME, --batch B, --graph FILE (inputs.hpp: graph_source_from_flags()).
+extern const std::vector<FlagSpec> kGraphFlags;
+// --procs P, --flops TF, --bandwidth GBS (inputs.hpp: cluster_from_flags()).
+extern const std::vector<FlagSpec> kClusterFlags;
+
+// Their lines in the usage texts of plan and eval.
+constexpr std::string_view kGraphHelp =
+    "  --model NAME        a built-in network (see 'pase models')\n"
+    "  --batch B           batch size of --model (default: the model's)\n"
+    "  --graph FILE        a pase-graph/1 document ('-': standard input)\n";
+constexpr std::string_view kClusterHelp =
+    "  --procs P           number of devices (default 8)\n"
+    "  --flops TF          peak TFLOP/s of one device (default 10)\n"
+    "  --bandwidth GBS     link bandwidth in GB/s (default 16)\n";
+
+// The groups one after the other.
+std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);
+
+}  // namespace pase_cli

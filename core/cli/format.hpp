@@ -1,0 +1,41 @@
+// Number and column formatting of the text output. (Byte sizes: the
+// library's pase::bytes_text in core/src/text.hpp.)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "pase/plan.hpp"
+
+namespace pase_cli {
+
+// `value` through snprintf with `pattern` ("%.3e"); at most 63 characters.
+std::string format(const char* pattern, double value);
+
+// The shortest text that reads back as the same double.
+std::string exact(double value);
+
+// "4,009": thousands separated by commas.
+std::string grouped(uint64_t n);
+// A count that may exceed 64 bits (predicted sizes of absurd orders): from
+// 1e15 on, three significant digits ("8.65e+20").
+std::string grouped(double n);
+
+// "253 us", "9.71 ms", "1.5 s": four significant digits.
+std::string seconds_text(double s);
+
+// "56.2%" of `whole`; "-" when whole is not positive.
+std::string percent(double part, double whole);
+
+// `text` padded with spaces to `width` (never cut).
+std::string pad_right(std::string text, size_t width);
+std::string pad_left(std::string text, size_t width);
+
+// "8 devices (10 TFLOP/s, 16 GB/s links)".
+std::string cluster_text(const pase::Cluster& cluster);
+
+// Columns are padded; line ends are not: drops spaces before each newline.
+std::string trim_line_ends(const std::string& text);
+
+}  // namespace pase_cli
