@@ -1,6 +1,6 @@
 // Serves the built site on 127.0.0.1 and starts Debian's Chromium headless
 // (never a downloaded browser), with a fresh temporary profile and nothing
-// reaching the network.
+// reaching the network. PASE_CHROMIUM overrides the browser path.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -9,7 +9,20 @@ import { siteDir } from '../wasm/load-module.mjs';
 
 export const chromiumPath = process.env.PASE_CHROMIUM ?? '/usr/bin/chromium';
 
+// Under CI (CI set to anything but "", "0" or "false"; .ci/run sets CI=true) a
+// missing browser fails the page tests; elsewhere it skips them.
+export const underCI = !['', '0', 'false'].includes((process.env.CI ?? '').toLowerCase());
+
+// The `skip` option of every browser test: false, or why they are skipped.
+export const browserSkip =
+  existsSync(chromiumPath) || underCI ? false : `no browser at ${chromiumPath} (install chromium or set PASE_CHROMIUM)`;
+
 export async function startSiteAndBrowser() {
+  assert.ok(
+    existsSync(chromiumPath),
+    `no browser at ${chromiumPath}: install Debian's chromium (bash .ci/setup) or set PASE_CHROMIUM` +
+      (underCI ? ` (CI=${process.env.CI}: the browser tests fail instead of skipping)` : ''),
+  );
   assert.ok(existsSync(path.join(siteDir, 'index.html')), `${siteDir}/index.html not found: build the site first`);
   const { chromium } = await import('playwright-core');
   const { server, url } = await startServer(siteDir);

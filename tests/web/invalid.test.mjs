@@ -11,12 +11,11 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { caseBytes, loadCases } from '../invalid/corpus.mjs';
-import { chromiumPath, startSiteAndBrowser } from './browser.mjs';
+import { browserSkip, startSiteAndBrowser } from './browser.mjs';
 
 
-const skip = existsSync(chromiumPath) || process.env.CI ? false : `no browser at ${chromiumPath} (set PASE_CHROMIUM)`;
+const skip = browserSkip;
 const timeout = 120_000;
 const cases = loadCases().filter((c) => c.page);
 // The form field of each cluster value in a case's "page" object.

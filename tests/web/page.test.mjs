@@ -10,15 +10,15 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { chromiumPath, startSiteAndBrowser } from './browser.mjs';
+import { browserSkip, startSiteAndBrowser } from './browser.mjs';
 import { repo, siteDir } from '../wasm/load-module.mjs';
 
 const resultsDir = path.join(repo, 'test-results');
 const examplesDir = path.join(repo, 'examples/graphs');
 
-const skip = existsSync(chromiumPath) || process.env.CI ? false : `no browser at ${chromiumPath} (set PASE_CHROMIUM)`;
+const skip = browserSkip;
 const timeout = 120_000;
 
 let server;
