@@ -57,8 +57,8 @@ Result<LayerSpec> to_layer(const Json& value, const std::string& where) {
   }
   reader.check_keys([def, &table](std::string_view key) -> std::string {
     if (key == "name" || key == "op" || key == "inputs") return {};
-    for (std::string_view a : def->attributes)
-      if (a == key) return {};
+    for (const Attr& a : def->attributes)
+      if (a.name == key) return {};
     if (!table.is_attribute(key)) return ObjectReader::unknown_field(key);
     // Another op's attribute: most likely a copy-paste slip, say so.
     return "unknown field '" + std::string(key) + "' for op " + std::string(def->name);
@@ -68,7 +68,7 @@ Result<LayerSpec> to_layer(const Json& value, const std::string& where) {
   layer.op = def->name;
   reader.require("name", layer.name, to_non_empty_string);
   reader.require("inputs", layer.inputs, to_operands);
-  def->read(reader, layer);
+  read_attributes(*def, reader, layer);
   if (!reader.ok()) return reader.error();
   return layer;
 }
@@ -115,7 +115,7 @@ Json layer_to_json(const LayerSpec& layer) {
   // Required attributes always, optional ones only when not at their default.
   // An op that is not in the table (a spec built in code) keeps only these
   // fields, and loading the text back names the unknown op.
-  if (const OpDef* def = op_table().find(layer.op)) def->write(layer, j);
+  if (const OpDef* def = op_table().find(layer.op)) write_attributes(*def, layer, j);
   return j;
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
+#include <functional>
+#include <type_traits>
 
 namespace pase {
 
@@ -27,7 +29,7 @@ OpTable build_table() {
 }  // namespace
 
 void OpTable::add(OpDef def) {
-  assert(!def.name.empty() && def.read && def.write && def.lower && "incomplete OpDef");
+  assert(!def.name.empty() && def.lower && "incomplete OpDef");
   assert(find(def.name) == nullptr && "op registered twice");
   auto at = std::upper_bound(ops_.begin(), ops_.end(), def.listing,
                              [](int listing, const OpDef& op) { return listing < op.listing; });
@@ -51,14 +53,143 @@ std::string OpTable::names() const {
 
 bool OpTable::is_attribute(std::string_view key) const {
   for (const OpDef& op : ops_)
-    for (std::string_view a : op.attributes)
-      if (a == key) return true;
+    for (const Attr& a : op.attributes)
+      if (a.name == key) return true;
   return false;
 }
 
 const OpTable& op_table() {
   static const OpTable table = build_table();
   return table;
+}
+
+namespace {
+
+using json_detail::Json;
+using json_detail::ObjectReader;
+using Pair = std::array<int64_t, 2>;
+
+// Stride and pad: one number for both, or [h, w].
+Result<Pair> to_pair(const Json& value, const std::string& where, int64_t min) {
+  const std::string_view what = min > 0 ? "a positive integer or a list [h, w] of two"
+                                        : "a non-negative integer or a list [h, w] of two";
+  if (value.is_array()) {
+    if (value.size() != 2) return json_detail::type_error(what, value, where);
+    Pair pair{};
+    for (size_t i = 0; i < 2; ++i) {
+      Result<int64_t> n =
+          json_detail::to_int_at_least(value[i], json_detail::index_path(where, i), min,
+                                       min > 0 ? "a positive integer" : "a non-negative integer");
+      if (!n) return n.error();
+      pair[i] = *n;
+    }
+    return pair;
+  }
+  if (!value.is_number()) return json_detail::type_error(what, value, where);
+  Result<int64_t> n = json_detail::to_int_at_least(value, where, min, what);
+  if (!n) return n.error();
+  return Pair{*n, *n};
+}
+
+// A shape of a fixed rank (Conv filter, Pool window) unless rank is 0.
+Result<Shape> to_shape_of_rank(const Json& value, const std::string& where, size_t rank,
+                               std::string_view layout) {
+  Result<Shape> shape = json_detail::to_shape(value, where);
+  if (shape && rank != 0 && shape->size() != rank) {
+    return Error{"must be a list of " + std::to_string(rank) + " positive integers " +
+                     std::string(layout) + " (got " + std::to_string(shape->size()) + ")",
+                 where};
+  }
+  return shape;
+}
+
+// The JSON reader of an attribute's type.
+std::function<Result<int64_t>(const Json&, const std::string&)> int_reader(Attr::Type type) {
+  switch (type) {
+    case Attr::Type::kPositiveInt:
+      return json_detail::to_positive_int;
+    case Attr::Type::kNonNegativeInt:
+      return json_detail::to_non_negative_int;
+    default:
+      return json_detail::to_int;
+  }
+}
+
+void read_one(const Attr& a, ObjectReader& r, LayerSpec& l) {
+  bool read = false;
+  switch (a.type) {
+    case Attr::Type::kPositiveInt:
+    case Attr::Type::kNonNegativeInt:
+    case Attr::Type::kInt: {
+      int64_t& out = l.*std::get<int64_t LayerSpec::*>(a.member);
+      if (!a.required) out = a.default_value;
+      read = r.read(a.name, out, int_reader(a.type), a.required);
+      break;
+    }
+    case Attr::Type::kString:
+      read = r.read(a.name, l.*std::get<std::string LayerSpec::*>(a.member),
+                    json_detail::to_non_empty_string, a.required);
+      break;
+    case Attr::Type::kShape:
+      read = r.read(
+          a.name, l.*std::get<std::vector<int64_t> LayerSpec::*>(a.member),
+          [&a](const Json& v, const std::string& w) {
+            return to_shape_of_rank(v, w, a.rank, a.layout);
+          },
+          a.required);
+      break;
+    case Attr::Type::kIntList:
+      read = r.read(a.name, l.*std::get<std::vector<int64_t> LayerSpec::*>(a.member),
+                    json_detail::to_int_list, a.required);
+      break;
+    case Attr::Type::kBool:
+      read = r.read(a.name, l.*std::get<bool LayerSpec::*>(a.member), json_detail::to_bool,
+                    a.required);
+      break;
+    case Attr::Type::kStride:
+    case Attr::Type::kPad: {
+      Pair& out = l.*std::get<Pair LayerSpec::*>(a.member);
+      if (!a.required) out = Pair{a.default_value, a.default_value};
+      const int64_t min = a.type == Attr::Type::kStride ? 1 : 0;
+      read = r.read(
+          a.name, out, [min](const Json& v, const std::string& w) { return to_pair(v, w, min); },
+          a.required);
+      break;
+    }
+  }
+  if (a.present != nullptr) l.*a.present = read;
+}
+
+void write_one(const Attr& a, const LayerSpec& l, Json& j) {
+  if (a.present != nullptr && !(l.*a.present)) return;
+  const std::string key(a.name);
+  std::visit(
+      [&](auto member) {
+        const auto& value = l.*member;
+        using T = std::decay_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          if (a.required || value != a.default_value) j[key] = value;
+        } else if constexpr (std::is_same_v<T, bool>) {
+          if (a.required || value) j[key] = value;
+        } else if constexpr (std::is_same_v<T, Pair>) {
+          // One number when both agree, as the document may write it.
+          if (a.required || value != Pair{a.default_value, a.default_value})
+            j[key] = value[0] == value[1] ? Json(value[0]) : Json::array({value[0], value[1]});
+        } else {
+          j[key] = value;
+        }
+      },
+      a.member);
+}
+
+}  // namespace
+
+void read_attributes(const OpDef& op, ObjectReader& reader, LayerSpec& layer) {
+  for (const Attr& a : op.attributes) read_one(a, reader, layer);
+}
+
+void write_attributes(const OpDef& op, const LayerSpec& layer, Json& out) {
+  for (const Attr& a : op.attributes) write_one(a, layer, out);
 }
 
 Error Lowering::want_inputs(size_t lo, size_t hi) const {
@@ -156,6 +287,28 @@ VertexPlan same_shape_plan(const Lowering& lowering, std::string_view op) {
   p.inputs.push_back(lowering.port(0, identity_map(s.size())));
   p.outputs.push_back(OutPort{s, identity_map(s.size())});
   return p;
+}
+
+}  // namespace pase
+
+namespace pase {
+
+Result<int> checked_axis(const Lowering& lowering, int64_t axis, const Shape& s,
+                         const std::string& field) {
+  if (std::optional<int> a = norm_axis(axis, s.size())) return *a;
+  return lowering.err("axis " + std::to_string(axis) + " is out of range for shape " + shape_str(s),
+                      field);
+}
+
+Error lower_along_axis(Lowering& lowering, std::string_view op, CostFn cost) {
+  if (Error e = lowering.want_inputs(1, 1); !e.message.empty()) return e;
+  Result<int> axis = checked_axis(lowering, lowering.layer().axis, lowering.inputs()[0].shape);
+  if (!axis) return axis.error();
+  VertexPlan p = same_shape_plan(lowering, op);
+  p.model.cost = cost;
+  p.model.axis = *axis;
+  lowering.publish(lowering.emit(std::move(p)), false);
+  return {};
 }
 
 }  // namespace pase

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "cost_model.hpp"
@@ -29,27 +30,80 @@ namespace pase {
 
 class Lowering;
 
-// How an op reads its attributes (after name, op and inputs), writes them
-// back, and lowers a checked layer to vertices.
-using ReadAttrs = void (*)(json_detail::ObjectReader& reader, LayerSpec& layer);
-using WriteAttrs = void (*)(const LayerSpec& layer, json_detail::Json& out);
+// How an op lowers a checked layer to vertices.
 using Lower = Error (*)(Lowering& lowering);
+
+// An attribute of a layer as the document writes it, bound to its LayerSpec
+// member. Reading and writing are generic (op_table.cpp): the attribute list
+// of an op is all there is to its JSON.
+struct Attr {
+  enum class Type : uint8_t {
+    kPositiveInt,     // int64_t member
+    kNonNegativeInt,  // int64_t member
+    kInt,             // int64_t member
+    kString,          // std::string member, non-empty
+    kShape,           // Shape member: positive integers; `rank` of them unless 0
+    kIntList,         // std::vector<int64_t> member
+    kBool,            // bool member
+    kStride,          // std::array<int64_t, 2> member: a positive integer or [h, w]
+    kPad,             // std::array<int64_t, 2> member: a non-negative integer or [h, w]
+  };
+  using Member = std::variant<int64_t LayerSpec::*, std::string LayerSpec::*,
+                              std::vector<int64_t> LayerSpec::*, bool LayerSpec::*,
+                              std::array<int64_t, 2> LayerSpec::*>;
+
+  std::string_view name;
+  Type type = Type::kInt;
+  Member member;
+  bool required = false;
+  // Optional numbers: the format's default (both entries of a stride or pad),
+  // set before reading and left out when writing.
+  int64_t default_value = 0;
+  // kShape: the rank it must have (0: any) and its layout ("[n, c, r, s]").
+  size_t rank = 0;
+  std::string_view layout;
+  // Optional lists: set when the attribute is present; written only then.
+  bool LayerSpec::*present = nullptr;
+};
+
+// A required attribute, and an optional one with the format's default.
+inline Attr required(std::string_view name, Attr::Type type, Attr::Member member) {
+  Attr a;
+  a.name = name;
+  a.type = type;
+  a.member = member;
+  a.required = true;
+  return a;
+}
+inline Attr optional(std::string_view name, Attr::Type type, Attr::Member member,
+                     int64_t default_value = 0) {
+  Attr a = required(name, type, member);
+  a.required = false;
+  a.default_value = default_value;
+  return a;
+}
 
 struct OpDef {
   std::string_view name;  // as written in documents ("FC")
   // Position in the format's op list (core/docs/graph-format.md) and in the
   // "known: ..." list of an unknown-op error; new ops take the next number.
   int listing = 0;
-  // The attributes a layer of this op may carry, besides name, op, inputs.
-  std::vector<std::string_view> attributes;
-  ReadAttrs read = nullptr;
-  WriteAttrs write = nullptr;
+  // The attributes a layer of this op may carry besides name, op and inputs,
+  // in the order they are read (the first error found is reported).
+  std::vector<Attr> attributes;
   Lower lower = nullptr;
 };
 
+// Reads the attributes of `op` from the layer object `reader` reads into
+// `layer`; the first error stays in the reader.
+void read_attributes(const OpDef& op, json_detail::ObjectReader& reader, LayerSpec& layer);
+// Writes the attributes of `op`: required ones always, optional ones when
+// they differ from their default.
+void write_attributes(const OpDef& op, const LayerSpec& layer, json_detail::Json& out);
+
 class OpTable {
  public:
-  // Adds `def`; asserts that every member is set and the name is new.
+  // Adds `def`; asserts that it has a name and a lowering, and that the name is new.
   void add(OpDef def);
   // The op named `name`, or nullptr.
   const OpDef* find(std::string_view name) const;
@@ -150,6 +204,15 @@ std::optional<int> norm_axis(int64_t axis, size_t rank);
 // axis (Stack, Unstack) is "n" and the others keep their names as if it were
 // absent.
 std::vector<std::string> generic_dims(size_t rank, int stack_axis = -1);
+
+// `axis` normalized into [0, rank of s), or the error "axis 3 is out of range
+// for shape [4, 6, 8]" at `field`.
+Result<int> checked_axis(const Lowering& lowering, int64_t axis, const Shape& s,
+                         const std::string& field = "axis");
+
+// The whole lowering of a one-input op applied along the layer's `axis`,
+// whose iteration space and output are its input's shape (Norm, Softmax).
+Error lower_along_axis(Lowering& lowering, std::string_view op, CostFn cost);
 
 // The lowering of a one-input op whose iteration space is its input's shape
 // and whose output has that shape too (Norm, Softmax, Activation, ...).

@@ -7,65 +7,7 @@
 namespace pase {
 namespace {
 
-using json_detail::Json;
-using json_detail::ObjectReader;
-using Pair = std::array<int64_t, 2>;
-
-// ---- Attributes shared by Conv and Pool ----
-
-// Stride and pad: one number for both, or [h, w].
-Result<Pair> to_pair(const Json& value, const std::string& where, int64_t min) {
-  const std::string_view what = min > 0 ? "a positive integer or a list [h, w] of two"
-                                        : "a non-negative integer or a list [h, w] of two";
-  if (value.is_array()) {
-    if (value.size() != 2) return json_detail::type_error(what, value, where);
-    Pair pair{};
-    for (size_t i = 0; i < 2; ++i) {
-      Result<int64_t> n =
-          json_detail::to_int_at_least(value[i], json_detail::index_path(where, i), min,
-                                       min > 0 ? "a positive integer" : "a non-negative integer");
-      if (!n) return n.error();
-      pair[i] = *n;
-    }
-    return pair;
-  }
-  if (!value.is_number()) return json_detail::type_error(what, value, where);
-  Result<int64_t> n = json_detail::to_int_at_least(value, where, min, what);
-  if (!n) return n.error();
-  return Pair{*n, *n};
-}
-
-Result<Pair> to_stride(const Json& value, const std::string& where) {
-  return to_pair(value, where, 1);
-}
-Result<Pair> to_pad(const Json& value, const std::string& where) {
-  return to_pair(value, where, 0);
-}
-
-// A shape of a fixed rank (Conv filter, Pool window).
-Result<Shape> to_shape_of_rank(const Json& value, const std::string& where, size_t rank,
-                               std::string_view layout) {
-  Result<Shape> shape = json_detail::to_shape(value, where);
-  if (shape && shape->size() != rank) {
-    return Error{"must be a list of " + std::to_string(rank) + " positive integers " +
-                     std::string(layout) + " (got " + std::to_string(shape->size()) + ")",
-                 where};
-  }
-  return shape;
-}
-
-void read_stride_pad(ObjectReader& r, LayerSpec& l) {
-  r.read("stride", l.stride, to_stride);
-  r.read("pad", l.pad, to_pad);
-}
-
-// A stride or pad as the document writes it: one number when both agree;
-// nothing at the default.
-void write_stride_pad(const LayerSpec& l, Json& j) {
-  auto pair = [](const Pair& p) { return p[0] == p[1] ? Json(p[0]) : Json::array({p[0], p[1]}); };
-  if (l.stride != Pair{1, 1}) j["stride"] = pair(l.stride);
-  if (l.pad != Pair{0, 0}) j["pad"] = pair(l.pad);
-}
+using T = Attr::Type;
 
 // Output size of a windowed op along one axis, or nullopt when the window is
 // larger than the padded input.
@@ -85,20 +27,6 @@ Error check_stride_pad(const Lowering& lo) {
 }
 
 // ---- Conv ----
-
-void read_conv(ObjectReader& r, LayerSpec& l) {
-  r.require("filter", l.filter, [](const Json& v, const std::string& w) {
-    return to_shape_of_rank(v, w, 4, "[n, c, r, s]");
-  });
-  read_stride_pad(r, l);
-  r.read("pw", l.pw, json_detail::to_non_negative_int);
-}
-
-void write_conv(const LayerSpec& l, Json& j) {
-  j["filter"] = l.filter;
-  write_stride_pad(l, j);
-  if (l.pw != 0) j["pw"] = l.pw;
-}
 
 Error lower_conv(Lowering& lo) {
   const LayerSpec& l = lo.layer();
@@ -143,18 +71,6 @@ Error lower_conv(Lowering& lo) {
 }
 
 // ---- Pool ----
-
-void read_pool(ObjectReader& r, LayerSpec& l) {
-  r.require("window", l.window, [](const Json& v, const std::string& w) {
-    return to_shape_of_rank(v, w, 2, "[r, s]");
-  });
-  read_stride_pad(r, l);
-}
-
-void write_pool(const LayerSpec& l, Json& j) {
-  j["window"] = l.window;
-  write_stride_pad(l, j);
-}
 
 // The window's halo rows and columns are exchanged when the spatial
 // dimensions are split (core/docs/cost-model.md section 5, Pool).
@@ -205,8 +121,19 @@ Error lower_pool(Lowering& lo) {
 }  // namespace
 
 void register_conv(OpTable& table) {
-  table.add({"Conv", 4, {"filter", "stride", "pad", "pw"}, read_conv, write_conv, lower_conv});
-  table.add({"Pool", 5, {"window", "stride", "pad"}, read_pool, write_pool, lower_pool});
+  Attr filter = required("filter", T::kShape, &LayerSpec::filter);
+  filter.rank = 4;
+  filter.layout = "[n, c, r, s]";
+  Attr window = required("window", T::kShape, &LayerSpec::window);
+  window.rank = 2;
+  window.layout = "[r, s]";
+  const Attr stride = optional("stride", T::kStride, &LayerSpec::stride, 1);
+  const Attr pad = optional("pad", T::kPad, &LayerSpec::pad, 0);
+  table.add({"Conv",
+             4,
+             {filter, stride, pad, optional("pw", T::kNonNegativeInt, &LayerSpec::pw)},
+             lower_conv});
+  table.add({"Pool", 5, {window, stride, pad}, lower_pool});
 }
 
 }  // namespace pase

@@ -8,8 +8,7 @@
 namespace pase {
 namespace {
 
-using json_detail::Json;
-using json_detail::ObjectReader;
+using T = Attr::Type;
 
 int dim_named(const std::vector<std::string>& dims, std::string_view name) {
   for (size_t d = 0; d < dims.size(); ++d)
@@ -18,16 +17,6 @@ int dim_named(const std::vector<std::string>& dims, std::string_view name) {
 }
 
 // ---- FC: y = x W over the last dimension of x ----
-
-void read_fc(ObjectReader& r, LayerSpec& l) {
-  r.require("units", l.units, json_detail::to_positive_int);
-  r.read("pw", l.pw, json_detail::to_non_negative_int);
-}
-
-void write_fc(const LayerSpec& l, Json& j) {
-  j["units"] = l.units;
-  if (l.pw != 0) j["pw"] = l.pw;
-}
 
 Error lower_fc(Lowering& lo) {
   const LayerSpec& l = lo.layer();
@@ -68,16 +57,6 @@ Error lower_fc(Lowering& lo) {
 }
 
 // ---- Einsum: two operands, "in1,in2->out" ----
-
-void read_einsum(ObjectReader& r, LayerSpec& l) {
-  r.require("equation", l.equation, json_detail::to_non_empty_string);
-  r.read("pw", l.pw, json_detail::to_non_negative_int);
-}
-
-void write_einsum(const LayerSpec& l, Json& j) {
-  j["equation"] = l.equation;
-  if (l.pw != 0) j["pw"] = l.pw;
-}
 
 // Letters by convention first (b batch, h heads, s/l/m/t sequence, v
 // vocabulary, x experts), else by role: only in input 2 and the output
@@ -212,16 +191,6 @@ Error lower_einsum(Lowering& lo) {
 
 // ---- Embedding: token ids (b, s) to vectors (b, s, d) ----
 
-void read_embedding(ObjectReader& r, LayerSpec& l) {
-  r.require("vocab", l.vocab, json_detail::to_positive_int);
-  r.require("dim", l.dim, json_detail::to_positive_int);
-}
-
-void write_embedding(const LayerSpec& l, Json& j) {
-  j["vocab"] = l.vocab;
-  j["dim"] = l.dim;
-}
-
 Error lower_embedding(Lowering& lo) {
   const LayerSpec& l = lo.layer();
   if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
@@ -254,9 +223,21 @@ Error lower_embedding(Lowering& lo) {
 }  // namespace
 
 void register_dense(OpTable& table) {
-  table.add({"FC", 1, {"units", "pw"}, read_fc, write_fc, lower_fc});
-  table.add({"Einsum", 2, {"equation", "pw"}, read_einsum, write_einsum, lower_einsum});
-  table.add({"Embedding", 3, {"vocab", "dim"}, read_embedding, write_embedding, lower_embedding});
+  table.add({"FC",
+             1,
+             {required("units", T::kPositiveInt, &LayerSpec::units),
+              optional("pw", T::kNonNegativeInt, &LayerSpec::pw)},
+             lower_fc});
+  table.add({"Einsum",
+             2,
+             {required("equation", T::kString, &LayerSpec::equation),
+              optional("pw", T::kNonNegativeInt, &LayerSpec::pw)},
+             lower_einsum});
+  table.add({"Embedding",
+             3,
+             {required("vocab", T::kPositiveInt, &LayerSpec::vocab),
+              required("dim", T::kPositiveInt, &LayerSpec::dim)},
+             lower_embedding});
 }
 
 }  // namespace pase

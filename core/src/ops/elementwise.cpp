@@ -5,16 +5,7 @@
 namespace pase {
 namespace {
 
-using json_detail::Json;
-using json_detail::ObjectReader;
-
-void read_elementwise(ObjectReader& r, LayerSpec& l) {
-  r.read("pw", l.pw, json_detail::to_non_negative_int);
-}
-
-void write_elementwise(const LayerSpec& l, Json& j) {
-  if (l.pw != 0) j["pw"] = l.pw;
-}
+using T = Attr::Type;
 
 LayerCost elementwise_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
                            const ops::Machine&) {
@@ -42,7 +33,8 @@ Error lower_elementwise(Lowering& lo) {
 }  // namespace
 
 void register_elementwise(OpTable& table) {
-  table.add({"Elementwise", 6, {"pw"}, read_elementwise, write_elementwise, lower_elementwise});
+  table.add(
+      {"Elementwise", 6, {optional("pw", T::kNonNegativeInt, &LayerSpec::pw)}, lower_elementwise});
 }
 
 }  // namespace pase

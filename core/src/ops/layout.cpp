@@ -7,21 +7,9 @@
 namespace pase {
 namespace {
 
-using json_detail::Json;
-using json_detail::ObjectReader;
-
-Error axis_out_of_range(const Lowering& lo, int64_t axis, const Shape& s) {
-  return lo.err("axis " + std::to_string(axis) + " is out of range for shape " + shape_str(s),
-                "axis");
-}
+using T = Attr::Type;
 
 // ---- Reshape: Ravel to one dimension, then Unravel to the target ----
-
-void read_reshape(ObjectReader& r, LayerSpec& l) {
-  r.require("shape", l.shape, json_detail::to_shape);
-}
-
-void write_reshape(const LayerSpec& l, Json& j) { j["shape"] = l.shape; }
 
 Error lower_reshape(Lowering& lo) {
   const LayerSpec& l = lo.layer();
@@ -59,12 +47,6 @@ Error lower_reshape(Lowering& lo) {
 
 // ---- Transpose ----
 
-void read_transpose(ObjectReader& r, LayerSpec& l) {
-  r.require("perm", l.perm, json_detail::to_int_list);
-}
-
-void write_transpose(const LayerSpec& l, Json& j) { j["perm"] = l.perm; }
-
 Error lower_transpose(Lowering& lo) {
   const LayerSpec& l = lo.layer();
   if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
@@ -95,23 +77,13 @@ Error lower_transpose(Lowering& lo) {
 
 // ---- Concat, Split, Stack, Unstack: an axis ----
 
-void read_axis(ObjectReader& r, LayerSpec& l) { r.read("axis", l.axis, json_detail::to_int); }
-
-void write_axis(const LayerSpec& l, Json& j) {
-  if (l.axis != 0) j["axis"] = l.axis;
-}
-
-void read_concat(ObjectReader& r, LayerSpec& l) { r.require("axis", l.axis, json_detail::to_int); }
-
-void write_concat(const LayerSpec& l, Json& j) { j["axis"] = l.axis; }
-
 Error lower_concat(Lowering& lo) {
   const LayerSpec& l = lo.layer();
   if (Error e = lo.want_inputs(2, SIZE_MAX); !e.message.empty()) return e;
   const std::vector<Slot>& in = lo.inputs();
   const Shape& s = in[0].shape;
-  auto axis = norm_axis(l.axis, s.size());
-  if (!axis) return axis_out_of_range(lo, l.axis, s);
+  Result<int> axis = checked_axis(lo, l.axis, s);
+  if (!axis) return axis.error();
   int64_t total = 0;
   for (size_t k = 0; k < in.size(); ++k) {
     const Shape& t = in[k].shape;
@@ -140,22 +112,12 @@ Error lower_concat(Lowering& lo) {
   return {};
 }
 
-void read_split(ObjectReader& r, LayerSpec& l) {
-  r.require("num", l.num, json_detail::to_positive_int);
-  r.require("axis", l.axis, json_detail::to_int);
-}
-
-void write_split(const LayerSpec& l, Json& j) {
-  j["num"] = l.num;
-  j["axis"] = l.axis;
-}
-
 Error lower_split(Lowering& lo) {
   const LayerSpec& l = lo.layer();
   if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
   const Shape& s = lo.inputs()[0].shape;
-  auto axis = norm_axis(l.axis, s.size());
-  if (!axis) return axis_out_of_range(lo, l.axis, s);
+  Result<int> axis = checked_axis(lo, l.axis, s);
+  if (!axis) return axis.error();
   if (l.num <= 0 || l.num > kMaxOutputs)
     return lo.err("must be an integer from 1 to " + std::to_string(kMaxOutputs), "num");
   if (s[*axis] % l.num != 0)
@@ -212,8 +174,8 @@ Error lower_unstack(Lowering& lo) {
   const LayerSpec& l = lo.layer();
   if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
   const Shape& s = lo.inputs()[0].shape;
-  auto axis = norm_axis(l.axis, s.size());
-  if (!axis) return axis_out_of_range(lo, l.axis, s);
+  Result<int> axis = checked_axis(lo, l.axis, s);
+  if (!axis) return axis.error();
   if (s.size() < 2) return lo.err("Unstack needs an input of rank 2 or more", "inputs[0]");
   if (s[*axis] > kMaxOutputs)
     return lo.err("would make " + std::to_string(s[*axis]) + " outputs; the limit is " +
@@ -237,12 +199,14 @@ Error lower_unstack(Lowering& lo) {
 }  // namespace
 
 void register_layout(OpTable& table) {
-  table.add({"Reshape", 11, {"shape"}, read_reshape, write_reshape, lower_reshape});
-  table.add({"Transpose", 12, {"perm"}, read_transpose, write_transpose, lower_transpose});
-  table.add({"Concat", 13, {"axis"}, read_concat, write_concat, lower_concat});
-  table.add({"Split", 14, {"num", "axis"}, read_split, write_split, lower_split});
-  table.add({"Stack", 15, {"axis"}, read_axis, write_axis, lower_stack});
-  table.add({"Unstack", 16, {"axis"}, read_axis, write_axis, lower_unstack});
+  const Attr axis = required("axis", T::kInt, &LayerSpec::axis);
+  const Attr axis_or_0 = optional("axis", T::kInt, &LayerSpec::axis, 0);
+  table.add({"Reshape", 11, {required("shape", T::kShape, &LayerSpec::shape)}, lower_reshape});
+  table.add({"Transpose", 12, {required("perm", T::kIntList, &LayerSpec::perm)}, lower_transpose});
+  table.add({"Concat", 13, {axis}, lower_concat});
+  table.add({"Split", 14, {required("num", T::kPositiveInt, &LayerSpec::num), axis}, lower_split});
+  table.add({"Stack", 15, {axis_or_0}, lower_stack});
+  table.add({"Unstack", 16, {axis_or_0}, lower_unstack});
 }
 
 }  // namespace pase

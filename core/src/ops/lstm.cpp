@@ -5,18 +5,7 @@
 namespace pase {
 namespace {
 
-using json_detail::Json;
-using json_detail::ObjectReader;
-
-void read_lstm(ObjectReader& r, LayerSpec& l) {
-  r.require("units", l.units, json_detail::to_positive_int);
-  r.require("layers", l.layers, json_detail::to_positive_int);
-}
-
-void write_lstm(const LayerSpec& l, Json& j) {
-  j["units"] = l.units;
-  j["layers"] = l.layers;
-}
+using T = Attr::Type;
 
 // The GEMM of the four gates, plus the cell re-layout: the (b, u) state moves
 // from (c_b, c_n) to (c_b, c_k) at every layer and step (full L and s).
@@ -71,7 +60,11 @@ Error lower_lstm(Lowering& lo) {
 }  // namespace
 
 void register_lstm(OpTable& table) {
-  table.add({"LSTM", 17, {"units", "layers"}, read_lstm, write_lstm, lower_lstm});
+  table.add({"LSTM",
+             17,
+             {required("units", T::kPositiveInt, &LayerSpec::units),
+              required("layers", T::kPositiveInt, &LayerSpec::layers)},
+             lower_lstm});
 }
 
 }  // namespace pase

@@ -6,19 +6,9 @@
 namespace pase {
 namespace {
 
-using json_detail::Json;
-using json_detail::ObjectReader;
+using T = Attr::Type;
 
 // ---- Norm: normalizes along one axis (-1 by default) ----
-
-void read_norm(ObjectReader& r, LayerSpec& l) {
-  l.axis = -1;  // the format's default, not LayerSpec's
-  r.read("axis", l.axis, json_detail::to_int);
-}
-
-void write_norm(const LayerSpec& l, Json& j) {
-  if (l.axis != -1) j["axis"] = l.axis;
-}
 
 LayerCost norm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
                     const ops::Machine& mc) {
@@ -36,32 +26,9 @@ LayerCost norm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
   return out;
 }
 
-Error lower_norm(Lowering& lo) {
-  const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
-  const Shape& s = lo.inputs()[0].shape;
-  auto axis = norm_axis(l.axis, s.size());
-  if (!axis)
-    return lo.err("axis " + std::to_string(l.axis) + " is out of range for shape " + shape_str(s),
-                  "axis");
-  VertexPlan p = same_shape_plan(lo, "Norm");
-  p.model.cost = norm_cost;
-  p.model.axis = *axis;
-  lo.publish(lo.emit(std::move(p)), false);
-  return {};
-}
+Error lower_norm(Lowering& lo) { return lower_along_axis(lo, "Norm", norm_cost); }
 
 // ---- ReduceMean: mean over `axes` (all by default) ----
-
-void read_reduce_mean(ObjectReader& r, LayerSpec& l) {
-  l.has_axes = r.read("axes", l.axes, json_detail::to_int_list);
-  r.read("keepdims", l.keepdims, json_detail::to_bool);
-}
-
-void write_reduce_mean(const LayerSpec& l, Json& j) {
-  if (l.has_axes) j["axes"] = l.axes;
-  if (l.keepdims) j["keepdims"] = true;
-}
 
 LayerCost reduce_mean_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
                            const ops::Machine& mc) {
@@ -79,10 +46,8 @@ Error lower_reduce_mean(Lowering& lo) {
   const Shape& s = lo.inputs()[0].shape;
   std::vector<bool> reduced(s.size(), !l.has_axes);
   for (int64_t a : l.axes) {
-    auto axis = norm_axis(a, s.size());
-    if (!axis)
-      return lo.err("axis " + std::to_string(a) + " is out of range for shape " + shape_str(s),
-                    "axes");
+    Result<int> axis = checked_axis(lo, a, s, "axes");
+    if (!axis) return axis.error();
     if (reduced[*axis]) return lo.err("axis " + std::to_string(a) + " is named twice", "axes");
     reduced[*axis] = true;
   }
@@ -110,12 +75,12 @@ Error lower_reduce_mean(Lowering& lo) {
 }  // namespace
 
 void register_norm(OpTable& table) {
-  table.add({"Norm", 7, {"axis"}, read_norm, write_norm, lower_norm});
+  table.add({"Norm", 7, {optional("axis", T::kInt, &LayerSpec::axis, -1)}, lower_norm});
+  Attr axes = optional("axes", T::kIntList, &LayerSpec::axes);
+  axes.present = &LayerSpec::has_axes;  // absent: every axis
   table.add({"ReduceMean",
              8,
-             {"axes", "keepdims"},
-             read_reduce_mean,
-             write_reduce_mean,
+             {axes, optional("keepdims", T::kBool, &LayerSpec::keepdims)},
              lower_reduce_mean});
 }
 

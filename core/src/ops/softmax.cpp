@@ -5,19 +5,9 @@
 namespace pase {
 namespace {
 
-using json_detail::Json;
-using json_detail::ObjectReader;
+using T = Attr::Type;
 
 // ---- Softmax along one axis (-1 by default) ----
-
-void read_softmax(ObjectReader& r, LayerSpec& l) {
-  l.axis = -1;  // the format's default, not LayerSpec's
-  r.read("axis", l.axis, json_detail::to_int);
-}
-
-void write_softmax(const LayerSpec& l, Json& j) {
-  if (l.axis != -1) j["axis"] = l.axis;
-}
 
 LayerCost softmax_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
                        const ops::Machine& mc) {
@@ -35,25 +25,9 @@ LayerCost softmax_cost(const Vertex& v, const VertexModel& model, const int64_t*
   return out;
 }
 
-Error lower_softmax(Lowering& lo) {
-  const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
-  const Shape& s = lo.inputs()[0].shape;
-  auto axis = norm_axis(l.axis, s.size());
-  if (!axis)
-    return lo.err("axis " + std::to_string(l.axis) + " is out of range for shape " + shape_str(s),
-                  "axis");
-  VertexPlan p = same_shape_plan(lo, "Softmax");
-  p.model.cost = softmax_cost;
-  p.model.axis = *axis;
-  lo.publish(lo.emit(std::move(p)), false);
-  return {};
-}
+Error lower_softmax(Lowering& lo) { return lower_along_axis(lo, "Softmax", softmax_cost); }
 
 // ---- SoftmaxCrossEntropy: the loss over the last (class) dimension ----
-
-void read_nothing(ObjectReader&, LayerSpec&) {}
-void write_nothing(const LayerSpec&, Json&) {}
 
 LayerCost sce_cost(const Vertex& v, const VertexModel&, const int64_t* c, const ops::Machine& mc) {
   size_t last = v.dom.size() - 1;
@@ -81,8 +55,8 @@ Error lower_sce(Lowering& lo) {
 }  // namespace
 
 void register_softmax(OpTable& table) {
-  table.add({"Softmax", 9, {"axis"}, read_softmax, write_softmax, lower_softmax});
-  table.add({"SoftmaxCrossEntropy", 10, {}, read_nothing, write_nothing, lower_sce});
+  table.add({"Softmax", 9, {optional("axis", T::kInt, &LayerSpec::axis, -1)}, lower_softmax});
+  table.add({"SoftmaxCrossEntropy", 10, {}, lower_sce});
 }
 
 }  // namespace pase
