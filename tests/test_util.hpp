@@ -59,6 +59,19 @@ inline bool close(double a, double b) {
   return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
 }
 
+// A graph document with `layers` (a JSON array text) over input x: [8, 16].
+inline std::string graph_doc(const std::string& layers, const std::string& extra = "") {
+  return R"({"format": "pase-graph/1", "inputs": {"x": [8, 16]}, "layers": )" + layers + extra +
+         "}";
+}
+
+// The error of loading the graph document `text`; fails the test when it loads.
+inline Error load_error(const std::string& text) {
+  Result<Graph> g = load_graph(text);
+  REQUIRE_FALSE(g.ok());
+  return g.error();
+}
+
 // The error of building `spec`; fails the test when it builds.
 inline Error build_error(const GraphSpec& spec) {
   Result<Graph> g = build_graph(spec);
