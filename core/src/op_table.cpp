@@ -103,16 +103,25 @@ Result<Shape> to_shape_of_rank(const Json& value, const std::string& where, size
   return shape;
 }
 
-// The JSON reader of an attribute's type.
+// The JSON reader of an integer attribute's type.
 std::function<Result<int64_t>(const Json&, const std::string&)> int_reader(Attr::Type type) {
   switch (type) {
     case Attr::Type::kPositiveInt:
       return json_detail::to_positive_int;
     case Attr::Type::kNonNegativeInt:
       return json_detail::to_non_negative_int;
-    default:
+    case Attr::Type::kInt:
       return json_detail::to_int;
+    case Attr::Type::kString:
+    case Attr::Type::kShape:
+    case Attr::Type::kIntList:
+    case Attr::Type::kBool:
+    case Attr::Type::kStride:
+    case Attr::Type::kPad:
+      break;  // not integers
   }
+  assert(false && "not an integer attribute");
+  return json_detail::to_int;
 }
 
 void read_one(const Attr& a, ObjectReader& r, LayerSpec& l) {
