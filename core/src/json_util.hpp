@@ -1,4 +1,4 @@
-// Private helpers of the JSON code (json_io.cpp, json_api.cpp): typed readers
+// Private helpers of the JSON code (graph_json.cpp, json_api.cpp, op_table.cpp): typed readers
 // that turn a JSON value into a C++ value or an Error naming the field path,
 // the exception-free document parser and the pretty printer.
 //
@@ -272,7 +272,7 @@ class ObjectReader {
   std::optional<Error> error_;
 };
 
-// ---- Documents (implemented in json_io.cpp) -------------------------------------
+// ---- Documents (json_util.cpp; the graph schema: graph_json.cpp) ----------------
 
 // Parses JSON text without exceptions. Checks the size (kMaxDocumentBytes) and
 // nesting depth (kMaxJsonDepth) first; rejects duplicate keys. Syntax errors
