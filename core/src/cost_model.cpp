@@ -112,6 +112,14 @@ LayerCost gemm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
   return out;
 }
 
+LayerCost pointwise_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
+                         const Machine&) {
+  LayerCost out;
+  out.compute = (1 + static_cast<double>(model.pw)) * per_device_points(v, c);
+  out.total = out.compute;
+  return out;
+}
+
 LayerCost no_cost(const Vertex&, const VertexModel&, const int64_t*, const Machine&) { return {}; }
 
 }  // namespace ops

@@ -105,6 +105,11 @@ double redistribution_words(const Shape& shape, const int64_t* s, const int64_t*
 // The GEMM formula of section 4 over model.gemm.
 LayerCost gemm_cost(const Vertex& v, const VertexModel& model, const int64_t* c, const Machine& m);
 
+// (1 + pw) * prod(dpp), all compute: an element-wise op with `model.pw`
+// point-wise operations per element beyond the first (Elementwise, Activation).
+LayerCost pointwise_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
+                         const Machine& m);
+
 // No compute and no communication of its own: the edges carry the cost of
 // pure data movement (Ravel, Unravel, Transpose, Concat, Split, Stack, Unstack).
 LayerCost no_cost(const Vertex& v, const VertexModel& model, const int64_t* c, const Machine& m);

@@ -236,12 +236,8 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
   // Edges in Graph::edges order, so edges[i] here is Plan::edge_costs[i].
   Json edges = Json::array();
   for (size_t i = 0; i < graph.edges.size(); ++i) {
-    const Edge& edge = graph.edges[i];
-    Json e = Json::object();
-    e["src"] = edge.src;
-    e["dst"] = edge.dst;
-    e["cost"] = i < plan.edge_costs.size() ? plan.edge_costs[i] : 0.0;
-    edges.push_back(std::move(e));
+    const double cost = i < plan.edge_costs.size() ? plan.edge_costs[i] : 0.0;
+    edges.push_back(Json{{"src", graph.edges[i].src}, {"dst", graph.edges[i].dst}, {"cost", cost}});
   }
   j["edges"] = std::move(edges);
 

@@ -7,14 +7,6 @@ namespace {
 
 using T = Attr::Type;
 
-LayerCost elementwise_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
-                           const ops::Machine&) {
-  LayerCost out;
-  out.compute = (1 + static_cast<double>(model.pw)) * ops::per_device_points(v, c);
-  out.total = out.compute;
-  return out;
-}
-
 Error lower_elementwise(Lowering& lo) {
   if (Error e = lo.want_inputs(2, 2); !e.message.empty()) return e;
   const std::vector<Slot>& in = lo.inputs();
@@ -24,7 +16,7 @@ Error lower_elementwise(Lowering& lo) {
         "inputs");
   VertexPlan p = same_shape_plan(lo, "Elementwise");
   p.inputs.push_back(lo.port(1, identity_map(in[1].shape.size())));
-  p.model.cost = elementwise_cost;
+  p.model.cost = ops::pointwise_cost;
   p.model.pw = lo.layer().pw;
   lo.publish(lo.emit(std::move(p)), false);
   return {};
