@@ -45,7 +45,7 @@ void check_dp_value(const Graph& g, const Cluster& cluster, Order order) {
   std::vector<size_t> counts;
   for (const ConfigSet& s : *sets) counts.push_back(s.size());
   Ordering ord = make_ordering(g, order, counts);
-  DpEstimate est = estimate_dp(ord, *sets);
+  SearchStats est = estimate_dp(ord, *sets);
   Result<DpResult> dp = run_dp(g, *sets, ord, ops::make_machine(cluster), est, PlanOptions{});
   REQUIRE(dp.ok());
   Strategy s;

@@ -231,7 +231,7 @@ TEST_CASE("plan: the memory guard refuses and names the size it needs") {
   REQUIRE(sets.ok());
   std::vector<size_t> counts;
   for (const ConfigSet& s : *sets) counts.push_back(s.size());
-  DpEstimate est = estimate_dp(make_ordering(g, Order::kBfs, counts), *sets);
+  SearchStats est = estimate_dp(make_ordering(g, Order::kBfs, counts), *sets);
   REQUIRE(est.peak_bytes > static_cast<double>(options.max_memory));
 
   Result<Plan> p = plan(g, cluster, options);

@@ -157,16 +157,16 @@ std::string compare_usage() {
 
 int run_compare(const Args& args) {
   Flags flags;
-  const auto specs = join({kGraphFlags,
-                           kClusterFlags,
-                           {{"--sweep", true},
-                            {"--mcmc-iterations", true},
-                            {"--mcmc-time", true},
-                            {"--mcmc-beta", true},
-                            {"--seed", true},
-                            {"--format", true},
-                            {"--layers", false}}});
-  if (auto message = parse_flags(args, specs, flags)) return usage_error("compare", *message);
+  if (auto message = parse_planning_flags(args,
+                                          {{"--sweep", true},
+                                           {"--mcmc-iterations", true},
+                                           {"--mcmc-time", true},
+                                           {"--mcmc-beta", true},
+                                           {"--seed", true},
+                                           {"--format", true},
+                                           {"--layers", false}},
+                                          flags))
+    return usage_error("compare", *message);
   bool json = false;
   GraphSource source;
   pase::Cluster cluster;

@@ -27,8 +27,8 @@ std::string eval_usage() {
 
 int run_eval(const Args& args) {
   Flags flags;
-  const auto specs = join({kGraphFlags, kClusterFlags, {{"--strategy", true}, {"--format", true}}});
-  if (auto message = parse_flags(args, specs, flags)) return usage_error("eval", *message);
+  if (auto message = parse_planning_flags(args, {{"--strategy", true}, {"--format", true}}, flags))
+    return usage_error("eval", *message);
   bool json = false;
   GraphSource source;
   pase::Cluster cluster;

@@ -74,14 +74,14 @@ std::string plan_usage() {
 
 int run_plan(const Args& args) {
   Flags flags;
-  const auto specs = join({kGraphFlags,
-                           kClusterFlags,
-                           {{"--order", true},
-                            {"--max-memory", true},
-                            {"--pow2-only", false},
-                            {"--all-devices", false},
-                            {"--format", true}}});
-  if (auto message = parse_flags(args, specs, flags)) return usage_error("plan", *message);
+  if (auto message = parse_planning_flags(args,
+                                          {{"--order", true},
+                                           {"--max-memory", true},
+                                           {"--pow2-only", false},
+                                           {"--all-devices", false},
+                                           {"--format", true}},
+                                          flags))
+    return usage_error("plan", *message);
 
   pase::PlanOptions options;
   if (std::optional<std::string> order = flags.get("--order")) {

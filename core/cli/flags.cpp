@@ -135,4 +135,9 @@ std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) 
   return all;
 }
 
+std::optional<std::string> parse_planning_flags(const Args& args, std::vector<FlagSpec> extra,
+                                                Flags& flags) {
+  return parse_flags(args, join({kGraphFlags, kClusterFlags, std::move(extra)}), flags);
+}
+
 }  // namespace pase_cli

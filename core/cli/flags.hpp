@@ -68,4 +68,9 @@ constexpr std::string_view kClusterHelp =
 // The groups one after the other.
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);
 
+// parse_flags() for a command that plans a graph on a cluster: the graph and
+// cluster flags plus the command's own `extra` ones.
+std::optional<std::string> parse_planning_flags(const Args& args, std::vector<FlagSpec> extra,
+                                                Flags& flags);
+
 }  // namespace pase_cli

@@ -146,8 +146,8 @@ class StepRunner {
 
 }  // namespace
 
-DpEstimate estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& configs) {
-  DpEstimate e;
+SearchStats estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& configs) {
+  SearchStats e;
   double vectors = 0;
   for (const ConfigSet& c : configs) vectors += static_cast<double>(c.size()) * sizeof(double);
   std::vector<double> size(ord.steps.size());
@@ -173,7 +173,7 @@ DpEstimate estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& config
 }
 
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
-                        const ops::Machine& m, const DpEstimate& est, const PlanOptions& options) {
+                        const ops::Machine& m, const SearchStats& est, const PlanOptions& options) {
   size_t n_steps = ord.steps.size();
   std::vector<std::vector<double>> tables(n_steps);
   std::vector<std::vector<uint16_t>> args(n_steps);

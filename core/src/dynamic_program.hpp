@@ -20,17 +20,10 @@
 
 namespace pase {
 
-// What a run will need, computed before anything is allocated. Sizes are
-// doubles so that absurd orders report their size instead of overflowing.
-struct DpEstimate {
-  double pairs = 0;
-  double table_entries = 0;
-  double largest_table = 0;
-  double peak_bytes = 0;
-  int max_dependent_set = 0;
-};
-
-DpEstimate estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& configs);
+// What a run will need, computed before anything is allocated: the size
+// fields of SearchStats (max_dependent_set, table_entries, largest_table,
+// pairs, peak_bytes); the others are left at their defaults.
+SearchStats estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& configs);
 
 struct DpResult {
   double cost = 0;
@@ -39,6 +32,6 @@ struct DpResult {
 
 // Runs the program. Errors: "cancelled" when options.cancel is set.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
-                        const ops::Machine& m, const DpEstimate& est, const PlanOptions& options);
+                        const ops::Machine& m, const SearchStats& est, const PlanOptions& options);
 
 }  // namespace pase

@@ -114,8 +114,7 @@ namespace {
 struct Prepared {
   std::vector<ConfigSet> configs;
   Ordering ord;
-  DpEstimate est;
-  uint64_t configurations = 0;
+  SearchStats est;  // sizes only
 };
 
 Result<Prepared> prepare(const Graph& graph, const Cluster& cluster, const PlanOptions& options) {
@@ -127,22 +126,18 @@ Result<Prepared> prepare(const Graph& graph, const Cluster& cluster, const PlanO
   std::vector<size_t> counts;
   for (const ConfigSet& c : p.configs) {
     counts.push_back(c.size());
-    p.configurations += c.size();
+    p.est.configurations += c.size();
   }
   p.ord = make_ordering(graph, options.order, counts);
+  const uint64_t configurations = p.est.configurations;
   p.est = estimate_dp(p.ord, p.configs);
+  p.est.configurations = configurations;
   return p;
 }
 
 SearchStats stats_of(const Prepared& p, Order order) {
-  SearchStats s;
+  SearchStats s = p.est;
   s.order = order;
-  s.max_dependent_set = p.est.max_dependent_set;
-  s.table_entries = p.est.table_entries;
-  s.largest_table = p.est.largest_table;
-  s.pairs = p.est.pairs;
-  s.peak_bytes = p.est.peak_bytes;
-  s.configurations = p.configurations;
   return s;
 }
 
@@ -166,7 +161,7 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
   auto start = std::chrono::steady_clock::now();
   auto prep = prepare(graph, cluster, options);
   if (!prep) return prep.error();
-  const DpEstimate& est = prep->est;
+  const SearchStats& est = prep->est;
   // Without a limit, still refuse what no machine could hold (the tables are
   // indexed by 64-bit offsets and allocated as one block each).
   double limit = options.max_memory ? static_cast<double>(options.max_memory) : 0x1p62;
