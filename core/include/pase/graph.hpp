@@ -59,6 +59,7 @@ struct LayerSpec {
   Shape window;                         // Pool: [r, s]
   std::array<int64_t, 2> stride{1, 1};  // Conv, Pool: [h, w]
   std::array<int64_t, 2> pad{0, 0};     // Conv, Pool: [h, w]
+  int64_t group = 1;                    // Conv: channel groups (filter is [n, c / group, r, s])
   int64_t axis = 0;                     // Norm, Softmax (-1), Concat, Split, Stack, Unstack (0)
   std::vector<int64_t> axes;            // ReduceMean; empty with has_axes=false means all
   bool has_axes = false;

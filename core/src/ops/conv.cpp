@@ -37,10 +37,23 @@ Error lower_conv(Lowering& lo) {
   if (l.filter.size() != 4) return lo.err("must be [n, c, r, s]", "filter");
   for (int64_t f : l.filter)
     if (f <= 0) return lo.err("sizes must be positive integers", "filter");
-  if (l.filter[1] != x[1])
-    return lo.err(
-        "channel " + std::to_string(l.filter[1]) + " does not match input " + std::to_string(x[1]),
-        "filter");
+  // A LayerSpec built in code is not checked by the JSON reader.
+  if (l.group <= 0) return lo.err("must be a positive integer", "group");
+  const int64_t group = l.group;
+  if (x[1] % group != 0)
+    return lo.err("group " + std::to_string(group) + " does not divide the input's " +
+                      std::to_string(x[1]) + " channels",
+                  "group");
+  if (l.filter[1] != x[1] / group) {
+    std::string want = "input " + std::to_string(x[1]);
+    if (group > 1)
+      want += " / group " + std::to_string(group) + " = " + std::to_string(x[1] / group);
+    return lo.err("channel " + std::to_string(l.filter[1]) + " does not match " + want, "filter");
+  }
+  if (l.filter[0] % group != 0)
+    return lo.err("group " + std::to_string(group) + " does not divide the filter's " +
+                      std::to_string(l.filter[0]) + " output channels",
+                  "group");
   if (Error e = check_stride_pad(lo); !e.message.empty()) return e;
   auto ho = window_out(x[2], l.filter[2], l.stride[0], l.pad[0]);
   auto wo = window_out(x[3], l.filter[3], l.stride[1], l.pad[1]);
@@ -50,22 +63,43 @@ Error lower_conv(Lowering& lo) {
         "filter");
   VertexPlan p;
   p.op = "Conv";
-  p.dims = {"b", "c", "h", "w", "r", "s", "n"};
-  p.kinds = {DimKind::kBatch,     DimKind::kReduction, DimKind::kSpatial, DimKind::kSpatial,
-             DimKind::kReduction, DimKind::kReduction, DimKind::kHidden};
-  p.dom = {x[0], x[1], *ho, *wo, l.filter[2], l.filter[3], l.filter[0]};
-  if (Error e = lo.check_dom(p.dom); !e.message.empty()) return e;
-  p.inputs.push_back(lo.port(0, identity_map(4)));
-  p.outputs.push_back(OutPort{{x[0], l.filter[0], *ho, *wo}, {{0}, {6}, {2}, {3}}});
   VertexModel& m = p.model;
   m.cost = ops::gemm_cost;
-  m.pinned.assign(7, false);
-  m.pinned[2] = m.pinned[3] = true;  // no halo exchange is modelled
   m.batch_dim = 0;
-  m.gemm.m = {0, 2, 3};
-  m.gemm.n = {6};
-  m.gemm.k = {1, 4, 5};
   m.gemm.pw = l.pw;
+  const Shape out = {x[0], l.filter[0], *ho, *wo};
+  if (group == 1) {
+    // The paper's Conv (cost-model.md section 5), exactly.
+    p.dims = {"b", "c", "h", "w", "r", "s", "n"};
+    p.kinds = {DimKind::kBatch,     DimKind::kReduction, DimKind::kSpatial, DimKind::kSpatial,
+               DimKind::kReduction, DimKind::kReduction, DimKind::kHidden};
+    p.dom = {x[0], x[1], *ho, *wo, l.filter[2], l.filter[3], l.filter[0]};
+    p.inputs.push_back(lo.port(0, identity_map(4)));
+    p.outputs.push_back(OutPort{out, {{0}, {6}, {2}, {3}}});
+    m.pinned.assign(7, false);
+    m.pinned[2] = m.pinned[3] = true;  // no halo exchange is modelled
+    m.gemm.m = {0, 2, 3};
+    m.gemm.n = {6};
+    m.gemm.k = {1, 4, 5};
+  } else {
+    // Grouped: each group is an independent GEMM, so the group is a GEMM
+    // batch dimension `g` (core/docs/cost-model.md, "Extension: grouped
+    // convolutions"; not in the PaSE paper). The channels of the input and
+    // the output are (group, c) and (group, n), group outermost.
+    p.dims = {"b", "g", "c", "h", "w", "r", "s", "n"};
+    p.kinds = {DimKind::kBatch,   DimKind::kHidden,    DimKind::kReduction, DimKind::kSpatial,
+               DimKind::kSpatial, DimKind::kReduction, DimKind::kReduction, DimKind::kHidden};
+    p.dom = {x[0], group, x[1] / group, *ho, *wo, l.filter[2], l.filter[3], l.filter[0] / group};
+    p.inputs.push_back(lo.port(0, {{0}, {1, 2}, {3}, {4}}));
+    p.outputs.push_back(OutPort{out, {{0}, {1, 7}, {3}, {4}}});
+    m.pinned.assign(8, false);
+    m.pinned[3] = m.pinned[4] = true;  // no halo exchange is modelled
+    m.gemm.batch = {1};
+    m.gemm.m = {0, 3, 4};
+    m.gemm.n = {7};
+    m.gemm.k = {2, 5, 6};
+  }
+  if (Error e = lo.check_dom(p.dom); !e.message.empty()) return e;
   lo.publish(lo.emit(std::move(p)), false);
   return {};
 }
@@ -131,7 +165,8 @@ void register_conv(OpTable& table) {
   const Attr pad = optional("pad", T::kPad, &LayerSpec::pad, 0);
   table.add({"Conv",
              4,
-             {filter, stride, pad, optional("pw", T::kNonNegativeInt, &LayerSpec::pw)},
+             {filter, stride, pad, optional("pw", T::kNonNegativeInt, &LayerSpec::pw),
+              optional("group", T::kPositiveInt, &LayerSpec::group, 1)},
              lower_conv});
   table.add({"Pool", 5, {window, stride, pad}, lower_pool});
 }
