@@ -8,8 +8,9 @@
 //
 // A GraphSpec mirrors the JSON document field for field (layers with op
 // attributes, graph inputs, cutoff). build_graph() checks it and lowers it to
-// vertices: one vertex per layer, except Reshape which becomes the two vertices
-// Ravel and Unravel. Vertex ids are creation order, starting at 0.
+// vertices through the op table (core/docs/architecture.md): one vertex per
+// layer, except Reshape which becomes the two vertices Ravel and Unravel.
+// Vertex ids are creation order, starting at 0.
 //
 // ERRORS
 //   Every problem is returned as Error{message, where} with `where` naming the
@@ -52,7 +53,7 @@ struct LayerSpec {
   std::string op;  // the op's name in the format ("FC", "Conv", ...)
   std::vector<Operand> inputs;
   int64_t units = 0;                    // FC, LSTM
-  int64_t pw = 0;                       // FC, Einsum, Conv, Elementwise: fused point-wise ops
+  int64_t pw = 0;                       // FC, Einsum, Conv, Elementwise, Activation: point-wise ops
   std::string equation;                 // Einsum, "in1,in2->out"
   int64_t vocab = 0, dim = 0;           // Embedding
   Shape filter;                         // Conv: [n, c, r, s]
