@@ -245,9 +245,9 @@ TEST_CASE("conv group: group 1 is the plain Conv, vertex for vertex") {
   CHECK(mb.gemm.n == ma.gemm.n);
   CHECK(mb.gemm.k == ma.gemm.k);
   CHECK(mb.gemm.pw == ma.gemm.pw);
-  for (const Config& c : {Config{1, 1, 1, 1, 1, 1, 1}, Config{2, 2, 1, 1, 1, 1, 2},
-                          Config{4, 1, 1, 1, 3, 1, 1}, Config{1, 4, 1, 1, 1, 3, 1},
-                          Config{1, 2, 1, 1, 1, 1, 8}}) {
+  for (const Config& c :
+       {Config{1, 1, 1, 1, 1, 1, 1}, Config{2, 2, 1, 1, 1, 1, 2}, Config{4, 1, 1, 1, 3, 1, 1},
+        Config{1, 4, 1, 1, 1, 3, 1}, Config{1, 2, 1, 1, 1, 1, 8}}) {
     CAPTURE(c);
     LayerCost ca = cost_at(*a, c);
     LayerCost cb = cost_at(*b, c);
@@ -260,8 +260,8 @@ TEST_CASE("conv group: group 1 is the plain Conv, vertex for vertex") {
 TEST_CASE("conv group: survives write_graph and load_graph; group 1 is left out") {
   for (int64_t group : {1, 2}) {
     CAPTURE(group);
-    GraphSpec s = spec_with({{"img", {4, 4, 8, 8}}},
-                            {conv("conv", "img", {8, 4 / group, 3, 3}, group)});
+    GraphSpec s =
+        spec_with({{"img", {4, 4, 8, 8}}}, {conv("conv", "img", {8, 4 / group, 3, 3}, group)});
     const std::string text = write_graph(s);
     CHECK(contains(text, R"("group")") == (group != 1));
     CHECK(contains(text, R"("group": 2)") == (group == 2));
