@@ -73,7 +73,7 @@ class Builder final : public Lowering {
     for (size_t i = 0; i < spec_.layers.size(); ++i) {
       where_ = "layers[" + std::to_string(i) + "]";
       index_ = static_cast<int>(i);
-      if (Error e = add_layer(spec_.layers[i]); !e.message.empty()) return e;
+      if (auto e = add_layer(spec_.layers[i])) return *e;
     }
     for (const Vertex& v : g_.vertices)
       for (size_t s = 0; s < v.inputs.size(); ++s)
@@ -152,7 +152,7 @@ class Builder final : public Lowering {
   }
 
   // Resolves the operands of a layer into slots.
-  Error resolve(const LayerSpec& l) {
+  std::optional<Error> resolve(const LayerSpec& l) {
     slots_.clear();
     for (size_t i = 0; i < l.inputs.size(); ++i) {
       const Operand& o = l.inputs[i];
@@ -184,10 +184,10 @@ class Builder final : public Lowering {
       }
       slots_.push_back(std::move(s));
     }
-    return {};
+    return std::nullopt;
   }
 
-  Error add_layer(const LayerSpec& l) {
+  std::optional<Error> add_layer(const LayerSpec& l) {
     layer_ = &l;
     if (l.name.empty()) return err("a layer needs a non-empty name", "name");
     if (l.name.find(':') != std::string::npos) return err("names may not contain ':'", "name");
@@ -196,11 +196,10 @@ class Builder final : public Lowering {
     const OpDef* def = op_table().find(l.op);
     if (def == nullptr)
       return err("unknown op " + quoted(l.op) + "; known: " + op_table().names(), "op");
-    if (Error e = resolve(l); !e.message.empty()) return e;
+    if (auto e = resolve(l)) return e;
     if (l.pw < 0) return err("must be a non-negative integer", "pw");
-    if (Error e = def->lower(*this); !e.message.empty()) return e;
-    if (bug_) return *bug_;
-    return {};
+    if (auto e = def->lower(*this)) return e;
+    return bug_;  // set when the lowering emitted a vertex without a cost formula
   }
 
   const GraphSpec& spec_;

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
-#include <functional>
 #include <type_traits>
 
 namespace pase {
@@ -103,27 +102,6 @@ Result<Shape> to_shape_of_rank(const Json& value, const std::string& where, size
   return shape;
 }
 
-// The JSON reader of an integer attribute's type.
-std::function<Result<int64_t>(const Json&, const std::string&)> int_reader(Attr::Type type) {
-  switch (type) {
-    case Attr::Type::kPositiveInt:
-      return json_detail::to_positive_int;
-    case Attr::Type::kNonNegativeInt:
-      return json_detail::to_non_negative_int;
-    case Attr::Type::kInt:
-      return json_detail::to_int;
-    case Attr::Type::kString:
-    case Attr::Type::kShape:
-    case Attr::Type::kIntList:
-    case Attr::Type::kBool:
-    case Attr::Type::kStride:
-    case Attr::Type::kPad:
-      break;  // not integers
-  }
-  assert(false && "not an integer attribute");
-  return json_detail::to_int;
-}
-
 void read_one(const Attr& a, ObjectReader& r, LayerSpec& l) {
   bool read = false;
   switch (a.type) {
@@ -132,7 +110,11 @@ void read_one(const Attr& a, ObjectReader& r, LayerSpec& l) {
     case Attr::Type::kInt: {
       int64_t& out = l.*std::get<int64_t LayerSpec::*>(a.member);
       if (!a.required) out = a.default_value;
-      read = r.read(a.name, out, int_reader(a.type), a.required);
+      Result<int64_t> (*reader)(const Json&, const std::string&) =
+          a.type == Attr::Type::kPositiveInt      ? json_detail::to_positive_int
+          : a.type == Attr::Type::kNonNegativeInt ? json_detail::to_non_negative_int
+                                                  : json_detail::to_int;
+      read = r.read(a.name, out, reader, a.required);
       break;
     }
     case Attr::Type::kString:
@@ -201,9 +183,9 @@ void write_attributes(const OpDef& op, const LayerSpec& layer, Json& out) {
   for (const Attr& a : op.attributes) write_one(a, layer, out);
 }
 
-Error Lowering::want_inputs(size_t lo, size_t hi) const {
+std::optional<Error> Lowering::want_inputs(size_t lo, size_t hi) const {
   size_t n = layer().inputs.size();
-  if (n >= lo && n <= hi) return {};
+  if (n >= lo && n <= hi) return std::nullopt;
   std::string want = lo == hi         ? std::to_string(lo)
                      : hi == SIZE_MAX ? std::to_string(lo) + " or more"
                                       : std::to_string(lo) + " to " + std::to_string(hi);
@@ -212,10 +194,10 @@ Error Lowering::want_inputs(size_t lo, size_t hi) const {
              "inputs");
 }
 
-Error Lowering::check_dom(const Shape& dom) const {
+std::optional<Error> Lowering::check_dom(const Shape& dom) const {
   if (!element_count(dom))
     return err("the iteration space " + shape_str(dom) + " is too large (2^62 or more points)");
-  return {};
+  return std::nullopt;
 }
 
 std::string quoted(const std::string& text) {
@@ -298,10 +280,6 @@ VertexPlan same_shape_plan(const Lowering& lowering, std::string_view op) {
   return p;
 }
 
-}  // namespace pase
-
-namespace pase {
-
 Result<int> checked_axis(const Lowering& lowering, int64_t axis, const Shape& s,
                          const std::string& field) {
   if (std::optional<int> a = norm_axis(axis, s.size())) return *a;
@@ -309,15 +287,15 @@ Result<int> checked_axis(const Lowering& lowering, int64_t axis, const Shape& s,
                       field);
 }
 
-Error lower_along_axis(Lowering& lowering, std::string_view op, CostFn cost) {
-  if (Error e = lowering.want_inputs(1, 1); !e.message.empty()) return e;
+std::optional<Error> lower_along_axis(Lowering& lowering, std::string_view op, CostFn cost) {
+  if (auto e = lowering.want_inputs(1, 1)) return e;
   Result<int> axis = checked_axis(lowering, lowering.layer().axis, lowering.inputs()[0].shape);
   if (!axis) return axis.error();
   VertexPlan p = same_shape_plan(lowering, op);
   p.model.cost = cost;
   p.model.axis = *axis;
   lowering.publish(lowering.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace pase

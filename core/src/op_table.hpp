@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -30,8 +31,8 @@ namespace pase {
 
 class Lowering;
 
-// How an op lowers a checked layer to vertices.
-using Lower = Error (*)(Lowering& lowering);
+// How an op lowers a checked layer to vertices: nothing, or the first problem.
+using Lower = std::optional<Error> (*)(Lowering& lowering);
 
 // An attribute of a layer as the document writes it, bound to its LayerSpec
 // member. Reading and writing are generic (op_table.cpp): the attribute list
@@ -174,11 +175,11 @@ class Lowering {
   }
 
   // Fails unless the layer has from `lo` to `hi` inputs (SIZE_MAX: no limit).
-  Error want_inputs(size_t lo, size_t hi) const;
+  std::optional<Error> want_inputs(size_t lo, size_t hi) const;
   // Input `k` as a port with map `map`.
   Port port(size_t k, TensorMap map) const { return Port{inputs()[k], std::move(map)}; }
   // Fails when `dom` has 2^62 points or more.
-  Error check_dom(const Shape& dom) const;
+  std::optional<Error> check_dom(const Shape& dom) const;
 };
 
 // ---- Helpers shared by the op files --------------------------------------------------
@@ -212,7 +213,7 @@ Result<int> checked_axis(const Lowering& lowering, int64_t axis, const Shape& s,
 
 // The whole lowering of a one-input op applied along the layer's `axis`,
 // whose iteration space and output are its input's shape (Norm, Softmax).
-Error lower_along_axis(Lowering& lowering, std::string_view op, CostFn cost);
+std::optional<Error> lower_along_axis(Lowering& lowering, std::string_view op, CostFn cost);
 
 // The lowering of a one-input op whose iteration space is its input's shape
 // and whose output has that shape too (Norm, Softmax, Activation, ...).

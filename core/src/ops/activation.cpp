@@ -6,13 +6,13 @@
 namespace pase {
 namespace {
 
-Error lower_activation(Lowering& lo) {
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+std::optional<Error> lower_activation(Lowering& lo) {
+  if (auto e = lo.want_inputs(1, 1)) return e;
   VertexPlan p = same_shape_plan(lo, "Activation");
   p.model.cost = ops::pointwise_cost;
   p.model.pw = lo.layer().pw;
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace

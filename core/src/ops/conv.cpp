@@ -17,20 +17,20 @@ std::optional<int64_t> window_out(int64_t size, int64_t win, int64_t stride, int
   return span / stride + 1;
 }
 
-Error check_stride_pad(const Lowering& lo) {
+std::optional<Error> check_stride_pad(const Lowering& lo) {
   const LayerSpec& l = lo.layer();
   for (int i = 0; i < 2; ++i) {
     if (l.stride[i] <= 0) return lo.err("must be a positive integer", "stride");
     if (l.pad[i] < 0) return lo.err("must be a non-negative integer", "pad");
   }
-  return {};
+  return std::nullopt;
 }
 
 // ---- Conv ----
 
-Error lower_conv(Lowering& lo) {
+std::optional<Error> lower_conv(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(1, 1)) return e;
   const Shape& x = lo.inputs()[0].shape;
   if (x.size() != 4)
     return lo.err("Conv input must be (b, c, h, w), got " + shape_str(x), "inputs[0]");
@@ -54,7 +54,7 @@ Error lower_conv(Lowering& lo) {
     return lo.err("group " + std::to_string(group) + " does not divide the filter's " +
                       std::to_string(l.filter[0]) + " output channels",
                   "group");
-  if (Error e = check_stride_pad(lo); !e.message.empty()) return e;
+  if (auto e = check_stride_pad(lo)) return e;
   auto ho = window_out(x[2], l.filter[2], l.stride[0], l.pad[0]);
   auto wo = window_out(x[3], l.filter[3], l.stride[1], l.pad[1]);
   if (!ho || !wo)
@@ -99,9 +99,9 @@ Error lower_conv(Lowering& lo) {
     m.gemm.n = {7};
     m.gemm.k = {2, 5, 6};
   }
-  if (Error e = lo.check_dom(p.dom); !e.message.empty()) return e;
+  if (auto e = lo.check_dom(p.dom)) return e;
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 // ---- Pool ----
@@ -123,15 +123,15 @@ LayerCost pool_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
   return out;
 }
 
-Error lower_pool(Lowering& lo) {
+std::optional<Error> lower_pool(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(1, 1)) return e;
   const Shape& x = lo.inputs()[0].shape;
   if (x.size() != 4)
     return lo.err("Pool input must be (b, c, h, w), got " + shape_str(x), "inputs[0]");
   if (l.window.size() != 2 || l.window[0] <= 0 || l.window[1] <= 0)
     return lo.err("must be [r, s] with positive sizes", "window");
-  if (Error e = check_stride_pad(lo); !e.message.empty()) return e;
+  if (auto e = check_stride_pad(lo)) return e;
   auto ho = window_out(x[2], l.window[0], l.stride[0], l.pad[0]);
   auto wo = window_out(x[3], l.window[1], l.stride[1], l.pad[1]);
   if (!ho || !wo)
@@ -149,7 +149,7 @@ Error lower_pool(Lowering& lo) {
   p.model.batch_dim = 0;
   p.model.window = {l.window[0], l.window[1]};
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace

@@ -18,9 +18,9 @@ int dim_named(const std::vector<std::string>& dims, std::string_view name) {
 
 // ---- FC: y = x W over the last dimension of x ----
 
-Error lower_fc(Lowering& lo) {
+std::optional<Error> lower_fc(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(1, 1)) return e;
   const Shape& x = lo.inputs()[0].shape;
   if (x.size() < 2)
     return lo.err("FC input must have at least 2 dimensions, got " + shape_str(x), "inputs[0]");
@@ -38,7 +38,7 @@ Error lower_fc(Lowering& lo) {
   p.dom.assign(x.begin(), x.end() - 1);
   p.dom.push_back(l.units);
   p.dom.push_back(x.back());
-  if (Error e = lo.check_dom(p.dom); !e.message.empty()) return e;
+  if (auto e = lo.check_dom(p.dom)) return e;
   TensorMap in = identity_map(x.size());
   in[a] = {static_cast<int>(a + 1)};
   p.inputs.push_back(lo.port(0, std::move(in)));
@@ -53,7 +53,7 @@ Error lower_fc(Lowering& lo) {
   m.gemm.k = {static_cast<int>(a + 1)};
   m.gemm.pw = l.pw;
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 // ---- Einsum: two operands, "in1,in2->out" ----
@@ -83,9 +83,9 @@ DimKind einsum_kind(char c, bool is_n, bool is_reduced) {
   return is_n ? DimKind::kHidden : DimKind::kOther;
 }
 
-Error lower_einsum(Lowering& lo) {
+std::optional<Error> lower_einsum(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(2, 2); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(2, 2)) return e;
   const std::vector<Slot>& in = lo.inputs();
   const std::string& eq = l.equation;
   size_t comma = eq.find(','), arrow = eq.find("->");
@@ -164,7 +164,7 @@ Error lower_einsum(Lowering& lo) {
     p.kinds.push_back(einsum_kind(c, has(n, c), has(red, c)));
     p.dom.push_back(size[c]);
   }
-  if (Error e = lo.check_dom(p.dom); !e.message.empty()) return e;
+  if (auto e = lo.check_dom(p.dom)) return e;
   auto pos = [&](char c) { return static_cast<int>(letters.find(c)); };
   for (int k = 0; k < 2; ++k) {
     TensorMap map;
@@ -186,14 +186,14 @@ Error lower_einsum(Lowering& lo) {
   for (char c : red) vm.gemm.k.push_back(pos(c));
   vm.gemm.pw = l.pw;
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 // ---- Embedding: token ids (b, s) to vectors (b, s, d) ----
 
-Error lower_embedding(Lowering& lo) {
+std::optional<Error> lower_embedding(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(1, 1)) return e;
   if (lo.inputs()[0].producer >= 0)
     return lo.err(
         "Embedding takes token ids from a graph input, not from layer " + quoted(l.inputs[0].name),
@@ -208,7 +208,7 @@ Error lower_embedding(Lowering& lo) {
   p.dims = {"b", "s", "d", "v"};
   p.kinds = {DimKind::kBatch, DimKind::kSequence, DimKind::kHidden, DimKind::kVocabulary};
   p.dom = {x[0], x[1], l.dim, l.vocab};
-  if (Error e = lo.check_dom(p.dom); !e.message.empty()) return e;
+  if (auto e = lo.check_dom(p.dom)) return e;
   p.inputs.push_back(lo.port(0, identity_map(2)));
   p.outputs.push_back(OutPort{{x[0], x[1], l.dim}, identity_map(3)});
   p.model.cost = ops::gemm_cost;
@@ -217,7 +217,7 @@ Error lower_embedding(Lowering& lo) {
   p.model.gemm.n = {2};
   p.model.gemm.k = {3};
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace

@@ -7,8 +7,8 @@ namespace {
 
 using T = Attr::Type;
 
-Error lower_elementwise(Lowering& lo) {
-  if (Error e = lo.want_inputs(2, 2); !e.message.empty()) return e;
+std::optional<Error> lower_elementwise(Lowering& lo) {
+  if (auto e = lo.want_inputs(2, 2)) return e;
   const std::vector<Slot>& in = lo.inputs();
   if (in[0].shape != in[1].shape)
     return lo.err(
@@ -19,7 +19,7 @@ Error lower_elementwise(Lowering& lo) {
   p.model.cost = ops::pointwise_cost;
   p.model.pw = lo.layer().pw;
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace

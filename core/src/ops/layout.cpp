@@ -11,9 +11,9 @@ using T = Attr::Type;
 
 // ---- Reshape: Ravel to one dimension, then Unravel to the target ----
 
-Error lower_reshape(Lowering& lo) {
+std::optional<Error> lower_reshape(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(1, 1)) return e;
   const Shape& s = lo.inputs()[0].shape;
   if (auto e = check_shape(l.shape, lo.where("shape"))) return *e;
   int64_t n_in = *element_count(s), n_out = *element_count(l.shape);
@@ -42,14 +42,14 @@ Error lower_reshape(Lowering& lo) {
   u.model.cost = ops::no_cost;
   u.model.contiguous_only = true;
   lo.publish(lo.emit(std::move(u)), false);
-  return {};
+  return std::nullopt;
 }
 
 // ---- Transpose ----
 
-Error lower_transpose(Lowering& lo) {
+std::optional<Error> lower_transpose(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(1, 1)) return e;
   const Shape& s = lo.inputs()[0].shape;
   std::vector<bool> seen(s.size(), false);
   if (l.perm.size() != s.size())
@@ -72,14 +72,14 @@ Error lower_transpose(Lowering& lo) {
     out.map.push_back({static_cast<int>(a)});
   }
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 // ---- Concat, Split, Stack, Unstack: an axis ----
 
-Error lower_concat(Lowering& lo) {
+std::optional<Error> lower_concat(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(2, SIZE_MAX); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(2, SIZE_MAX)) return e;
   const std::vector<Slot>& in = lo.inputs();
   const Shape& s = in[0].shape;
   Result<int> axis = checked_axis(lo, l.axis, s);
@@ -109,12 +109,12 @@ Error lower_concat(Lowering& lo) {
   for (size_t k = 1; k < in.size(); ++k) p.inputs.push_back(lo.port(k, identity_map(s.size())));
   p.outputs[0].shape = out;
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
-Error lower_split(Lowering& lo) {
+std::optional<Error> lower_split(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(1, 1)) return e;
   const Shape& s = lo.inputs()[0].shape;
   Result<int> axis = checked_axis(lo, l.axis, s);
   if (!axis) return axis.error();
@@ -130,12 +130,12 @@ Error lower_split(Lowering& lo) {
   p.outputs[0].shape[*axis] = s[*axis] / l.num;
   p.outputs.resize(static_cast<size_t>(l.num), p.outputs[0]);
   lo.publish(lo.emit(std::move(p)), true);
-  return {};
+  return std::nullopt;
 }
 
-Error lower_stack(Lowering& lo) {
+std::optional<Error> lower_stack(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(2, SIZE_MAX); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(2, SIZE_MAX)) return e;
   const std::vector<Slot>& in = lo.inputs();
   const Shape& s = in[0].shape;
   for (size_t k = 1; k < in.size(); ++k)
@@ -167,12 +167,12 @@ Error lower_stack(Lowering& lo) {
   for (size_t k = 0; k < in.size(); ++k) p.inputs.push_back(lo.port(k, map));
   p.outputs.push_back(OutPort{out, identity_map(p.dom.size())});
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
-Error lower_unstack(Lowering& lo) {
+std::optional<Error> lower_unstack(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(1, 1)) return e;
   const Shape& s = lo.inputs()[0].shape;
   Result<int> axis = checked_axis(lo, l.axis, s);
   if (!axis) return axis.error();
@@ -193,7 +193,7 @@ Error lower_unstack(Lowering& lo) {
     }
   p.outputs.assign(static_cast<size_t>(s[*axis]), out);
   lo.publish(lo.emit(std::move(p)), true);
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace

@@ -20,9 +20,9 @@ LayerCost lstm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
   return out;
 }
 
-Error lower_lstm(Lowering& lo) {
+std::optional<Error> lower_lstm(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(1, 1)) return e;
   const Shape& x = lo.inputs()[0].shape;
   if (x.size() != 3)
     return lo.err("LSTM input must be (b, s, u), got " + shape_str(x), "inputs[0]");
@@ -38,7 +38,7 @@ Error lower_lstm(Lowering& lo) {
   p.kinds = {DimKind::kLayers, DimKind::kSequence, DimKind::kBatch, DimKind::kHidden,
              DimKind::kReduction};
   p.dom = {l.layers, x[1], x[0], x[2], x[2]};
-  if (Error e = lo.check_dom(p.dom); !e.message.empty()) return e;
+  if (auto e = lo.check_dom(p.dom)) return e;
   p.inputs.push_back(lo.port(0, {{2}, {1}, {4}}));
   p.outputs.push_back(OutPort{{x[0], x[1], x[2]}, {{2}, {1}, {3}}});
   VertexModel& m = p.model;
@@ -54,7 +54,7 @@ Error lower_lstm(Lowering& lo) {
   m.gemm.n_scale = 4;  // the four gates
   m.gemm.k_scale = 2;  // input and recurrent state
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ LayerCost norm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
   return out;
 }
 
-Error lower_norm(Lowering& lo) { return lower_along_axis(lo, "Norm", norm_cost); }
+std::optional<Error> lower_norm(Lowering& lo) { return lower_along_axis(lo, "Norm", norm_cost); }
 
 // ---- ReduceMean: mean over `axes` (all by default) ----
 
@@ -41,9 +41,9 @@ LayerCost reduce_mean_cost(const Vertex& v, const VertexModel& model, const int6
   return out;
 }
 
-Error lower_reduce_mean(Lowering& lo) {
+std::optional<Error> lower_reduce_mean(Lowering& lo) {
   const LayerSpec& l = lo.layer();
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+  if (auto e = lo.want_inputs(1, 1)) return e;
   const Shape& s = lo.inputs()[0].shape;
   std::vector<bool> reduced(s.size(), !l.has_axes);
   for (int64_t a : l.axes) {
@@ -70,7 +70,7 @@ Error lower_reduce_mean(Lowering& lo) {
   if (out.shape.empty()) out = OutPort{{1}, {{}}};
   p.model.cost = reduce_mean_cost;
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 // ---- Softmax along one axis (-1 by default) ----
@@ -91,7 +91,9 @@ LayerCost softmax_cost(const Vertex& v, const VertexModel& model, const int64_t*
   return out;
 }
 
-Error lower_softmax(Lowering& lo) { return lower_along_axis(lo, "Softmax", softmax_cost); }
+std::optional<Error> lower_softmax(Lowering& lo) {
+  return lower_along_axis(lo, "Softmax", softmax_cost);
+}
 
 // ---- SoftmaxCrossEntropy: the loss over the last (class) dimension ----
 
@@ -106,8 +108,8 @@ LayerCost sce_cost(const Vertex& v, const VertexModel&, const int64_t* c, const 
   return out;
 }
 
-Error lower_sce(Lowering& lo) {
-  if (Error e = lo.want_inputs(1, 1); !e.message.empty()) return e;
+std::optional<Error> lower_sce(Lowering& lo) {
+  if (auto e = lo.want_inputs(1, 1)) return e;
   const Shape& s = lo.inputs()[0].shape;
   VertexPlan p = same_shape_plan(lo, "SoftmaxCrossEntropy");
   // The per-example loss: the input without its class dimension.
@@ -115,7 +117,7 @@ Error lower_sce(Lowering& lo) {
   if (p.outputs[0].shape.empty()) p.outputs[0] = OutPort{{1}, {{}}};
   p.model.cost = sce_cost;
   lo.publish(lo.emit(std::move(p)), false);
-  return {};
+  return std::nullopt;
 }
 
 }  // namespace
