@@ -16,6 +16,7 @@
 #include "configurations.hpp"
 #include "dynamic_program.hpp"
 #include "ordering.hpp"
+#include "pase/compare.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "test_util.hpp"
@@ -335,4 +336,16 @@ TEST_CASE("plan: exhaustive search refuses too many combinations") {
   Result<Plan> e = exhaustive_search(small, Cluster{.devices = 8}, 816480);
   REQUIRE_MESSAGE(e.ok(), why(e));
   CHECK(e->cost == doctest::Approx(plan(small, Cluster{.devices = 8})->cost).epsilon(1e-9));
+}
+
+TEST_CASE("plan: a Graph not made by build_graph() is refused, not priced") {
+  Result<Graph> built = build_model("alexnet");
+  REQUIRE(built.ok());
+  Graph by_hand = *built;
+  by_hand.model = nullptr;
+  Result<Plan> p = plan(by_hand, Cluster{});
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().where == "graph");
+  CHECK(evaluate(by_hand, Cluster{}, {}).error().where == "graph");
+  CHECK(batch_dimensions(by_hand) == std::vector<int>(by_hand.vertices.size(), 0));
 }

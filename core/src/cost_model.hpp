@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "pase/graph.hpp"
@@ -76,6 +77,11 @@ struct GraphModel {
 };
 
 inline const VertexModel& model_of(const Graph& g, int vertex) { return g.model->vertices[vertex]; }
+
+// The check every entry point that plans or prices a graph starts with:
+// check_cluster(), then that `g` was made by build_graph() (a Graph put
+// together by hand has no model to price it with).
+std::optional<Error> check_inputs(const Graph& g, const Cluster& cluster);
 
 // Per vertex (by id), a configuration position: `seed(id)` when it is >= 0,
 // else the position that the producer's position maps onto along the

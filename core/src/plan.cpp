@@ -43,9 +43,16 @@ std::optional<Error> check_cluster(const Cluster& c) {
   return std::nullopt;
 }
 
+std::optional<Error> check_inputs(const Graph& g, const Cluster& cluster) {
+  if (std::optional<Error> e = check_cluster(cluster)) return e;
+  if (g.model == nullptr || g.model->vertices.size() != g.vertices.size())
+    return Error{"the graph was not made by build_graph(), load_graph() or build_model()", "graph"};
+  return std::nullopt;
+}
+
 Result<std::vector<Config>> enumerate_configs(const Graph& graph, int vertex,
                                               const Cluster& cluster, const EnumOptions& options) {
-  if (std::optional<Error> e = check_cluster(cluster)) return *e;
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
   if (vertex < 0 || vertex >= static_cast<int>(graph.vertices.size()))
     return Error{"no vertex " + std::to_string(vertex), "vertex"};
   auto set = enumerate_vertex(graph, vertex, cluster.devices, options);
@@ -56,7 +63,7 @@ Result<std::vector<Config>> enumerate_configs(const Graph& graph, int vertex,
 }
 
 Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy& strategy) {
-  if (std::optional<Error> e = check_cluster(cluster)) return *e;
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
   size_t n = graph.vertices.size();
   if (strategy.size() != n)
     return Error{"has " + std::to_string(strategy.size()) + " configurations but the graph has " +
@@ -118,7 +125,7 @@ struct Prepared {
 };
 
 Result<Prepared> prepare(const Graph& graph, const Cluster& cluster, const PlanOptions& options) {
-  if (std::optional<Error> e = check_cluster(cluster)) return *e;
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
   auto configs = enumerate_all(graph, cluster.devices, options.enumeration, options.max_memory);
   if (!configs) return configs.error();
   Prepared p;
@@ -193,7 +200,7 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
 
 Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
                                uint64_t max_combinations) {
-  if (std::optional<Error> e = check_cluster(cluster)) return *e;
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
   auto configs = enumerate_all(graph, cluster.devices, {});
   if (!configs) return configs.error();
   size_t n = graph.vertices.size();

@@ -139,8 +139,10 @@ struct Graph {
   std::string name;
   int64_t cutoff = 4;
   std::vector<Vertex> vertices;
-  std::vector<Edge> edges;                  // ordered by (dst, dst_slot)
-  std::shared_ptr<const GraphModel> model;  // immutable, shared by copies
+  std::vector<Edge> edges;  // ordered by (dst, dst_slot)
+  // Set by build_graph(), immutable and shared by copies. A Graph put together
+  // by hand has none, and plan(), evaluate() and the baselines refuse it.
+  std::shared_ptr<const GraphModel> model;
 };
 
 inline constexpr int kMaxLayers = 100000;

@@ -32,7 +32,8 @@
 //   program's optimum up to summation order, about 1e-15 relative).
 //
 // ERRORS
-//   Bad cluster values, strategies of the wrong shape, too many configurations,
+//   Bad cluster values, a Graph not made by build_graph() / load_graph() /
+//   build_model(), strategies of the wrong shape, too many configurations,
 //   a plan over the memory limit and cancellation come back as Error.
 #pragma once
 

@@ -128,7 +128,7 @@ Result<StrategyReport> make_report(const Graph& graph, const Cluster& cluster,
 
 Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
                            const CompareOptions& options) {
-  if (std::optional<Error> e = check_cluster(cluster)) return *e;
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
   Comparison c;
   c.cluster = cluster;
 

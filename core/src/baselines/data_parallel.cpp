@@ -16,7 +16,8 @@ namespace pase {
 std::vector<int> batch_dimensions(const Graph& graph) {
   // Each op's lowering names its batch position or follows its first input;
   // build_graph() resolves the rule once (cost_model.hpp, follow_dimension).
-  std::vector<int> pos(graph.vertices.size());
+  std::vector<int> pos(graph.vertices.size(), 0);  // a hand-made Graph: the first dimension
+  if (check_inputs(graph, Cluster{})) return pos;
   for (const Vertex& v : graph.vertices) pos[v.id] = model_of(graph, v.id).batch_dim;
   return pos;
 }
@@ -40,7 +41,7 @@ Strategy data_parallel_strategy(const Graph& graph, int64_t devices) {
 
 Result<StrategyReport> data_parallel(const Graph& graph, const Cluster& cluster,
                                      const CompareOptions& options) {
-  if (std::optional<Error> e = check_cluster(cluster)) return *e;
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
   auto configs =
       enumerate_all(graph, cluster.devices, options.plan.enumeration, options.plan.max_memory);
   if (!configs) return configs.error();

@@ -141,7 +141,7 @@ ExpertKind expert_kind(const Graph& graph) {
 
 Result<StrategyReport> expert_strategy(const Graph& graph, const Cluster& cluster,
                                        const CompareOptions& options) {
-  if (std::optional<Error> e = check_cluster(cluster)) return *e;
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
   const ExpertKind kind = expert_kind(graph);
   if (kind == ExpertKind::kNone) {
     return Error{"no expert strategy for custom graph '" + graph.name +

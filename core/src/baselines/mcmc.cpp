@@ -73,7 +73,7 @@ Result<McmcResult> mcmc_search(const Graph& graph, const Cluster& cluster,
                                const CompareOptions& options) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start_time = Clock::now();
-  if (std::optional<Error> e = check_cluster(cluster)) return *e;
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
   if (!(options.mcmc_beta >= 0) || !std::isfinite(options.mcmc_beta))
     return Error{"must be a non-negative number", "mcmc.beta"};
   if (!(options.mcmc_time_limit_s >= 0) || !std::isfinite(options.mcmc_time_limit_s))
