@@ -78,6 +78,10 @@ struct GraphSpec {
   std::vector<std::pair<std::string, Shape>> inputs;  // in document order
   std::vector<LayerSpec> layers;                      // topological order
   std::string meta_json = "{}";                       // free-form, kept verbatim
+  // The model's parameter count as its source reports it (an imported model:
+  // its weights' elements, core/docs/import.md); -1 when the document has
+  // none, and then build_graph() counts the layers' weights.
+  int64_t parameters = -1;
 };
 
 // What a dimension of a vertex means to a practitioner, set by its op
@@ -140,6 +144,9 @@ struct Graph {
   int64_t cutoff = 4;
   std::vector<Vertex> vertices;
   std::vector<Edge> edges;  // ordered by (dst, dst_slot)
+  // GraphSpec::parameters when the document has it, else the elements of
+  // the layers' weights (core/docs/graph-format.md, "Parameters").
+  int64_t parameters = 0;
   // Set by build_graph(), immutable and shared by copies. A Graph put together
   // by hand has none, and plan(), evaluate() and the baselines refuse it.
   std::shared_ptr<const GraphModel> model;

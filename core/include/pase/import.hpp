@@ -1,0 +1,106 @@
+// Importing a model from a file: ONNX (`torch.onnx.export`) to a pase-graph/1
+// GraphSpec (core/docs/import.md).
+//
+// USAGE
+//   FileSource file;                                   // or MemorySource(bytes)
+//   if (auto e = file.open("resnet50.onnx")) ...       // Error naming the file
+//   ImportOptions options;
+//   options.dims = {{"batch", 8}, {"sequence", 2048}}; // values of dim_params
+//   Result<GraphSpec> spec = import_onnx(file, options);
+//   spec->parameters;                                  // the weights' element count
+//
+// The reader takes only the structure of the file (nodes, attributes, graph
+// inputs and outputs, initializer names, types and dims): the weights' bytes
+// are skipped, never read, so a file of any size imports with memory that
+// depends on its node count, not its size.
+//
+// ERRORS
+//   Error{message, where}: `where` names the node ("nodes[12] (Conv
+//   '/layer1/conv1/Conv')"), the tensor, the option ("dims.batch") or is
+//   empty for the file as a whole (not ONNX, truncated, opset too old).
+//   Nothing throws.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pase/graph.hpp"
+#include "pase/result.hpp"
+
+namespace pase {
+
+// Random-access bytes of a model file. The importer reads small windows of it
+// (headers, nodes) and skips the rest by offset.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual uint64_t size() const = 0;
+  // Appends bytes [offset, offset + length) to `out` (which the caller has
+  // cleared). False when they cannot be read (I/O error, beyond the end).
+  virtual bool read(uint64_t offset, size_t length, std::string& out) = 0;
+};
+
+// Bytes already in memory; `bytes` must outlive the source.
+class MemorySource final : public ByteSource {
+ public:
+  explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
+  uint64_t size() const override { return bytes_.size(); }
+  bool read(uint64_t offset, size_t length, std::string& out) override;
+
+ private:
+  std::string_view bytes_;
+};
+
+// A file on disk, read by offset (never loaded whole).
+class FileSource final : public ByteSource {
+ public:
+  FileSource() = default;
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+  ~FileSource() override;
+  // Error naming `path` when it cannot be opened.
+  std::optional<Error> open(const std::string& path);
+  uint64_t size() const override { return size_; }
+  bool read(uint64_t offset, size_t length, std::string& out) override;
+
+ private:
+  std::FILE* file_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+struct ImportOptions {
+  // Values for the dynamic dimensions (dim_param) of the graph inputs, by name.
+  std::vector<std::pair<std::string, int64_t>> dims;
+  // When > 0, the leading dimension of the first graph input (the batch),
+  // whether dynamic or fixed in the file.
+  int64_t batch = 0;
+  // The graph's name; empty: the ONNX graph's name.
+  std::string name;
+};
+
+// A dynamic dimension the file leaves open: `name` (the dim_param) and the
+// first graph input that has it.
+struct DynamicDim {
+  std::string name;
+  std::string input;
+};
+
+// True when `prefix` (the first bytes of a file) starts like an ONNX
+// ModelProto rather than a JSON document (content detection for --graph).
+bool looks_like_onnx(std::string_view prefix);
+
+// The dynamic dimensions of the model's graph inputs, in order of first use.
+Result<std::vector<DynamicDim>> onnx_dynamic_dims(ByteSource& source);
+
+// Reads an ONNX model and translates it to a pase-graph/1 GraphSpec whose
+// `parameters` is set (core/docs/import.md, "Parameters"). A dynamic
+// dimension without a value is an error at "dims.<name>".
+Result<GraphSpec> import_onnx(ByteSource& source, const ImportOptions& options);
+
+}  // namespace pase
