@@ -1,9 +1,10 @@
 // The ONNX importer's translation (core/docs/import.md) on models built in
 // code: fusion, folding of shape sub-graphs, the decomposed LayerNorm,
 // slices, padding, embeddings, parameter counting and the errors.
+#include "onnx/onnx_import.hpp"
+
 #include <doctest/doctest.h>
 
-#include "onnx/onnx_import.hpp"
 #include "test_util.hpp"
 
 using namespace pase;
@@ -116,7 +117,8 @@ Error import_error(const Model& m, const ImportOptions& options = {}) {
 }
 
 const LayerSpec& only_layer(const GraphSpec& s, const std::string& op) {
-  auto it = std::find_if(s.layers.begin(), s.layers.end(), [&](const LayerSpec& l) { return l.op == op; });
+  auto it = std::find_if(s.layers.begin(), s.layers.end(),
+                         [&](const LayerSpec& l) { return l.op == op; });
   REQUIRE(it != s.layers.end());
   return *it;
 }
@@ -126,7 +128,8 @@ const LayerSpec& only_layer(const GraphSpec& s, const std::string& op) {
 TEST_CASE("onnx: Conv with a bias and a ReLU is one Conv layer with two point-wise ops") {
   Builder b;
   b.input("x", {2, 3, 8, 8}).weight("w", {4, 3, 3, 3}).weight("bias", {4});
-  b.node("Conv", {"x", "w", "bias"}, {"c"}, "/conv/Conv").attributes = {ints_attr("pads", {1, 1, 1, 1})};
+  b.node("Conv", {"x", "w", "bias"}, {"c"}, "/conv/Conv").attributes = {
+      ints_attr("pads", {1, 1, 1, 1})};
   b.node("Relu", {"c"}, {"y"});
   GraphSpec s = imported(b.m);
   REQUIRE(s.layers.size() == 1);

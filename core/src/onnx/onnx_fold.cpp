@@ -152,7 +152,8 @@ std::optional<Error> shape_of(Importer& im, const Node& node) {
   if (end < 0) end += rank;
   start = std::clamp<int64_t>(start, 0, rank);
   end = std::clamp<int64_t>(end, start, rank);
-  im.set(node, 0, int_constant({end - start}, std::vector<int64_t>(s.begin() + start, s.begin() + end)));
+  im.set(node, 0,
+         int_constant({end - start}, std::vector<int64_t>(s.begin() + start, s.begin() + end)));
   return std::nullopt;
 }
 
@@ -223,8 +224,8 @@ std::optional<Error> equal(Importer& im, const Node& node) {
   if (!b) return b.error();
   if ((*a)->is_activation() || (*b)->is_activation())
     return im.err(node, "Equal of activations (a data-dependent mask) is not supported");
-  std::optional<Value> v =
-      fold_binary(**a, **b, [](double x, double y) { return x == y ? 1.0 : 0.0; }, true);
+  std::optional<Value> v = fold_binary(
+      **a, **b, [](double x, double y) { return x == y ? 1.0 : 0.0; }, true);
   if (!v)
     return im.err(node, "shapes " + shape_str((*a)->shape) + " and " + shape_str((*b)->shape) +
                             " do not broadcast");

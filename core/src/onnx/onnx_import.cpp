@@ -1,11 +1,12 @@
 // import_onnx(): reads the model (onnx_proto.cpp), binds the graph inputs,
 // walks the nodes in file order through their handlers (onnx_ops.cpp,
 // onnx_fold.cpp) and counts the parameters (core/docs/import.md).
+#include "onnx/onnx_import.hpp"
+
 #include <algorithm>
 #include <exception>
 #include <new>
 
-#include "onnx/onnx_import.hpp"
 #include "op_table.hpp"
 
 namespace pase {
@@ -127,8 +128,8 @@ Result<std::vector<int64_t>> Importer::ints(const Node& node, size_t i) const {
   if (!v) return v.error();
   const Value& x = **v;
   if (!x.has_values || x.is_float())
-    return err(node, "cannot infer the shape of " + pase::quoted(node.outputs.empty() ? node.name
-                                                                                 : node.outputs[0]) +
+    return err(node, "cannot infer the shape of " +
+                         pase::quoted(node.outputs.empty() ? node.name : node.outputs[0]) +
                          ": input " + pase::quoted(node.inputs[i]) +
                          " must be a constant list of integers (computed from shapes and "
                          "constants only)");
@@ -196,8 +197,7 @@ void Importer::count_consumers() {
 namespace {
 
 bool has_pw(const std::string& op) {
-  return op == "FC" || op == "Einsum" || op == "Conv" || op == "Elementwise" ||
-         op == "Activation";
+  return op == "FC" || op == "Einsum" || op == "Conv" || op == "Elementwise" || op == "Activation";
 }
 
 }  // namespace
@@ -238,8 +238,8 @@ std::optional<Error> Importer::bind_inputs(const ImportOptions& options) {
     }
     values_[t.name] = std::move(v);
   }
-  static const std::set<std::string, std::less<>> arithmetic = {"Add", "Sub", "Mul", "Div",
-                                                                "Identity", "Cast"};
+  static const std::set<std::string, std::less<>> arithmetic = {"Add", "Sub",      "Mul",
+                                                                "Div", "Identity", "Cast"};
   std::set<std::string, std::less<>> data_readers;
   for (const Node& node : model_.nodes)
     if (!node.inputs.empty() && !arithmetic.count(node.op_type))
@@ -264,9 +264,10 @@ std::optional<Error> Importer::bind_inputs(const ImportOptions& options) {
         auto it = std::find_if(options.dims.begin(), options.dims.end(),
                                [&](const auto& p) { return p.first == dim.param; });
         if (it == options.dims.end())
-          return Error{"the model's input " + pase::quoted(in.name) + " has the dynamic dimension " +
-                           pase::quoted(dim.param) + " (dimension " + std::to_string(d) +
-                           "); give its size (--dim " + dim.param + "=N)",
+          return Error{"the model's input " + pase::quoted(in.name) +
+                           " has the dynamic dimension " + pase::quoted(dim.param) +
+                           " (dimension " + std::to_string(d) + "); give its size (--dim " +
+                           dim.param + "=N)",
                        "dims." + dim.param};
         size = it->second;
       } else if (size <= 0) {
@@ -281,7 +282,8 @@ std::optional<Error> Importer::bind_inputs(const ImportOptions& options) {
                      where};
       shape.push_back(size);
     }
-    if (!elements(shape)) return Error{"graph input " + pase::quoted(in.name) + " is too large", where};
+    if (!elements(shape))
+      return Error{"graph input " + pase::quoted(in.name) + " is too large", where};
     bool data = first || open || !is_floating(in.elem_type) || data_readers.count(in.name);
     Value v;
     v.shape = shape;
@@ -309,8 +311,8 @@ std::optional<Error> Importer::bind_inputs(const ImportOptions& options) {
 std::optional<Error> Importer::run(const ImportOptions& options) {
   if (model_.opset < kMinOpset)
     return Error{"opset " + std::to_string(model_.opset) +
-                     " is too old: the importer reads opset " + std::to_string(kMinOpset) +
-                     " to " + std::to_string(kMaxOpset) +
+                     " is too old: the importer reads opset " + std::to_string(kMinOpset) + " to " +
+                     std::to_string(kMaxOpset) +
                      " (export again with torch.onnx.export(..., opset_version=13))",
                  "opset"};
   if (model_.opset > kMaxOpset)
@@ -319,6 +321,13 @@ std::optional<Error> Importer::run(const ImportOptions& options) {
                  "opset"};
   count_consumers();
   if (auto e = bind_inputs(options)) return e;
+  // Constant nodes read nothing: take them first, so that a pattern (the
+  // decomposed LayerNorm) can see constants that the file defines later.
+  for (const Node& node : model_.nodes)
+    if (node.op_type == "Constant" && (node.domain.empty() || node.domain == "ai.onnx")) {
+      if (auto e = handlers().at("Constant")(*this, node)) return e;
+      skip_.insert(node_index(node));
+    }
   for (const Node& node : model_.nodes) {
     if (skip_.count(node_index(node))) continue;
     if (!node.domain.empty() && node.domain != "ai.onnx")
@@ -327,12 +336,9 @@ std::optional<Error> Importer::run(const ImportOptions& options) {
                            supported_ops());
     auto it = handlers().find(node.op_type);
     if (it == handlers().end())
-      return err(node, "op " + pase::quoted(node.op_type) + " is not supported; supported ops: " +
-                           supported_ops());
+      return err(node, "op " + pase::quoted(node.op_type) +
+                           " is not supported; supported ops: " + supported_ops());
     if (auto e = it->second(*this, node)) return e;
-    for (const std::string& out : node.outputs)
-      if (!out.empty() && !find(out) && &out == &node.outputs[0])
-        return err(node, "internal error: no value for output " + pase::quoted(out));
   }
   if (spec_.layers.empty())
     return Error{"the model has no layer to plan (only constants and shapes)", ""};
@@ -354,8 +360,8 @@ Result<std::vector<DynamicDim>> onnx_dynamic_dims(ByteSource& source) {
   for (const onnx::ValueInfo& in : model->inputs) {
     if (initializers.count(in.name)) continue;
     for (const onnx::Dim& d : in.dims)
-      if (!d.param.empty() &&
-          std::none_of(out.begin(), out.end(), [&](const DynamicDim& x) { return x.name == d.param; }))
+      if (!d.param.empty() && std::none_of(out.begin(), out.end(),
+                                           [&](const DynamicDim& x) { return x.name == d.param; }))
         out.push_back(DynamicDim{d.param, in.name});
   }
   return out;

@@ -115,9 +115,7 @@ class Importer {
   const std::vector<int>& consumer_nodes(const std::string& tensor) const;
   // Marks node `index` as translated by a pattern (it is skipped later).
   void consume(int index) { skip_.insert(index); }
-  int node_index(const Node& node) const {
-    return static_cast<int>(&node - model_.nodes.data());
-  }
+  int node_index(const Node& node) const { return static_cast<int>(&node - model_.nodes.data()); }
 
   // A one-input point-wise node (Relu, Add of a constant, ...): fused into
   // the layer that produced `x` (input `input` of the node) when that layer

@@ -54,7 +54,9 @@ std::optional<Error> reshape(Importer& im, const Node& node) {
   int64_t known = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0 && !allow_zero) {
-      if (i >= s.size()) return im.err(node, "target " + shape_str(*target) + " copies a size past the input's rank");
+      if (i >= s.size())
+        return im.err(node,
+                      "target " + shape_str(*target) + " copies a size past the input's rank");
       shape[i] = s[i];
     }
     if (shape[i] == -1) {
@@ -205,7 +207,8 @@ std::optional<Error> concat(Importer& im, const Node& node) {
                               " along axis " + std::to_string(*axis));
     out[*axis] += v->shape[*axis];
   }
-  bool any_activation = std::any_of(in.begin(), in.end(), [](const Value* v) { return v->is_activation(); });
+  bool any_activation =
+      std::any_of(in.begin(), in.end(), [](const Value* v) { return v->is_activation(); });
   if (!any_activation) {
     Value v = opaque(out, in[0]->type, in);
     bool all = std::all_of(in.begin(), in.end(), [](const Value* x) { return x->has_values; });
@@ -260,7 +263,8 @@ Result<Value> part_of(Importer& im, const Node& node, const Value& x, int axis, 
                             std::to_string(total) +
                             ") is not supported: only equal parts of an axis are");
   int64_t num = total / size;
-  if (num > kMaxOutputs) return im.err(node, "the axis has too many parts (" + std::to_string(num) + ")");
+  if (num > kMaxOutputs)
+    return im.err(node, "the axis has too many parts (" + std::to_string(num) + ")");
   LayerSpec l;
   l.op = keep_axis ? "Split" : "Unstack";
   l.inputs.push_back(Operand{x.operand, {}});
@@ -319,7 +323,8 @@ std::optional<Error> slice(Importer& im, const Node& node) {
     };
     int64_t b = st > 0 ? clampi((*starts)[i], 0, n) : clampi((*starts)[i], -1, n - 1);
     int64_t e = st > 0 ? clampi((*ends)[i], 0, n) : clampi((*ends)[i], -1, n - 1);
-    int64_t len = st > 0 ? (e > b ? (e - b + st - 1) / st : 0) : (b > e ? (b - e - st - 1) / -st : 0);
+    int64_t len =
+        st > 0 ? (e > b ? (e - b + st - 1) / st : 0) : (b > e ? (b - e - st - 1) / -st : 0);
     if (len <= 0) return im.err(node, "the slice of axis " + std::to_string(*a) + " is empty");
     begin[*a] = b;
     step[*a] = st;
@@ -374,8 +379,9 @@ std::optional<Error> gather(Importer& im, const Node& node) {
   out.insert(out.end(), d.shape.begin() + *axis + 1, d.shape.end());
   if (idx.is_activation()) {
     if (d.is_activation() || d.shape.size() != 2 || *axis != 0)
-      return im.err(node, "a Gather by computed indices is supported only as an embedding "
-                          "lookup (a [vocab, dim] weight indexed by token ids)");
+      return im.err(node,
+                    "a Gather by computed indices is supported only as an embedding "
+                    "lookup (a [vocab, dim] weight indexed by token ids)");
     LayerSpec l;
     l.op = "Embedding";
     l.inputs.push_back(Operand{idx.operand, {}});
@@ -431,7 +437,8 @@ std::optional<Error> split(Importer& im, const Node& node) {
   }
   size_t parts = sizes.empty() ? node.outputs.size() : sizes.size();
   if (parts == 0) return im.err(node, "Split has no outputs");
-  if (sizes.empty()) sizes.assign(parts, (s[*axis] + static_cast<int64_t>(parts) - 1) / static_cast<int64_t>(parts));
+  if (sizes.empty())
+    sizes.assign(parts, (s[*axis] + static_cast<int64_t>(parts) - 1) / static_cast<int64_t>(parts));
   int64_t begin = 0;
   for (size_t k = 0; k < parts; ++k) {
     if (sizes[k] != sizes[0] || sizes[0] * static_cast<int64_t>(parts) != s[*axis])
@@ -461,7 +468,8 @@ std::optional<Error> expand(Importer& im, const Node& node) {
     return std::nullopt;
   }
   std::vector<int64_t> index;
-  if (v.has_values && elements(*out) <= kMaxConstantElements) index = broadcast_index(v.shape, *out);
+  if (v.has_values && elements(*out) <= kMaxConstantElements)
+    index = broadcast_index(v.shape, *out);
   im.set(node, 0, gather_values(v, *out, index));
   return std::nullopt;
 }
@@ -484,7 +492,8 @@ std::optional<Error> pad(Importer& im, const Node& node) {
   }
   const Shape& s = v.shape;
   if (pads->size() != 2 * s.size())
-    return im.err(node, "pads " + shape_str(*pads) + " do not match rank " + std::to_string(s.size()));
+    return im.err(node,
+                  "pads " + shape_str(*pads) + " do not match rank " + std::to_string(s.size()));
   Shape out = s;
   for (size_t d = 0; d < s.size(); ++d) {
     int64_t b = (*pads)[d], e = (*pads)[d + s.size()];

@@ -58,7 +58,8 @@ Result<Window> window_of(Importer& im, const Node& node, const Value& x,
     if (s <= 0) return im.err(node, "strides must be positive");
     int64_t begin = pads[d], end = pads[2 + d];
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      int64_t total = std::max<int64_t>(((in[2 + d] + s - 1) / s - 1) * s + kernel[d] - in[2 + d], 0);
+      int64_t total =
+          std::max<int64_t>(((in[2 + d] + s - 1) / s - 1) * s + kernel[d] - in[2 + d], 0);
       begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       end = total - begin;
     } else if (auto_pad == "VALID") {
@@ -113,7 +114,8 @@ std::optional<Error> conv(Importer& im, const Node& node) {
     im.use_weight(**b);
     l.pw = 1;
   }
-  im.set(node, 0, im.add_layer(node, std::move(l), {(*x)->shape[0], w.shape[0], win->out[0], win->out[1]}));
+  im.set(node, 0,
+         im.add_layer(node, std::move(l), {(*x)->shape[0], w.shape[0], win->out[0], win->out[1]}));
   return std::nullopt;
 }
 
@@ -128,7 +130,8 @@ std::optional<Error> pool(Importer& im, const Node& node) {
     kernel = {s[2], s[3]};
   } else {
     std::vector<int64_t> k = attr_ints(node, "kernel_shape").value_or(std::vector<int64_t>{});
-    if (k.size() != 2) return im.err(node, "only 2-D pools are supported (kernel_shape " + shape_str(k) + ")");
+    if (k.size() != 2)
+      return im.err(node, "only 2-D pools are supported (kernel_shape " + shape_str(k) + ")");
     kernel = {k[0], k[1]};
   }
   Result<Window> win = window_of(im, node, **x, kernel);
@@ -199,7 +202,8 @@ std::optional<Error> gemm(Importer& im, const Node& node) {
   if (im.has_input(node, 2)) {
     Result<const Value*> c = operand(im, node, 2);
     if (!c) return c.error();
-    if ((*c)->is_activation()) return im.err(node, "a Gemm bias computed from the data is not supported");
+    if ((*c)->is_activation())
+      return im.err(node, "a Gemm bias computed from the data is not supported");
     im.use_weight(**c);
     pw = 1;
   }
@@ -207,8 +211,8 @@ std::optional<Error> gemm(Importer& im, const Node& node) {
   const Value& w = **b;
   int64_t k = ta ? x.shape[0] : x.shape[1];
   if (k != (tb ? w.shape[1] : w.shape[0]))
-    return im.err(node, "shapes " + shape_str(x.shape) + " and " + shape_str(w.shape) +
-                            " do not multiply");
+    return im.err(
+        node, "shapes " + shape_str(x.shape) + " and " + shape_str(w.shape) + " do not multiply");
   if (x.is_activation() && !w.is_activation() && !ta) {
     LayerSpec l;
     l.op = "FC";
@@ -232,8 +236,8 @@ std::optional<Error> matmul(Importer& im, const Node& node) {
     return im.err(node, "MatMul of a vector (" + shape_str(x.shape) + " by " + shape_str(w.shape) +
                             ") is not supported");
   if (x.shape.back() != w.shape[w.shape.size() - 2])
-    return im.err(node, "shapes " + shape_str(x.shape) + " and " + shape_str(w.shape) +
-                            " do not multiply");
+    return im.err(
+        node, "shapes " + shape_str(x.shape) + " and " + shape_str(w.shape) + " do not multiply");
   if (x.is_activation() && !w.is_activation() && w.shape.size() == 2) {
     LayerSpec l;
     l.op = "FC";
@@ -256,8 +260,8 @@ std::optional<Error> matmul(Importer& im, const Node& node) {
     bool in_a = i >= nb - ra, in_b = i >= nb - rb;
     int64_t sa = in_a ? x.shape[i - (nb - ra)] : 0, sb = in_b ? w.shape[i - (nb - rb)] : 0;
     if (in_a && in_b && sa != sb)
-      return im.err(node, "broadcasting batch dimensions of sizes " + std::to_string(sa) +
-                              " and " + std::to_string(sb) + " is not supported");
+      return im.err(node, "broadcasting batch dimensions of sizes " + std::to_string(sa) + " and " +
+                              std::to_string(sb) + " is not supported");
     if (in_a) ta += letter;
     if (in_b) tb += letter;
     to += letter;
@@ -276,15 +280,18 @@ std::optional<Error> einsum(Importer& im, const Node& node) {
   if (eq.find("...") != std::string::npos)
     return im.err(node, "an Einsum equation with '...' is not supported");
   size_t comma = eq.find(','), arrow = eq.find("->");
-  if (comma == std::string::npos) return im.err(node, "equation " + pase::quoted(eq) + " is malformed");
+  if (comma == std::string::npos)
+    return im.err(node, "equation " + pase::quoted(eq) + " is malformed");
   std::string ta = eq.substr(0, comma);
-  std::string tb = eq.substr(comma + 1, arrow == std::string::npos ? std::string::npos : arrow - comma - 1);
+  std::string tb =
+      eq.substr(comma + 1, arrow == std::string::npos ? std::string::npos : arrow - comma - 1);
   std::string to;
   if (arrow != std::string::npos) {
     to = eq.substr(arrow + 2);
   } else {  // implicit output: the letters used once, in alphabetical order
     for (char ch = 'A'; ch <= 'z'; ++ch)
-      if (std::count(ta.begin(), ta.end(), ch) + std::count(tb.begin(), tb.end(), ch) == 1) to += ch;
+      if (std::count(ta.begin(), ta.end(), ch) + std::count(tb.begin(), tb.end(), ch) == 1)
+        to += ch;
   }
   if (ta.size() != (*a)->shape.size() || tb.size() != (*b)->shape.size())
     return im.err(node, "equation " + pase::quoted(eq) + " does not match the operands' ranks");
@@ -304,8 +311,8 @@ std::optional<Error> binary(Importer& im, const Node& node) {
   const Value& y = **b;
   std::optional<Shape> out = broadcast(x.shape, y.shape);
   if (!out)
-    return im.err(node, "shapes " + shape_str(x.shape) + " and " + shape_str(y.shape) +
-                            " do not broadcast");
+    return im.err(
+        node, "shapes " + shape_str(x.shape) + " and " + shape_str(y.shape) + " do not broadcast");
   if (!x.is_activation() && !y.is_activation()) {
     static const std::map<std::string, double (*)(double, double), std::less<>> fns = {
         {"Add", [](double p, double q) { return p + q; }},
@@ -323,8 +330,8 @@ std::optional<Error> binary(Importer& im, const Node& node) {
   }
   if (x.is_activation() && y.is_activation()) {
     if (x.shape != y.shape)
-      return im.err(node, "broadcasting one activation " + shape_str(x.shape) + " against another " +
-                              shape_str(y.shape) + " is not supported");
+      return im.err(node, "broadcasting one activation " + shape_str(x.shape) +
+                              " against another " + shape_str(y.shape) + " is not supported");
     LayerSpec l;
     l.op = "Elementwise";
     l.inputs = {Operand{x.operand, {}}, Operand{y.operand, {}}};
@@ -373,9 +380,10 @@ std::optional<Error> unary(Importer& im, const Node& node) {
   Value v = x;
   if (x.has_values && x.is_float() && !std::isnan(unary_value(node.op_type, 1.0))) {
     for (double& f : v.floats) f = unary_value(node.op_type, f);
-  } else if (x.has_values && !x.is_float() && (node.op_type == "Neg" || node.op_type == "Abs" ||
-                                               node.op_type == "Relu")) {
-    for (int64_t& n : v.ints) n = static_cast<int64_t>(unary_value(node.op_type, static_cast<double>(n)));
+  } else if (x.has_values && !x.is_float() &&
+             (node.op_type == "Neg" || node.op_type == "Abs" || node.op_type == "Relu")) {
+    for (int64_t& n : v.ints)
+      n = static_cast<int64_t>(unary_value(node.op_type, static_cast<double>(n)));
   } else {
     v = opaque(x.shape, x.type, {&x});
   }
@@ -457,7 +465,8 @@ const Node* only_reader(Importer& im, const std::string& tensor, std::string_vie
 
 bool constant_is(const Importer& im, const std::string& tensor, double value) {
   const Value* v = im.find(tensor);
-  return v && v->has_values && !v->is_activation() && elements(v->shape) == 1 && v->number(0) == value;
+  return v && v->has_values && !v->is_activation() && elements(v->shape) == 1 &&
+         v->number(0) == value;
 }
 
 // The LayerNorm that exporters write as
@@ -476,7 +485,8 @@ bool decomposed_layer_norm(Importer& im, const Node& node, const Value& x,
   const Node* div = nullptr;
   for (int r : d_readers) {
     const Node& n = im.model().nodes[r];
-    if (n.op_type == "Pow" && n.inputs[0] == sub->outputs[0] && constant_is(im, n.inputs[1], 2)) pow = &n;
+    if (n.op_type == "Pow" && n.inputs[0] == sub->outputs[0] && constant_is(im, n.inputs[1], 2))
+      pow = &n;
     if (n.op_type == "Div" && n.inputs[0] == sub->outputs[0]) div = &n;
   }
   if (!pow || !div) return false;
@@ -487,7 +497,8 @@ bool decomposed_layer_norm(Importer& im, const Node& node, const Value& x,
   const Node* add = only_reader(im, mean2->outputs[0], "Add");
   if (!add) return false;
   const Node* sqrt = only_reader(im, add->outputs[0], "Sqrt");
-  if (!sqrt || div->inputs[1] != sqrt->outputs[0] || im.consumers(sqrt->outputs[0]) != 1) return false;
+  if (!sqrt || div->inputs[1] != sqrt->outputs[0] || im.consumers(sqrt->outputs[0]) != 1)
+    return false;
   const Value* eps = im.find(add->inputs[1] == mean2->outputs[0] ? add->inputs[0] : add->inputs[1]);
   if (!eps || eps->is_activation()) return false;
   for (const Node* n : {sub, pow, mean2, add, sqrt, div}) im.consume(im.node_index(*n));
@@ -511,7 +522,8 @@ std::optional<Error> reduce_mean(Importer& im, const Node& node) {
   std::vector<bool> reduced(s.size(), axes->empty());
   for (int64_t a : *axes) {
     std::optional<int> axis = axis_in(a, s.size());
-    if (!axis) return im.err(node, "axis " + std::to_string(a) + " is out of range for " + shape_str(s));
+    if (!axis)
+      return im.err(node, "axis " + std::to_string(a) + " is out of range for " + shape_str(s));
     reduced[*axis] = true;
   }
   Shape out;
@@ -569,10 +581,11 @@ void add_layer_handlers(Table& table) {
   table["MatMul"] = matmul;
   table["Einsum"] = einsum;
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow"}) table[op] = binary;
-  for (const char* op : {"Relu", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Gelu", "Sigmoid",
-                         "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Tanh", "Erf", "Clip",
-                         "Sqrt", "Neg", "Exp", "Log", "Abs", "Reciprocal", "Floor", "Ceil", "Sin",
-                         "Cos", "Mish"})
+  for (const char* op :
+       {"Relu",    "LeakyRelu",   "PRelu",     "Elu",      "Selu",     "Celu", "Gelu",
+        "Sigmoid", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Tanh", "Erf",
+        "Clip",    "Sqrt",        "Neg",       "Exp",      "Log",      "Abs",  "Reciprocal",
+        "Floor",   "Ceil",        "Sin",       "Cos",      "Mish"})
     table[op] = unary;
   table["BatchNormalization"] = batch_norm;
   table["LayerNormalization"] = layer_norm;
