@@ -5,6 +5,7 @@
 // optimum costs at most what data parallelism does.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "pase/compare.hpp"
@@ -17,7 +18,13 @@ using pase::testing::why;
 
 namespace {
 
-const std::string kDir = std::string(PASE_TEST_DATA_DIR) + "/onnx/";
+// The committed fixtures (weights as graph inputs), or those of
+// PASE_ONNX_FIXTURES: the same models with their weights, made in CI by
+// `make_fixtures.py --with-weights DIR` (.ci/onnx).
+const std::string kDir = [] {
+  const char* dir = std::getenv("PASE_ONNX_FIXTURES");
+  return dir && *dir ? std::string(dir) + "/" : std::string(PASE_TEST_DATA_DIR) + "/onnx/";
+}();
 
 nlohmann::json manifest() {
   return nlohmann::json::parse(pase::testing::read_text(kDir + "manifest.json"));
