@@ -46,22 +46,28 @@ Value opaque(const Shape& shape, int32_t type, const std::vector<const Value*>& 
 
 // The flat index into a tensor of shape `from` (broadcast to `to`) of every
 // element of `to`, in order.
-std::vector<int64_t> broadcast_index(const Shape& from, const Shape& to) {
-  int64_t n = elements(to).value_or(0);
-  std::vector<int64_t> index(static_cast<size_t>(n));
-  size_t offset = to.size() - from.size();
-  std::vector<int64_t> pos(to.size(), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t flat = 0;
-    for (size_t d = 0; d < from.size(); ++d)
-      flat = flat * from[d] + (from[d] == 1 ? 0 : pos[d + offset]);
-    index[static_cast<size_t>(i)] = flat;
-    for (size_t d = to.size(); d-- > 0;) {
-      if (++pos[d] < to[d]) break;
+std::vector<int64_t> source_indices(const Shape& out,
+                                    const std::function<int64_t(const std::vector<int64_t>&)>& at) {
+  std::vector<int64_t> index;
+  std::vector<int64_t> pos(out.size(), 0);
+  for (int64_t n = elements(out).value_or(0); n > 0; --n) {
+    index.push_back(at(pos));
+    for (size_t d = out.size(); d-- > 0;) {
+      if (++pos[d] < out[d]) break;
       pos[d] = 0;
     }
   }
   return index;
+}
+
+std::vector<int64_t> broadcast_index(const Shape& from, const Shape& to) {
+  size_t offset = to.size() - from.size();
+  return source_indices(to, [&](const std::vector<int64_t>& pos) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < from.size(); ++d)
+      flat = flat * from[d] + (from[d] == 1 ? 0 : pos[d + offset]);
+    return flat;
+  });
 }
 
 namespace {

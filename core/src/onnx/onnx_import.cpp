@@ -22,7 +22,9 @@ const std::map<std::string, Handler, std::less<>>& handlers() {
     auto* t = new std::map<std::string, Handler, std::less<>>();
     add_fold_handlers(*t);
     add_layout_handlers(*t);
+    add_part_handlers(*t);
     add_layer_handlers(*t);
+    add_norm_handlers(*t);
     return t;
   }();
   return *table;

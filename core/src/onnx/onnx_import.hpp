@@ -62,12 +62,15 @@ class Importer;
 // A handler translates one node: sets the Values of its outputs, adds layers.
 using Handler = std::optional<Error> (*)(Importer& im, const Node& node);
 
-// The handlers by op type (onnx_ops.cpp registers the layer ops,
-// onnx_fold.cpp the constant and shape ops).
+// The handlers by op type: onnx_fold.cpp registers the constant and shape
+// ops, onnx_layout.cpp and onnx_parts.cpp the layout ops, onnx_ops.cpp and
+// onnx_norm.cpp those that compute.
 const std::map<std::string, Handler, std::less<>>& handlers();
 void add_fold_handlers(std::map<std::string, Handler, std::less<>>& table);
 void add_layout_handlers(std::map<std::string, Handler, std::less<>>& table);
 void add_layer_handlers(std::map<std::string, Handler, std::less<>>& table);
+void add_norm_handlers(std::map<std::string, Handler, std::less<>>& table);
+void add_part_handlers(std::map<std::string, Handler, std::less<>>& table);
 
 // "Conv, Gemm, MatMul, ..." for the unsupported-op error.
 std::string supported_ops();
@@ -87,6 +90,12 @@ class Importer {
   }
   // An input that must be an activation (not a pending Pad unless `pad_ok`).
   Result<const Value*> activation(const Node& node, size_t i, bool pad_ok = false) const;
+  // An activation (not a pending Pad), a weight or a constant.
+  Result<const Value*> operand(const Node& node, size_t i) const {
+    Result<const Value*> v = input(node, i);
+    if (v && (*v)->is_activation()) return activation(node, i);
+    return v;
+  }
   // An input whose values must be known (a constant): its integers.
   Result<std::vector<int64_t>> ints(const Node& node, size_t i) const;
 
@@ -181,6 +190,11 @@ Value opaque(const Shape& shape, int32_t type, const std::vector<const Value*>& 
 // nullopt when the shapes do not broadcast.
 std::optional<Value> fold_binary(const Value& a, const Value& b, double (*f)(double, double),
                                  bool to_int);
+// For every position of a tensor of shape `out`, in row-major order, the
+// flat index `at(position)` of the element it takes from its source (the
+// reordering of a Transpose, Slice or broadcast).
+std::vector<int64_t> source_indices(const Shape& out,
+                                    const std::function<int64_t(const std::vector<int64_t>&)>& at);
 // The flat index into a tensor of shape `from` (broadcast to `to`) of every
 // element of `to`, in order.
 std::vector<int64_t> broadcast_index(const Shape& from, const Shape& to);
