@@ -163,9 +163,12 @@ def export(model, shape, path, export_params, dynamic_axes):
                       output_names=["output"], dynamic_axes=dynamic_axes)
 
 
-def make_fixtures(names):
-    os.makedirs(OUT_DIR, exist_ok=True)
-    manifest_path = os.path.join(OUT_DIR, "manifest.json")
+def make_fixtures(names, out_dir=None):
+    """Exports the fixtures to tests/data/onnx, or all with their weights to `out_dir`."""
+    with_weights = out_dir is not None
+    out_dir = out_dir or OUT_DIR
+    os.makedirs(out_dir, exist_ok=True)
+    manifest_path = os.path.join(out_dir, "manifest.json")
     entries = {}
     if os.path.exists(manifest_path):
         with open(manifest_path) as f:
@@ -179,7 +182,8 @@ def make_fixtures(names):
         torch_count = sum(p.numel() for p in model.parameters())
         folded = folded_bn_channels(model)
         expected = torch_count - folded
-        path = os.path.join(OUT_DIR, name + ".onnx")
+        export_params = export_params or with_weights
+        path = os.path.join(out_dir, name + ".onnx")
         torch.manual_seed(seed)  # the example input
         export(model, shape, path, export_params, dynamic_axes)
         found, tensors = onnx_parameters(path)
@@ -243,6 +247,9 @@ def main():
     parser.add_argument("names", nargs="*", help="only these fixtures (default: all)")
     parser.add_argument("--vgg16", metavar="PATH",
                         help="export VGG-16 with weights to PATH instead")
+    parser.add_argument("--with-weights", metavar="DIR",
+                        help="export the fixtures with their weights (export_params=True) and "
+                             "their manifest to DIR instead (not committed: CI makes them)")
     args = parser.parse_args()
     unknown = [n for n in args.names if n not in FIXTURES]
     if unknown:
@@ -253,7 +260,7 @@ def main():
     if args.vgg16:
         make_vgg16(args.vgg16)
     else:
-        make_fixtures(args.names)
+        make_fixtures(args.names, args.with_weights)
     return 0
 
 
