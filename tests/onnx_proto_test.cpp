@@ -389,6 +389,7 @@ TEST_CASE("onnx reader: looks_like_onnx tells ModelProto from JSON and text") {
   CHECK_FALSE(looks_like_onnx("  \n "));
   CHECK_FALSE(looks_like_onnx("{\"format\": \"pase-graph/1\"}"));
   CHECK_FALSE(looks_like_onnx("\n  [1, 2, 3]"));
+  CHECK_FALSE(looks_like_onnx("\"pase-graph/1\""));  // 0x22 would decode as field 4
   CHECK_FALSE(looks_like_onnx("hello world"));
   CHECK_FALSE(looks_like_onnx("# a comment\n"));
   CHECK_FALSE(looks_like_onnx("\x89PNG\r\n"));

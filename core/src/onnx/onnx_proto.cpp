@@ -75,7 +75,11 @@ bool FileSource::read(uint64_t offset, size_t length, std::string& out) {
 
 bool looks_like_onnx(std::string_view prefix) {
   const size_t first = prefix.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos || prefix[first] == '{' || prefix[first] == '[') return false;
+  // A JSON document starts with an object, an array or a string (the byte
+  // '"' would also decode as a protobuf field).
+  if (first == std::string_view::npos || prefix[first] == '{' || prefix[first] == '[' ||
+      prefix[first] == '"')
+    return false;
   // Every field in the prefix must decode (the last may be cut short), the
   // first with a ModelProto-like field number. Text fails quickly: most
   // letters make the wire types 3, 4, 6 and 7, which do not exist.
