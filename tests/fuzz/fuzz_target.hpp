@@ -2,7 +2,9 @@
 // (fuzz_plan.cpp) and the doctest suite (robustness_test.cpp), which runs it
 // on every regression input under tests/fuzz/regressions/ and the seed corpus.
 //
-// The input is read both as a pase-graph/1 document and as a plan request.
+// The input is read as an ONNX model, as a pase-graph/1 document and as a
+// plan request. An imported model builds or is refused with an error, and a
+// small one is planned like a graph.
 // Whatever it is, nothing may crash, throw or hang, and:
 //   - every error has a message, and its error document is valid JSON;
 //   - a graph that loads is written back and loads again with the same shape;
@@ -23,6 +25,7 @@
 #include <string_view>
 
 #include "pase/graph.hpp"
+#include "pase/import.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
 #include "testing.hpp"
@@ -74,7 +77,24 @@ inline std::string check_plan(const pase::Graph& graph, const pase::Cluster& clu
   return "";
 }
 
+// As an ONNX model, every named dimension 2.
+inline std::string fuzz_onnx(std::string_view bytes) {
+  pase::MemorySource source(bytes);
+  pase::Result<std::vector<pase::DynamicDim>> dims = pase::onnx_dynamic_dims(source);
+  if (!dims) return check_error(dims.error(), "onnx_dynamic_dims");
+  pase::ImportOptions options;
+  for (const pase::DynamicDim& d : *dims) options.dims.emplace_back(d.name, 2);
+  pase::Result<pase::GraphSpec> spec = pase::import_onnx(source, options);
+  if (!spec) return check_error(spec.error(), "import_onnx");
+  if (spec->parameters < 0) return "import_onnx: no parameter count";
+  pase::Result<pase::Graph> graph = pase::build_graph(*spec);
+  if (!graph) return check_error(graph.error(), "build_graph of an imported model");
+  return check_plan(*graph, pase::Cluster{.devices = 4}, {}, false);
+}
+
 inline std::string fuzz_one(std::string_view text) {
+  if (std::string e = fuzz_onnx(text); !e.empty()) return e;
+
   // As a graph document.
   pase::Result<pase::Graph> graph = pase::load_graph(text);
   if (!graph) {
