@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 #include "pase/graph.hpp"
@@ -84,11 +85,18 @@ class FailingSource final : public ByteSource {
   uint64_t size_;
 };
 
-// A source whose reads run out of memory.
+// A source whose reads throw (running out of memory, a bug): `raise` throws.
 class ThrowingSource final : public ByteSource {
  public:
+  explicit ThrowingSource(void (*raise)()) : raise_(raise) {}
   uint64_t size() const override { return 1 << 20; }
-  bool read(uint64_t, size_t, std::string&) override { throw std::bad_alloc(); }
+  bool read(uint64_t, size_t, std::string&) override {
+    raise_();
+    return false;
+  }
+
+ private:
+  void (*raise_)();
 };
 
 }  // namespace
@@ -138,13 +146,17 @@ TEST_CASE("import json: a truncated file is an error") {
   }
 }
 
-TEST_CASE("import json: a source that cannot be read or runs out of memory") {
+TEST_CASE("import json: a source that cannot be read, runs out of memory or throws") {
   FailingSource failing(1 << 20);
   error_of(json::parse(import_model_json(failing, "")));
-  ThrowingSource throwing;
-  const json error = error_of(json::parse(import_model_json(throwing, "{}")));
-  CHECK(error["message"] == "out of memory");
+  ThrowingSource out_of_memory([] { throw std::bad_alloc(); });
+  json error = error_of(json::parse(import_model_json(out_of_memory, "{}")));
+  CHECK(contains(error["message"].get<std::string>(), "out of memory"));
   CHECK(error["where"] == "");
+  // Whatever else escapes is the guard's: an error document, not an exception.
+  ThrowingSource throwing([] { throw std::runtime_error("a bug"); });
+  error = error_of(json::parse(import_model_json(throwing, "{}")));
+  CHECK(contains(error["message"].get<std::string>(), "internal error"));
 }
 
 // ---- Imports -----------------------------------------------------------------------------
