@@ -19,7 +19,7 @@ export const defaultModel = 'alexnet';
 // Graph documents beyond this are refused before reading: the benchmark
 // networks export to well under 1 MB, so anything this large is not a graph
 // worth planning here. ONNX files have no limit: they are never read whole
-// (an imported ResNet-50 is a graph document of some 100 kB).
+// (an imported ResNet-50 is a graph document of about 10 kB).
 export const maxFileBytes = 32 * 1024 * 1024;
 const uploadValue = 'upload';
 const examplePrefix = 'example:';
@@ -54,6 +54,9 @@ export class GraphSource {
   upload = null;
   #ui;
   #hooks;
+  // Bumped by every new choice (a file, the select); a check or import that
+  // answers after a newer choice is dropped.
+  #choice = 0;
 
   /**
    * @param {{select: HTMLSelectElement, description: HTMLElement, batch: HTMLInputElement,
@@ -180,6 +183,7 @@ export class GraphSource {
     const { errors, setStatus } = this.#hooks;
     // A file dropped while the module loads is checked once it is there.
     if (!(await this.#hooks.ready)) return;
+    const choice = ++this.#choice;
     errors.clear();
     this.#closeDimsForm();
     let prefix;
@@ -189,8 +193,9 @@ export class GraphSource {
       errors.show(`Could not read ${file.name}`, e.message);
       return;
     }
+    if (choice !== this.#choice) return;
     if (fileKind(file.name, prefix) === 'onnx') {
-      await this.#importModel(file, {});
+      await this.#importModel(file, {}, choice);
       return;
     }
     if (file.size > maxFileBytes) {
@@ -209,11 +214,12 @@ export class GraphSource {
     try {
       await this.#hooks.validate(text);
     } catch (e) {
-      if (e.kind === 'cancelled') return;
+      if (e.kind === 'cancelled' || choice !== this.#choice) return;
       errors.showPlannerError(e, { file: file.name });
       setStatus(`${file.name} was not loaded.`);
       return;
     }
+    if (choice !== this.#choice) return;
     this.upload = { fileName: file.name, text };
     this.current = { kind: 'upload', ...this.upload };
     this.#fill();
@@ -226,9 +232,10 @@ export class GraphSource {
    * Imports the model file `file` with the sizes `dims` ({name: size}) for
    * its dynamic dimensions. Sizes still missing are asked for in the dims
    * form, which imports again with them; any other refusal is shown in the
-   * error box. The imported graph becomes the source like an uploaded one.
+   * error box. The imported graph becomes the source like an uploaded one,
+   * unless another choice (`#choice` is no longer `choice`) came meanwhile.
    */
-  async #importModel(file, dims) {
+  async #importModel(file, dims, choice) {
     const { errors, setStatus } = this.#hooks;
     this.#hooks.onNewGraph();
     setStatus(`Importing ${file.name}…`);
@@ -236,7 +243,7 @@ export class GraphSource {
     try {
       result = await this.#hooks.importModel(file, Object.keys(dims).length ? { dims } : {});
     } catch (e) {
-      if (e.kind === 'cancelled') return;
+      if (e.kind === 'cancelled' || choice !== this.#choice) return;
       if (e.missingDims?.length) {
         this.#askDims(file, e.missingDims, dims);
         setStatus(`${file.name} has dynamic dimensions: give their sizes to import it.`);
@@ -247,6 +254,7 @@ export class GraphSource {
       setStatus(`${file.name} was not imported.`);
       return;
     }
+    if (choice !== this.#choice) return;
     const imported = {
       parameters: result.parameters,
       layers: result.graph.layers.map((layer, i) => ({ name: layer.name, op: layer.op, outputs: result.layer_outputs?.[i] ?? [] })),
@@ -270,7 +278,7 @@ export class GraphSource {
       values: given,
       onSubmit: (values) => {
         this.#closeDimsForm();
-        this.#importModel(file, { ...given, ...values });
+        this.#importModel(file, { ...given, ...values }, ++this.#choice);
       },
       onCancel: () => {
         this.#closeDimsForm();
@@ -327,6 +335,7 @@ export class GraphSource {
   async #chooseFromSelect() {
     const ui = this.#ui;
     const value = ui.select.value;
+    this.#choice++;
     this.#closeDimsForm();
     this.#hooks.onStale();
     if (value === uploadValue && this.upload) {
