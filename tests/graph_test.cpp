@@ -161,3 +161,60 @@ TEST_CASE("graph: vertex ids are creation order and edges are ordered by (dst, s
   CHECK(g.edges[4].dst_slot == 1);
   CHECK(g.name == "test");
 }
+
+// ---- Parameters (core/docs/graph-format.md, "Parameters") ----------------------------------
+
+TEST_CASE("graph: parameters count each layer's weights") {
+  LayerSpec fc = layer("fc", "FC", {"x"});  // (8, 16) -> 32 units: W is 32 x 16
+  fc.units = 32;
+  LayerSpec conv = layer("conv", "Conv", {"img"});  // filter [8, 3, 3, 3]
+  conv.filter = {8, 3, 3, 3};
+  LayerSpec grouped = layer("grouped", "Conv", {"conv"});  // [8, 8 / 4, 1, 1], 4 groups
+  grouped.filter = {8, 2, 1, 1};
+  grouped.group = 4;
+  LayerSpec emb = layer("emb", "Embedding", {"tok"});  // 50 x 6
+  emb.vocab = 50;
+  emb.dim = 6;
+  LayerSpec proj = layer("proj", "Einsum", {"emb"});  // a weight operand of 6 x 10
+  proj.inputs.push_back(weight({6, 10}));
+  proj.equation = "bse,ef->bsf";
+  LayerSpec attn = layer("attn", "Einsum", {"proj", "proj"});  // two activations: none
+  attn.equation = "bsf,btf->bst";
+  LayerSpec lstm = layer("lstm", "LSTM", {"emb"});  // L * 2u * 4u = 2 * 12 * 24
+  lstm.units = 6;
+  lstm.layers = 2;
+  LayerSpec bias = layer("bias", "Elementwise", {"fc"});  // any op's weight operand
+  bias.inputs.push_back(weight({8, 32}));
+  LayerSpec act = layer("act", "Activation", {"bias"});  // no weights
+  LayerSpec flat = layer("flat", "Reshape", {"act"});
+  flat.shape = {8, 4, 8};
+  const GraphSpec spec = spec_with({{"x", {8, 16}}, {"img", {2, 3, 8, 8}}, {"tok", {2, 5}}},
+                                   {fc, conv, grouped, emb, proj, attn, lstm, bias, act, flat});
+  Graph g = build_ok(spec);
+  const std::vector<int64_t> expected = {32 * 16,     8 * 3 * 3 * 3, 8 * 2, 50 * 6, 6 * 10, 0,
+                                         2 * 12 * 24, 8 * 32,        0,     0,      0};
+  REQUIRE(g.vertices.size() == expected.size());  // the Reshape is two vertices
+  int64_t sum = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(g.vertices[i].name);
+    CHECK(model_of(g, static_cast<int>(i)).weight_elements == expected[i]);
+    sum += expected[i];
+  }
+  CHECK(g.parameters == sum);
+  CHECK(g.parameters == 1936);
+}
+
+TEST_CASE("graph: a spec's own parameters override the count; below -1 is an error") {
+  LayerSpec fc = layer("fc", "FC", {"x"});
+  fc.units = 4;
+  GraphSpec spec = spec_with({{"x", {4, 8}}}, {fc});
+  CHECK(build_ok(spec).parameters == 32);
+  spec.parameters = 0;
+  CHECK(build_ok(spec).parameters == 0);
+  spec.parameters = 25557032;
+  CHECK(build_ok(spec).parameters == 25557032);
+  // The weight model still counts its own: only the graph's total is given.
+  CHECK(model_of(build_ok(spec), 0).weight_elements == 32);
+  spec.parameters = -2;
+  CHECK(build_error(spec).where == "parameters");
+}

@@ -156,6 +156,9 @@ TEST_CASE("json: plan_to_json carries the fields of core/docs/formats.md") {
   REQUIRE(p.ok());
   json doc = json::parse(plan_to_json(*g, cluster, *p));
   CHECK(doc["graph"] == "alexnet");
+  CHECK(doc["parameters"].is_number_integer());
+  CHECK(doc["parameters"] == g->parameters);
+  CHECK(g->parameters == 62466080);
   CHECK(doc["cluster"]["devices"] == 8);
   CHECK(doc["cluster"]["tflops"] == 5.0);
   CHECK(doc["cluster"]["bandwidth_gbps"] == 20.0);
@@ -228,6 +231,13 @@ TEST_CASE("json: models_to_json lists the five networks with their sizes") {
   CHECK(list[4]["edges"] == 280);
   CHECK(list[3]["cutoff"] == 1);
   CHECK(list[3]["default_batch"] == 64);
+  // AlexNet's 5 filters and 3 FC weights (1024 classes).
+  CHECK(list[0]["parameters"] ==
+        34848 + 614400 + 884736 + 1327104 + 884736 + 37748736 + 16777216 + 4194304);
+  for (const json& m : list) {
+    CAPTURE(m["name"]);
+    CHECK(m["parameters"] == build_model(m["name"].get<std::string>())->parameters);
+  }
 }
 
 // ---- validate_json: the page's check of an uploaded file -----------------------------------
@@ -272,14 +282,19 @@ TEST_CASE("json: validate_json summarises a valid graph") {
                     {"name", "tiny"},
                     {"layers", 4},
                     {"vertices", g->vertices.size()},
-                    {"edges", g->edges.size()}});
+                    {"edges", g->edges.size()},
+                    {"parameters", 16 * 32}});
   CHECK(g->vertices.size() == 6);
 
   // Without a name; and an exported network is the network.
   const std::string nameless =
       graph_doc(R"([{"name": "fc", "op": "FC", "inputs": ["x"], "units": 4}])");
-  CHECK(json::parse(validate_json(nameless)) ==
-        json{{"ok", true}, {"name", ""}, {"layers", 1}, {"vertices", 1}, {"edges", 0}});
+  CHECK(json::parse(validate_json(nameless)) == json{{"ok", true},
+                                                     {"name", ""},
+                                                     {"layers", 1},
+                                                     {"vertices", 1},
+                                                     {"edges", 0},
+                                                     {"parameters", 16 * 4}});
   json alexnet = json::parse(validate_json(export_model_json("alexnet", 0)));
   CHECK(alexnet["name"] == "alexnet");
   CHECK(alexnet["vertices"] == 14);

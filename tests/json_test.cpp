@@ -37,6 +37,7 @@ void check_same_graph(const Graph& a, const Graph& b) {
   REQUIRE(a.edges.size() == b.edges.size());
   CHECK(a.name == b.name);
   CHECK(a.cutoff == b.cutoff);
+  CHECK(a.parameters == b.parameters);
   for (size_t i = 0; i < a.vertices.size(); ++i) {
     CAPTURE(i);
     CHECK(a.vertices[i].name == b.vertices[i].name);
@@ -99,6 +100,33 @@ TEST_CASE("json: unknown, missing and mistyped top-level fields are named") {
   CHECK(spec_error(R"({"inputs": {"x": [8, 0]}, "layers": []})").where == "inputs.x[1]");
   CHECK(spec_error(R"({"inputs": {"x": 8}, "layers": []})").where == "inputs.x");
   CHECK(spec_error(R"({"inputs": [], "layers": []})").where == "inputs");
+}
+
+TEST_CASE("json: parameters is an optional non-negative integer, written only when given") {
+  const std::string fc = R"([{"name": "fc", "op": "FC", "inputs": ["x"], "units": 4}])";
+  // Absent: the layers' weights are counted (16 x 4), and nothing is written.
+  Result<GraphSpec> spec = parse_graph_spec(graph_doc(fc));
+  REQUIRE(spec.ok());
+  CHECK(spec->parameters == -1);
+  CHECK_FALSE(json::parse(write_graph(*spec)).contains("parameters"));
+  CHECK(load_graph(graph_doc(fc))->parameters == 64);
+  // Given: it overrides the count, and survives a round trip.
+  for (int64_t n : {int64_t{0}, int64_t{25557032}, std::numeric_limits<int64_t>::max()}) {
+    CAPTURE(n);
+    const std::string text = graph_doc(fc, R"(, "parameters": )" + std::to_string(n));
+    spec = parse_graph_spec(text);
+    REQUIRE_MESSAGE(spec.ok(), why(spec));
+    CHECK(spec->parameters == n);
+    CHECK(load_graph(text)->parameters == n);
+    const std::string written = write_graph(*spec);
+    CHECK(json::parse(written)["parameters"] == n);
+    CHECK(parse_graph_spec(written)->parameters == n);
+  }
+  for (const char* bad : {"-1", "-5", "2.5", "1e3", "\"12\"", "null", "true", "[3]"}) {
+    CAPTURE(bad);
+    Error e = spec_error(graph_doc(fc, std::string(R"(, "parameters": )") + bad));
+    CHECK(e.where == "parameters");
+  }
 }
 
 TEST_CASE("json: layer field errors name the layer and the field") {

@@ -71,7 +71,7 @@ const actions = {
   // payload: a plan request plus an optional "mcmc" object (compare.hpp).
   compare: (pase, payload) => pase.compare(payload),
   // payload: a pase-graph/1 document as JSON text; the answer is a summary
-  // {ok, name, layers, vertices, edges}, or an error whose `where` is the
+  // {ok, name, layers, vertices, edges, parameters}, or an error whose `where` is the
   // document's own field ("layers[2].filter").
   validate: (pase, payload) => pase.validate(payload),
   models: (pase) => pase.models(),

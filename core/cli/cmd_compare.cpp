@@ -24,6 +24,7 @@
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
+#include "plan_text.hpp"
 #include "report.hpp"
 
 namespace pase_cli {
@@ -53,9 +54,8 @@ std::string splits_text(const pase::Vertex& v, const pase::Config& c) {
 }
 
 std::string comparison_text(const pase::Graph& graph, const pase::Comparison& c, bool layers) {
-  std::string out = graph.name + ": " + std::to_string(graph.vertices.size()) + " vertices, " +
-                    std::to_string(graph.edges.size()) + " edges on " + cluster_text(c.cluster) +
-                    "\n\n";
+  std::string out =
+      graph.name + ": " + graph_text(graph) + " on " + cluster_text(c.cluster) + "\n\n";
   const auto all = reports(c);
   bool outside = false;
   out += pad_right("strategy", 15) + pad_left("cost", 12) + pad_left("step time", 13) +
@@ -100,7 +100,7 @@ std::string sweep_text(const pase::Graph& graph, const std::vector<pase::Compari
   const pase::Cluster& k = rows.front().cluster;
   std::string out = graph.name + " (" + format("%g", k.tflops) + " TFLOP/s, " +
                     format("%g", k.bandwidth_gbps) +
-                    " GB/s links): speedup over data parallelism\n\n";
+                    " GB/s links): speedup over data parallelism\n" + graph_text(graph) + "\n\n";
   const bool expert = rows.front().expert.has_value();
   const bool mcmc = rows.front().mcmc.has_value();
   out += pad_left("devices", 7) + pad_left("data_parallel", 15) + pad_left("step time", 12) +

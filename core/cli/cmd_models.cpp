@@ -1,4 +1,6 @@
 // pase models: the built-in networks with their sizes, as a table or JSON.
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "commands.hpp"
@@ -15,7 +17,7 @@ namespace pase_cli {
 
 std::string models_usage() {
   return "usage: pase models [--format text|json]\n\n"
-         "Lists the built-in networks with their vertex and edge counts.\n";
+         "Lists the built-in networks with their vertex, edge and parameter counts.\n";
 }
 
 int run_models(const Args& args) {
@@ -28,13 +30,16 @@ int run_models(const Args& args) {
   if (json) return write_stdout(pase::models_to_json()) ? kExitOk : kExitError;
 
   std::string out = pad_right("name", 12) + pad_left("vertices", 9) + pad_left("edges", 7) +
-                    pad_left("batch", 7) + pad_left("cutoff", 8) + "  description\n";
+                    pad_left("parameters", 13) + pad_left("batch", 7) + pad_left("cutoff", 8) +
+                    "  description\n";
   for (const pase::ModelInfo& info : pase::list_models()) {
     pase::Result<pase::Graph> graph = pase::build_model(info.name);
     const std::string vertices = graph ? std::to_string(graph->vertices.size()) : "?";
     const std::string edges = graph ? std::to_string(graph->edges.size()) : "?";
+    const std::string parameters =
+        graph ? grouped(static_cast<uint64_t>(std::max<int64_t>(graph->parameters, 0))) : "?";
     out += pad_right(info.name, 12) + pad_left(vertices, 9) + pad_left(edges, 7) +
-           pad_left(std::to_string(info.default_batch), 7) +
+           pad_left(parameters, 13) + pad_left(std::to_string(info.default_batch), 7) +
            pad_left(std::to_string(info.cutoff), 8) + "  " + info.description + "\n";
   }
   return write_stdout(out) ? kExitOk : kExitError;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -27,11 +28,15 @@ std::string config_text(const pase::Vertex& vertex, const pase::Config& config) 
   return text;
 }
 
+std::string graph_text(const pase::Graph& graph) {
+  return std::to_string(graph.vertices.size()) + " vertices, " +
+         std::to_string(graph.edges.size()) + " edges, " +
+         grouped(static_cast<uint64_t>(std::max<int64_t>(graph.parameters, 0))) + " parameters";
+}
+
 std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
                       const pase::Plan& plan) {
-  std::string out = graph.name + ": " + std::to_string(graph.vertices.size()) + " vertices, " +
-                    std::to_string(graph.edges.size()) + " edges on " + cluster_text(cluster) +
-                    "\n\n";
+  std::string out = graph.name + ": " + graph_text(graph) + " on " + cluster_text(cluster) + "\n\n";
   size_t name_width = 5, op_width = 2;
   for (const pase::Vertex& v : graph.vertices) {
     name_width = std::max(name_width, v.name.size());

@@ -1,4 +1,5 @@
-// The text form of a plan, shared by `pase plan` and `pase eval`.
+// The text form of a plan, shared by `pase plan` and `pase eval` (and the
+// graph's size line by `pase compare`).
 #pragma once
 
 #include <string>
@@ -10,6 +11,9 @@ namespace pase_cli {
 
 // "b=128/8 c=3 n=96/2": every dimension with its size; split ones carry "/split".
 std::string config_text(const pase::Vertex& vertex, const pase::Config& config);
+
+// "14 vertices, 13 edges, 61,100,840 parameters": the graph's size.
+std::string graph_text(const pase::Graph& graph);
 
 // The header, the per-layer table and the cost summary.
 std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,

@@ -69,6 +69,11 @@ struct VertexModel {
   std::vector<int> axes;                // ReduceMean: reduced positions
   std::array<int64_t, 2> window{0, 0};  // Pool
   int64_t pw = 0;                       // point-wise ops per element
+  // Elements of the layer's weights held by this vertex (core/docs/graph-format.md,
+  // "Parameters"): the op's own weight, set by its lowering (FC, Conv,
+  // Embedding, LSTM), plus the layer's `{"shape"}` operands, added by the
+  // graph builder. Graph::parameters sums them.
+  int64_t weight_elements = 0;
 };
 
 // The op table's view of every vertex of a Graph (Graph::model).

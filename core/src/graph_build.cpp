@@ -2,6 +2,8 @@
 // topological and names are unique, and hands each layer to its op's lowering
 // (op_table.hpp, core/src/ops/); then publishes the outputs to later layers
 // and collects the edges.
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -81,6 +83,10 @@ class Builder final : public Lowering {
           g_.edges.push_back(
               Edge{v.inputs[s].producer, v.inputs[s].output, v.id, static_cast<int>(s)});
     resolve_batch();
+    if (spec_.parameters < -1)
+      return Error{"must be a non-negative integer (or -1: count the layers' weights)",
+                   "parameters"};
+    g_.parameters = spec_.parameters >= 0 ? spec_.parameters : weight_elements();
     g_.model = std::make_shared<const GraphModel>(std::move(model_));
     return std::move(g_);
   }
@@ -151,6 +157,16 @@ class Builder final : public Lowering {
     }
   }
 
+  // The weights' elements of every vertex (graph-format.md, "Parameters"),
+  // saturating at the int64 limit rather than wrapping.
+  int64_t weight_elements() const {
+    int64_t sum = 0;
+    for (const VertexModel& m : model_.vertices)
+      if (__builtin_add_overflow(sum, m.weight_elements, &sum))
+        return std::numeric_limits<int64_t>::max();
+    return sum;
+  }
+
   // Resolves the operands of a layer into slots.
   std::optional<Error> resolve(const LayerSpec& l) {
     slots_.clear();
@@ -198,7 +214,17 @@ class Builder final : public Lowering {
       return err("unknown op " + quoted(l.op) + "; known: " + op_table().names(), "op");
     if (auto e = resolve(l)) return e;
     if (l.pw < 0) return err("must be a non-negative integer", "pw");
+    const size_t first = g_.vertices.size();
     if (auto e = def->lower(*this)) return e;
+    // The layer's weight operands ({"shape": [..]}, each below 2^62 by
+    // check_shape) belong to its first vertex, whatever the op.
+    if (first < g_.vertices.size())
+      for (const Operand& o : l.inputs)
+        if (o.is_weight()) {
+          int64_t& w = model_.vertices[first].weight_elements;
+          if (__builtin_add_overflow(w, *element_count(o.weight_shape), &w))
+            w = std::numeric_limits<int64_t>::max();
+        }
     return bug_;  // set when the lowering emitted a vertex without a cost formula
   }
 

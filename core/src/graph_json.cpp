@@ -127,7 +127,7 @@ Result<GraphSpec> graph_spec_from_json(const Json& value, const std::string& whe
     return type_error("a pase-graph/1 object", value, where);
   }
   ObjectReader reader(value, where);
-  reader.allow_only({"format", "name", "cutoff", "inputs", "layers", "meta"});
+  reader.allow_only({"format", "name", "cutoff", "parameters", "inputs", "layers", "meta"});
   std::string format;
   if (reader.read("format", format, to_string) && format != kFormat) {
     reader.fail(
@@ -137,6 +137,7 @@ Result<GraphSpec> graph_spec_from_json(const Json& value, const std::string& whe
   GraphSpec spec;
   reader.read("name", spec.name, to_string);
   reader.read("cutoff", spec.cutoff, to_positive_int);
+  reader.read("parameters", spec.parameters, to_non_negative_int);
   reader.read("inputs", spec.inputs, to_inputs);
   reader.require("layers", spec.layers, to_layers);
   // "meta" is free-form but kept as text, so it must at least be an object:
@@ -158,6 +159,9 @@ Json graph_spec_to_json(const GraphSpec& spec) {
   j["format"] = kFormat;
   if (!spec.name.empty()) j["name"] = spec.name;
   j["cutoff"] = spec.cutoff;
+  // Absent (-1) unless the document or an importer gave it: build_graph()
+  // then counts the layers' weights itself.
+  if (spec.parameters >= 0) j["parameters"] = spec.parameters;
   Json inputs = Json::object();
   for (const auto& [name, shape] : spec.inputs) inputs[name] = shape;
   j["inputs"] = std::move(inputs);

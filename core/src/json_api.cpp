@@ -206,6 +206,7 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
   // costs mean nothing without the machine they were computed for.
   Json j = Json::object();
   j["graph"] = graph.name;
+  j["parameters"] = graph.parameters;
   j["cluster"] = cluster_to_json(cluster);
   j["cost"] = plan.cost;
   j["step_time_s"] = plan.step_time_s;
@@ -276,6 +277,7 @@ std::string models_to_json() {
       if (graph) {
         m["vertices"] = graph->vertices.size();
         m["edges"] = graph->edges.size();
+        m["parameters"] = graph->parameters;
       } else {
         m["error"] = graph.error().to_string();
       }
@@ -336,6 +338,7 @@ std::string validate_json(std::string_view graph_json) {
     j["layers"] = spec->layers.size();
     j["vertices"] = graph->vertices.size();
     j["edges"] = graph->edges.size();
+    j["parameters"] = graph->parameters;
     return json_detail::dump_pretty(j) + "\n";
   });
 }

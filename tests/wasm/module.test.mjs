@@ -207,6 +207,7 @@ test('models: the five benchmark networks in the order of core/docs/models.md', 
   assert.deepEqual(models.map((m) => m.name), benchmarkModels);
   for (const m of models) {
     assert.ok(m.default_batch > 0 && m.vertices > 0 && m.edges > 0, m.name);
+    assert.ok(Number.isInteger(m.parameters) && m.parameters > 0, m.name);
     assert.equal(typeof m.description, 'string');
   }
 });
@@ -229,6 +230,7 @@ test('plan: alexnet at 8 devices reaches the golden optimum of the PaSE prototyp
   assert.ok(Math.abs(doc.cost - 97098296512) <= 1e-9 * 97098296512, `cost ${doc.cost}`);
   const parts = doc.breakdown.compute + doc.breakdown.comm + doc.breakdown.redistribution;
   assert.ok(Math.abs(parts - doc.cost) <= 1e-9 * doc.cost, 'the breakdown adds up to the cost');
+  assert.equal(doc.parameters, 62466080, 'the filters and FC weights');
 });
 
 test('compare: alexnet at 8 devices prices every strategy against the plan', () => {
@@ -292,6 +294,7 @@ test('validate: every example graph and exported network, summarised', () => {
       layers: JSON.parse(text).layers.length,
       vertices: planned.vertices.length,
       edges: planned.edges.length,
+      parameters: planned.parameters,
     }, file);
   }
   const models = JSON.parse(pase.models());

@@ -234,7 +234,7 @@ Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
 
 // ---- JSON ------------------------------------------------------------------------------
 
-// {"graph": name, "cluster": {...},
+// {"graph": name, "parameters": n, "cluster": {...},
 //  "strategies": {"pase": {...}, "data_parallel": {...}, "expert": {...}, "mcmc": {...}},
 //  "notes": [...]}
 // Each strategy is the plan-result document of plan_to_json() plus "strategy",
@@ -252,7 +252,7 @@ std::string comparison_to_json(const Graph& graph, const Comparison& comparison)
 std::string compare_json(std::string_view request_json);
 
 // The table of a device sweep (the paper's Fig. 6), one comparison per device
-// count: {"graph": name, "sweep": [{"devices": P, "strategies": {name:
+// count: {"graph": name, "parameters": n, "sweep": [{"devices": P, "strategies": {name:
 // {"cost", "step_time_s", "speedup", "in_enumeration"}}, "notes": [...]}]}.
 std::string sweep_to_json(const Graph& graph, const std::vector<Comparison>& comparisons);
 

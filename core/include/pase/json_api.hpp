@@ -51,7 +51,8 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
 // {"error": {"message": ..., "where": ...}}
 std::string error_to_json(const Error& error);
 
-// [{"name", "description", "default_batch", "cutoff", "vertices", "edges"}, ...]
+// [{"name", "description", "default_batch", "cutoff", "vertices", "edges",
+//   "parameters"}, ...]
 // Never throws (like the functions below).
 std::string models_to_json();
 
@@ -71,7 +72,8 @@ std::string export_model_json(std::string_view name, double batch);
 
 // Checks a pase-graph/1 document without planning it: load_graph() (syntax,
 // fields, names, shapes; linear in its size). A valid graph gives
-//   {"ok": true, "name": "small-cnn", "layers": 6, "vertices": 7, "edges": 6}
+//   {"ok": true, "name": "small-cnn", "layers": 6, "vertices": 7, "edges": 6,
+//    "parameters": 1234}
 // ("name" is "" when the document has none; a Reshape layer is two vertices).
 // An invalid one gives the error document of load_graph()'s Error, so `where`
 // is relative to the graph document ("layers[2].filter", "" for the document

@@ -286,6 +286,7 @@ std::string compare_request(std::string_view request_json) {
 std::string comparison_to_json(const Graph& graph, const Comparison& c) {
   Json j = Json::object();
   j["graph"] = graph.name;
+  j["parameters"] = graph.parameters;
   j["cluster"] = json_detail::cluster_to_json(c.cluster);
   j["expert_kind"] = expert_kind_name(c.expert_kind);
   Json strategies = Json::object();
@@ -323,6 +324,7 @@ std::string sweep_to_json(const Graph& graph, const std::vector<Comparison>& com
   }
   Json j = Json::object();
   j["graph"] = graph.name;
+  j["parameters"] = graph.parameters;
   j["sweep"] = std::move(rows);
   return json_detail::dump_pretty(j) + "\n";
 }

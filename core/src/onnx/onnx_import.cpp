@@ -218,7 +218,8 @@ Value Importer::pointwise(const Node& node, size_t input, const Value& x, const 
 // Of the other graph inputs (an export without its weights has them all as
 // inputs), the first is data, and so is any with an integer type, a size
 // that the file leaves open, or a reader that takes it as its data operand
-// (input 0 of an op other than the arithmetic ones); the rest are weights.
+// (input 0 of a Conv, Gemm, MatMul, pool, normalization, ReduceMean or
+// Softmax); the rest are weights.
 std::optional<Error> Importer::bind_inputs(const ImportOptions& options) {
   std::set<std::string, std::less<>> initializer_names;
   for (const Tensor& t : model_.initializers) {
@@ -238,12 +239,23 @@ std::optional<Error> Importer::bind_inputs(const ImportOptions& options) {
     }
     values_[t.name] = std::move(v);
   }
-  static const std::set<std::string, std::less<>> arithmetic = {"Add", "Sub",      "Mul",
-                                                                "Div", "Identity", "Cast"};
+  // Ops whose input 0 is their data operand (a weight is never there in an
+  // export): a graph input read there is data.
+  static const std::set<std::string, std::less<>> data_first = {"Conv",
+                                                                "Gemm",
+                                                                "MatMul",
+                                                                "MaxPool",
+                                                                "AveragePool",
+                                                                "GlobalAveragePool",
+                                                                "GlobalMaxPool",
+                                                                "BatchNormalization",
+                                                                "LayerNormalization",
+                                                                "ReduceMean",
+                                                                "Softmax",
+                                                                "LogSoftmax"};
   std::set<std::string, std::less<>> data_readers;
   for (const Node& node : model_.nodes)
-    if (!node.inputs.empty() && !arithmetic.count(node.op_type))
-      data_readers.insert(node.inputs[0]);
+    if (!node.inputs.empty() && data_first.count(node.op_type)) data_readers.insert(node.inputs[0]);
 
   bool first = true;
   for (size_t i = 0; i < model_.inputs.size(); ++i) {

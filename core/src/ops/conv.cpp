@@ -100,6 +100,8 @@ std::optional<Error> lower_conv(Lowering& lo) {
     m.gemm.k = {2, 5, 6};
   }
   if (auto e = lo.check_dom(p.dom)) return e;
+  // The filter [n, c / group, r, s]: a sub-product of dom, so below 2^62.
+  m.weight_elements = l.filter[0] * l.filter[1] * l.filter[2] * l.filter[3];
   lo.publish(lo.emit(std::move(p)), false);
   return std::nullopt;
 }

@@ -52,6 +52,7 @@ std::optional<Error> lower_fc(Lowering& lo) {
   m.gemm.n = {static_cast<int>(a)};
   m.gemm.k = {static_cast<int>(a + 1)};
   m.gemm.pw = l.pw;
+  m.weight_elements = l.units * x.back();  // W is (units, K); below 2^62 as dom is
   lo.publish(lo.emit(std::move(p)), false);
   return std::nullopt;
 }
@@ -185,6 +186,8 @@ std::optional<Error> lower_einsum(Lowering& lo) {
   for (char c : n) vm.gemm.n.push_back(pos(c));
   for (char c : red) vm.gemm.k.push_back(pos(c));
   vm.gemm.pw = l.pw;
+  // A weight operand ({"shape": [..]}) is counted by the graph builder, as
+  // for every op: an Einsum has no weight of its own.
   lo.publish(lo.emit(std::move(p)), false);
   return std::nullopt;
 }
@@ -216,6 +219,7 @@ std::optional<Error> lower_embedding(Lowering& lo) {
   p.model.gemm.m = {0, 1};
   p.model.gemm.n = {2};
   p.model.gemm.k = {3};
+  p.model.weight_elements = l.vocab * l.dim;  // the table; below 2^62 as dom is
   lo.publish(lo.emit(std::move(p)), false);
   return std::nullopt;
 }

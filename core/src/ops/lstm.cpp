@@ -1,5 +1,8 @@
 // LSTM: `layers` stacked layers over a (b, s, u) sequence
 // (core/docs/graph-format.md; cost: core/docs/cost-model.md sections 4 and 5).
+#include <cstdint>
+#include <limits>
+
 #include "op_table.hpp"
 
 namespace pase {
@@ -53,6 +56,10 @@ std::optional<Error> lower_lstm(Lowering& lo) {
   m.gemm.pw = 3;
   m.gemm.n_scale = 4;  // the four gates
   m.gemm.k_scale = 2;  // input and recurrent state
+  // L * 2u * 4u (core/docs/graph-format.md, "Parameters"); dom bounds L * u * u
+  // below 2^62, not eight times it, so a count past the limit saturates.
+  m.weight_elements = element_count({l.layers, 2 * l.units, 4 * l.units})
+                          .value_or(std::numeric_limits<int64_t>::max());
   lo.publish(lo.emit(std::move(p)), false);
   return std::nullopt;
 }
