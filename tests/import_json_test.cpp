@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "pase/graph.hpp"
 #include "pase/import.hpp"
@@ -44,33 +45,32 @@ json error_of(const json& doc) {
 
 std::string where_of(const json& doc) { return error_of(doc)["where"].get<std::string>(); }
 
-// The fixture of tests/data/onnx/manifest.json with a dynamic dimension, and
-// that dimension.
-struct DynamicFixture {
-  std::string file;
-  std::string dim;
-  std::string input;
-};
-
-DynamicFixture dynamic_fixture() {
-  const json manifest = json::parse(fixture("manifest.json"));
-  for (const json& model : manifest["models"]) {
-    if (model.contains("dynamic_dims") && !model["dynamic_dims"].empty()) {
-      const json& dim = model["dynamic_dims"][0];
-      return {model["file"].get<std::string>(), dim["name"].get<std::string>(),
-              dim["input"].get<std::string>()};
-    }
-  }
-  FAIL("tests/data/onnx/manifest.json lists no model with a dynamic dimension");
-  return {};
-}
+// The fixtures of tests/data/onnx/manifest.json (tests/onnx/README.md).
+json fixtures() { return json::parse(fixture("manifest.json"))["fixtures"]; }
 
 json manifest_entry(const std::string& file) {
-  const json manifest = json::parse(fixture("manifest.json"));
-  for (const json& model : manifest["models"]) {
+  for (const json& model : fixtures()) {
     if (model["file"] == file) return model;
   }
   FAIL("tests/data/onnx/manifest.json has no entry for " << file);
+  return {};
+}
+
+// The first fixture with dynamic dimensions, and their names in the order
+// of the file.
+struct DynamicFixture {
+  std::string file;
+  std::vector<std::string> dims;
+};
+
+DynamicFixture dynamic_fixture() {
+  for (const json& model : fixtures()) {
+    if (model.contains("dynamic_dims") && !model["dynamic_dims"].empty()) {
+      return {model["file"].get<std::string>(),
+              model["dynamic_dims"].get<std::vector<std::string>>()};
+    }
+  }
+  FAIL("tests/data/onnx/manifest.json lists no model with a dynamic dimension");
   return {};
 }
 
@@ -167,7 +167,8 @@ TEST_CASE("import json: resnet50 imports to a graph that plans") {
   REQUIRE_MESSAGE(!doc.contains("error"), doc.dump());
   CHECK(doc["graph"]["format"] == "pase-graph/1");
   CHECK(doc["layers"] == doc["graph"]["layers"].size());
-  CHECK(doc["parameters"] == manifest_entry("resnet50.onnx")["parameters"]);
+  CHECK(doc["parameters"] == manifest_entry("resnet50.onnx")["expected_parameters"]);
+  CHECK(doc["graph"]["parameters"] == doc["parameters"]);
   CHECK(doc["dynamic_dims"] == json::array());
   // One list of output shapes per layer; the last layer's first output is
   // the logits' shape or a loss, never empty.
@@ -184,20 +185,19 @@ TEST_CASE("import json: resnet50 imports to a graph that plans") {
 }
 
 TEST_CASE("import json: every fixture of the manifest imports with its parameter count") {
-  const json manifest = json::parse(fixture("manifest.json"));
-  for (const json& model : manifest["models"]) {
+  for (const json& model : fixtures()) {
     const std::string file = model["file"].get<std::string>();
     CAPTURE(file);
-    // Dynamic dimensions get 2, so that a wrong binding shows in the shapes.
     json dims = json::object();
     if (model.contains("dynamic_dims")) {
-      for (const json& dim : model["dynamic_dims"]) dims[dim["name"].get<std::string>()] = 2;
+      for (const json& dim : model["dynamic_dims"]) dims[dim.get<std::string>()] = 2;
     }
     const std::string bytes = fixture(file);
     const json doc = import_bytes(bytes, json{{"dims", dims}}.dump());
     REQUIRE_MESSAGE(!doc.contains("error"), doc.dump());
-    if (model.contains("parameters")) CHECK(doc["parameters"] == model["parameters"]);
+    CHECK(doc["parameters"] == model["expected_parameters"]);
     CHECK(doc["dynamic_dims"].size() == dims.size());
+    CHECK(doc["layer_outputs"].size() == doc["layers"].get<size_t>());
     CHECK(load_graph(doc["graph"].dump()).ok());
   }
 }
@@ -218,43 +218,57 @@ TEST_CASE("import json: a missing dynamic dimension lists every one left open") 
   const DynamicFixture dynamic = dynamic_fixture();
   const std::string bytes = fixture(dynamic.file);
   const json doc = import_bytes(bytes);
-  CHECK(where_of(doc) == "dims." + dynamic.dim);
+  CHECK(where_of(doc) == "dims." + dynamic.dims[0]);
+  CHECK(contains(error_of(doc)["message"].get<std::string>(), dynamic.dims[0]));
   REQUIRE(doc.contains("missing_dims"));
-  const json expected = manifest_entry(dynamic.file)["dynamic_dims"];
-  REQUIRE(doc["missing_dims"].size() == expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    CHECK(doc["missing_dims"][i] ==
-          json{{"name", expected[i]["name"]}, {"input", expected[i]["input"]}});
+  REQUIRE(doc["missing_dims"].size() == dynamic.dims.size());
+  for (size_t i = 0; i < dynamic.dims.size(); ++i) {
+    const json& missing = doc["missing_dims"][i];
+    CHECK(missing.size() == 2);
+    CHECK(missing["name"] == dynamic.dims[i]);
+    CHECK(missing["input"] == "input");  // the data input of every fixture
   }
-  CHECK(doc["missing_dims"][0] == json{{"name", dynamic.dim}, {"input", dynamic.input}});
+  // Through the file on disk as well as from memory.
+  FileSource file;
+  REQUIRE_FALSE(file.open(kOnnxDir + dynamic.file).has_value());
+  CHECK(json::parse(import_model_json(file, "")) == doc);
 
   // A dimension the options give is not listed again.
-  if (expected.size() > 1) {
-    const json partly = import_bytes(bytes, json{{"dims", {{dynamic.dim, 3}}}}.dump());
+  if (dynamic.dims.size() > 1) {
+    const json partly = import_bytes(bytes, json{{"dims", {{dynamic.dims[0], 3}}}}.dump());
     REQUIRE(partly.contains("missing_dims"));
-    CHECK(partly["missing_dims"].size() == expected.size() - 1);
-    for (const json& dim : partly["missing_dims"]) CHECK(dim["name"] != dynamic.dim);
+    CHECK(partly["missing_dims"].size() == dynamic.dims.size() - 1);
+    for (const json& dim : partly["missing_dims"]) CHECK(dim["name"] != dynamic.dims[0]);
   }
 }
 
-TEST_CASE("import json: dynamic dimensions take their values from dims") {
+TEST_CASE("import json: dynamic dimensions take their values from dims, or from batch") {
   const DynamicFixture dynamic = dynamic_fixture();
   const std::string bytes = fixture(dynamic.file);
   json dims = json::object();
-  for (const json& dim : manifest_entry(dynamic.file)["dynamic_dims"]) dims[dim["name"]] = 3;
-  dims[dynamic.dim] = 5;
+  for (const std::string& name : dynamic.dims) dims[name] = 3;
+  dims[dynamic.dims[0]] = 5;
   const json doc = import_bytes(bytes, json{{"dims", dims}}.dump());
   REQUIRE_MESSAGE(!doc.contains("error"), doc.dump());
-  REQUIRE_FALSE(doc["dynamic_dims"].empty());
+  REQUIRE(doc["dynamic_dims"].size() == dynamic.dims.size());
   CHECK(doc["dynamic_dims"][0] ==
-        json{{"name", dynamic.dim}, {"input", dynamic.input}, {"value", 5}});
+        json{{"name", dynamic.dims[0]}, {"input", "input"}, {"value", 5}});
   // The value reached the graph: the input that has the dimension has a 5.
-  const json shape = doc["graph"]["inputs"][dynamic.input];
+  const json shape = doc["graph"]["inputs"]["input"];
   REQUIRE(shape.is_array());
   CHECK(std::find(shape.begin(), shape.end(), json(5)) != shape.end());
   const json planned =
       json::parse(plan_json(json{{"graph", doc["graph"]}, {"cluster", {{"devices", 2}}}}.dump()));
   CHECK_MESSAGE(!planned.contains("error"), planned.dump());
+
+  // A fixture whose one dynamic dimension is its batch: the leading
+  // dimension of its first input, which "batch" sets; it then reports that.
+  if (dynamic.dims == std::vector<std::string>{"batch"}) {
+    const json batched = import_bytes(bytes, R"({"batch": 6})");
+    REQUIRE_MESSAGE(!batched.contains("error"), batched.dump());
+    CHECK(batched["dynamic_dims"][0]["value"] == 6);
+    CHECK(batched["graph"]["inputs"]["input"][0] == 6);
+  }
 }
 
 TEST_CASE("import json: an error that is not a missing dimension has no missing_dims") {

@@ -1,5 +1,6 @@
 // The committed ONNX fixtures (tests/data/onnx/) and what their manifest says
-// about them, for the module's and the page's import tests.
+// about them (tests/onnx/README.md), for the module's and the page's import
+// tests. Every fixture's data input is named "input".
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -7,9 +8,9 @@ import { repo } from './load-module.mjs';
 
 export const onnxDir = path.join(repo, 'tests/data/onnx');
 
-/** The manifest's models: [{file, parameters, dynamic_dims?: [{name, input}], ...}]. */
+/** The manifest's fixtures: [{name, file, expected_parameters, dynamic_dims?: [name, ...], ...}]. */
 export function onnxModels() {
-  return JSON.parse(readFileSync(path.join(onnxDir, 'manifest.json'), 'utf8')).models;
+  return JSON.parse(readFileSync(path.join(onnxDir, 'manifest.json'), 'utf8')).fixtures;
 }
 
 /** The manifest entry of `file`. */
