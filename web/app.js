@@ -104,6 +104,7 @@ const source = new GraphSource(
     },
     onStale: () => results.markStale(),
     onChange: () => updateUrl(),
+    onImported: () => startPlan(),
   },
 );
 

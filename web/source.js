@@ -74,6 +74,7 @@ export class GraphSource {
    * @param {() => void} hooks.onNewGraph a file is about to be checked: work on the old graph is moot
    * @param {() => void} hooks.onStale the results no longer answer the form
    * @param {() => void} hooks.onChange the source changed (the URL follows it)
+   * @param {() => void} hooks.onImported a model file was imported and is the source: plan it
    */
   constructor(ui, hooks) {
     this.#ui = ui;
@@ -233,7 +234,8 @@ export class GraphSource {
    * its dynamic dimensions. Sizes still missing are asked for in the dims
    * form, which imports again with them; any other refusal is shown in the
    * error box. The imported graph becomes the source like an uploaded one,
-   * unless another choice (`#choice` is no longer `choice`) came meanwhile.
+   * unless another choice (`#choice` is no longer `choice`) came meanwhile,
+   * and is planned.
    */
   async #importModel(file, dims, choice) {
     const { errors, setStatus } = this.#hooks;
@@ -267,7 +269,9 @@ export class GraphSource {
     this.#fill();
     this.#hooks.onStale();
     this.#hooks.onChange();
-    setStatus(`Imported ${file.name}: ${parametersText(result.parameters)}, ${result.layers} layers. Press Plan to plan it.`);
+    setStatus(`Imported ${file.name}: ${parametersText(result.parameters)}, ${result.layers} layers.`);
+    // Dropping a model asks for its plan (core/docs/plan-your-model.md).
+    this.#hooks.onImported();
   }
 
   #askDims(file, missing, given) {

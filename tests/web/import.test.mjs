@@ -70,12 +70,29 @@ function expectedCost(graph, devices) {
   return doc.cost;
 }
 
-async function planAndWait(page, devices) {
-  await page.fill('#devices', String(devices));
-  await page.click('#plan-button');
+/** The cost on display once a plan is shown. */
+async function waitForCost(page) {
   await page.waitForFunction(() => Number.isFinite(Number(document.getElementById('total-cost').textContent)), null, { timeout: 60_000 });
   return Number(await page.textContent('#total-cost'));
 }
+
+async function planAndWait(page, devices) {
+  await page.fill('#devices', String(devices));
+  await page.click('#plan-button');
+  return waitForCost(page);
+}
+
+/** Plans again at `devices` (a plan is on display) and waits for its result. */
+async function replanAndWait(page, devices) {
+  await page.fill('#devices', String(devices));
+  await page.click('#plan-button');
+  await page.waitForFunction((n) => !document.body.classList.contains('stale') &&
+    document.getElementById('plan-title').textContent.endsWith(` on ${n} devices`), devices, { timeout: 60_000 });
+  return Number(await page.textContent('#total-cost'));
+}
+
+// The page's default cluster: an imported model is planned on it at once.
+const defaultDevices = 8;
 
 function assertClose(actual, expected, what) {
   assert.ok(Math.abs(actual - expected) <= 1e-9 * Math.abs(expected), `${what}: ${actual} != ${expected}`);
@@ -93,7 +110,8 @@ async function assertImportedShown(page, fileName, doc) {
   assert.equal(await page.locator('#imported li').count(), Math.min(doc.layers, 2000));
   assert.equal(await page.inputValue('#model-select'), 'upload');
   assert.match(await page.textContent('#model-select option[value="upload"]'), literally(`Imported: ${fileName}`));
-  assert.match(await page.textContent('#status'), /Imported/);
+  // "Imported name.onnx: ...", then "Planning name.onnx…" and "Planned name.onnx ...".
+  assert.match(await page.textContent('#status'), literally(fileName));
 }
 
 // ---- Bad files first ------------------------------------------------------------
@@ -140,13 +158,17 @@ test('import: an ONNX file shows its parameters and layers, then plans', { skip,
   assert.ok(first.includes(doc.layer_outputs[0][0].join('×')), first);
   assert.equal(await page.isDisabled('#batch'), true, 'the imported graph sets its own batch');
 
-  const cost = await planAndWait(page, 4);
-  assertClose(cost, expectedCost(doc.graph, 4), 'resnet50.onnx');
-  assert.equal(await page.locator('#strategy-table tbody tr').count(), JSON.parse(pase.plan(JSON.stringify({ graph: doc.graph, cluster: { devices: 4 } }))).vertices.length);
+  // The import is planned at once, on the cluster of the form.
+  const cost = await waitForCost(page);
+  assertClose(cost, expectedCost(doc.graph, defaultDevices), 'resnet50.onnx');
+  const planned = JSON.parse(pase.plan(JSON.stringify({ graph: doc.graph, cluster: { devices: defaultDevices } })));
+  assert.equal(await page.locator('#strategy-table tbody tr').count(), planned.vertices.length);
+  assert.equal(await page.locator('#graph svg .node').count(), planned.vertices.length);
   // The plan result carries the graph's parameters, shown in the summary.
-  const planned = JSON.parse(pase.plan(JSON.stringify({ graph: doc.graph, cluster: { devices: 4 } })));
   assert.equal(planned.parameters, doc.parameters);
   assert.ok((await page.textContent('#plan-note')).includes(`${count(doc.parameters)} parameters`));
+  // Planned again on another cluster, like any graph.
+  assertClose(await replanAndWait(page, 4), expectedCost(doc.graph, 4), 'resnet50.onnx at 4 devices');
   await page.screenshot({ path: path.join(resultsDir, 'page-import-onnx.png'), fullPage: true });
 
   // Another model leaves the imported graph; choosing it again brings its summary back.
@@ -228,8 +250,7 @@ test('import: a dynamic dimension is asked for in a form, then the model plans',
   const shown = await page.textContent('#imported');
   for (const name of Object.keys(dims)) assert.ok(shown.includes(`${name} = 2`), shown);
 
-  const cost = await planAndWait(page, 2);
-  assertClose(cost, expectedCost(doc.graph, 2), model.file);
+  assertClose(await waitForCost(page), expectedCost(doc.graph, defaultDevices), model.file);
   assert.deepEqual(problems, []);
   await close();
 });
