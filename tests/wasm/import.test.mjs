@@ -9,7 +9,9 @@
 
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadModule } from './load-module.mjs';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadModule, repo } from './load-module.mjs';
 import { dynamicOnnxModel, onnxBytes, onnxModel, onnxModels } from './onnx-fixtures.mjs';
 
 let pase;
@@ -95,6 +97,22 @@ test('importModel: a source that is neither bytes nor a reader is refused', () =
   }
   for (const size of [-1, 1.5, NaN, Infinity, '10', 2 ** 60]) {
     assertError(importModel({ size, read: () => new Uint8Array() }), 'source.size');
+  }
+});
+
+test('importModel: every invalid model of tests/invalid/models is refused with its place and message', () => {
+  const dir = path.join(repo, 'tests/invalid/models');
+  const { cases } = JSON.parse(readFileSync(path.join(dir, 'cases.json'), 'utf8'));
+  assert.ok(cases.length >= 10);
+  for (const c of cases) {
+    const buffer = readFileSync(path.join(dir, c.file));
+    const bytes = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    for (const source of [bytes, reader(bytes)]) {
+      const doc = importModel(source);
+      // A dynamic dimension without a size also lists what to ask for.
+      assertError(doc, c.where, { missing: c.where.startsWith('dims.') });
+      assert.ok(doc.error.message.includes(c.message), `${c.name}: ${JSON.stringify(doc.error.message)} lacks ${JSON.stringify(c.message)}`);
+    }
   }
 });
 
