@@ -135,13 +135,18 @@ std::string sweep_text(const pase::Graph& graph, const std::vector<pase::Compari
 }  // namespace
 
 std::string compare_usage() {
-  return "usage: pase compare (--model NAME [--batch B] | --graph FILE) [options]\n\n"
+  return "usage: pase compare (--model NAME [--batch B] | --graph FILE [--dim NAME=SIZE ...]\n"
+         "                    [--batch B]) [options]\n\n"
          "Compares the PaSE plan with data parallelism, the expert strategy (built-in\n"
          "networks only) and a FlexFlow-style MCMC search, on the same cost model and\n"
          "machine: cost, predicted step time and speedup over data parallelism.\n\n"
          "  --model NAME          a built-in network (see 'pase models')\n"
-         "  --batch B             batch size of --model (default: the model's)\n"
-         "  --graph FILE          a pase-graph/1 document ('-': standard input)\n"
+         "  --batch B             batch size of --model or of an ONNX --graph (default:\n"
+         "                        the model's)\n"
+         "  --graph FILE          a pase-graph/1 document or an ONNX model, told apart by\n"
+         "                        content ('-': standard input)\n"
+         "  --dim NAME=SIZE       size of a named (dynamic) dimension of an ONNX --graph;\n"
+         "                        repeatable\n"
          "  --procs P             number of devices (default 8)\n"
          "  --flops TF            peak TFLOP/s of one device (default 10)\n"
          "  --bandwidth GBS       link bandwidth in GB/s (default 16)\n"

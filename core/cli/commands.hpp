@@ -28,6 +28,10 @@ std::string eval_usage();
 int run_export(const Args& args);
 std::string export_usage();
 
+// pase import: an ONNX model as a pase-graph/1 document (cmd_import.cpp).
+int run_import(const Args& args);
+std::string import_usage();
+
 // pase models: the built-in networks (cmd_models.cpp).
 int run_models(const Args& args);
 std::string models_usage();

@@ -20,20 +20,33 @@ bool Flags::has(std::string_view name) const { return values_.find(name) != valu
 
 std::optional<std::string> Flags::get(std::string_view name) const {
   auto it = values_.find(name);
-  if (it == values_.end()) return std::nullopt;
-  return it->second;
+  if (it == values_.end() || it->second.empty()) return std::nullopt;
+  return it->second.back();
+}
+
+std::vector<std::string> Flags::all(std::string_view name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 void Flags::set(std::string_view name, std::string value) {
-  values_[std::string(name)] = std::move(value);
+  values_[std::string(name)] = {std::move(value)};
+}
+
+void Flags::add(std::string_view name, std::string value) {
+  values_[std::string(name)].push_back(std::move(value));
 }
 
 std::optional<std::string> parse_flags(const Args& args, const std::vector<FlagSpec>& specs,
-                                       Flags& flags) {
+                                       Flags& flags, std::vector<std::string>* positional) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
     if (arg.size() < 3 || arg.substr(0, 2) != "--") {
-      return "unexpected argument '" + std::string(arg) + "'";
+      if (positional == nullptr || (arg.size() > 1 && arg[0] == '-')) {
+        return "unexpected argument '" + std::string(arg) + "'";
+      }
+      positional->emplace_back(arg);
+      continue;
     }
     std::string_view name = arg;
     std::optional<std::string_view> inline_value;
@@ -44,21 +57,23 @@ std::optional<std::string> parse_flags(const Args& args, const std::vector<FlagS
     auto spec =
         std::find_if(specs.begin(), specs.end(), [&](const FlagSpec& s) { return s.name == name; });
     if (spec == specs.end()) return "unknown flag '" + std::string(name) + "'";
-    if (flags.has(name)) return std::string(name) + " is given more than once";
+    if (flags.has(name) && !spec->repeatable) {
+      return std::string(name) + " is given more than once";
+    }
     if (!spec->takes_value) {
       if (inline_value) return std::string(name) + " takes no value";
-      flags.set(name, "");
+      flags.add(name, "");
       continue;
     }
     if (inline_value) {
-      flags.set(name, std::string(*inline_value));
+      flags.add(name, std::string(*inline_value));
       continue;
     }
     // A following flag is not a value (negative numbers have a single dash).
     if (i + 1 >= args.size() || args[i + 1].substr(0, 2) == "--") {
       return std::string(name) + " needs a value";
     }
-    flags.set(name, std::string(args[++i]));
+    flags.add(name, std::string(args[++i]));
   }
   return std::nullopt;
 }
@@ -125,7 +140,8 @@ std::vector<std::string> split_list(std::string_view text) {
   }
 }
 
-const std::vector<FlagSpec> kGraphFlags = {{"--model", true}, {"--batch", true}, {"--graph", true}};
+const std::vector<FlagSpec> kGraphFlags = {
+    {"--model", true}, {"--batch", true}, {"--graph", true}, {"--dim", true, true}};
 const std::vector<FlagSpec> kClusterFlags = {
     {"--procs", true}, {"--flops", true}, {"--bandwidth", true}};
 

@@ -18,23 +18,32 @@ using Args = std::vector<std::string_view>;
 struct FlagSpec {
   std::string_view name;  // "--procs"
   bool takes_value;
+  bool repeatable = false;  // may be given several times ("--dim a=1 --dim b=2")
 };
 
 // The flags given to a subcommand, by name; switches map to "".
 class Flags {
  public:
   bool has(std::string_view name) const;
+  // The value (the last one of a repeatable flag).
   std::optional<std::string> get(std::string_view name) const;
+  // Every value of a repeatable flag, in command-line order.
+  std::vector<std::string> all(std::string_view name) const;
+  // Sets the one value of `name`; add() appends one more.
   void set(std::string_view name, std::string value);
+  void add(std::string_view name, std::string value);
 
  private:
-  std::map<std::string, std::string, std::less<>> values_;
+  std::map<std::string, std::vector<std::string>, std::less<>> values_;
 };
 
 // Parses `--name value`, `--name=value` and switches. Returns an error message
-// for anything not in `specs`, a missing value or a repeated flag.
+// for anything not in `specs`, a missing value or a repeated flag that is not
+// repeatable. Other arguments are errors too, unless `positional` collects
+// them (a file name; "-" for standard input).
 std::optional<std::string> parse_flags(const Args& args, const std::vector<FlagSpec>& specs,
-                                       Flags& flags);
+                                       Flags& flags,
+                                       std::vector<std::string>* positional = nullptr);
 
 // The whole text as a number (std::from_chars), or nullopt.
 std::optional<int64_t> parse_int(std::string_view text);
@@ -50,7 +59,8 @@ std::vector<std::string> split_list(std::string_view text);
 
 // ---- Shared flag groups ------------------------------------------------------------
 
-// --model NAME, --batch B, --graph FILE (inputs.hpp: graph_source_from_flags()).
+// --model NAME, --batch B, --graph FILE, --dim NAME=SIZE (inputs.hpp:
+// graph_source_from_flags()).
 extern const std::vector<FlagSpec> kGraphFlags;
 // --procs P, --flops TF, --bandwidth GBS (inputs.hpp: cluster_from_flags()).
 extern const std::vector<FlagSpec> kClusterFlags;
@@ -58,8 +68,12 @@ extern const std::vector<FlagSpec> kClusterFlags;
 // Their lines in the usage texts of plan and eval.
 constexpr std::string_view kGraphHelp =
     "  --model NAME        a built-in network (see 'pase models')\n"
-    "  --batch B           batch size of --model (default: the model's)\n"
-    "  --graph FILE        a pase-graph/1 document ('-': standard input)\n";
+    "  --batch B           batch size of --model or of an ONNX --graph (default:\n"
+    "                      the model's)\n"
+    "  --graph FILE        a pase-graph/1 document or an ONNX model, told apart by\n"
+    "                      content ('-': standard input)\n"
+    "  --dim NAME=SIZE     size of a named (dynamic) dimension of an ONNX --graph;\n"
+    "                      repeatable\n";
 constexpr std::string_view kClusterHelp =
     "  --procs P           number of devices (default 8)\n"
     "  --flops TF          peak TFLOP/s of one device (default 10)\n"

@@ -7,15 +7,137 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
+#include "pase/import.hpp"
 #include "pase/models.hpp"
 
 namespace pase_cli {
+
+namespace {
+
+// Enough of a file for looks_like_onnx() to tell ONNX from JSON.
+constexpr size_t kPrefixBytes = 64;
+
+// The first bytes of `path`; nullopt when it cannot be read (the loading
+// that follows says why).
+std::optional<std::string> file_prefix(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string prefix(kPrefixBytes, '\0');
+  in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+  prefix.resize(static_cast<size_t>(in.gcount()));
+  return prefix;
+}
+
+bool looks_like_onnx(std::string_view text) {
+  // A JSON text that is a string or a number ('"pase-graph/1"') can decode as
+  // protobuf fields too (0x22 is field 4, length-delimited), while exporters
+  // start a model with ir_version (0x08): such a text stays JSON, so its
+  // error is the JSON one ("the document must be a JSON object").
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos &&
+      (text[first] == '"' || text[first] == '-' || (text[first] >= '0' && text[first] <= '9')))
+    return false;
+  return pase::looks_like_onnx(text.substr(0, kPrefixBytes));
+}
+
+// Neither JSON nor ONNX: a control byte other than JSON's white space in the
+// first bytes (JSON text has none, not even in strings; a PNG has \x1a, most
+// binary formats a NUL). Said as such rather than as a JSON syntax error.
+bool looks_binary(std::string_view text) {
+  for (char ch : text.substr(0, kPrefixBytes)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) return true;
+  }
+  return false;
+}
+
+// import_onnx() of `source` (the file `path`), after checking that every
+// --dim names a dynamic dimension of the model.
+pase::Result<pase::GraphSpec> import_from(pase::ByteSource& source, const std::string& path,
+                                          const pase::ImportOptions& options) {
+  if (!options.dims.empty()) {
+    pase::Result<std::vector<pase::DynamicDim>> dynamic = pase::onnx_dynamic_dims(source);
+    if (!dynamic) return in_file(path, dynamic.error());
+    for (const auto& [name, size] : options.dims) {
+      std::string known;
+      bool found = false;
+      for (const pase::DynamicDim& d : *dynamic) {
+        found |= d.name == name;
+        known += (known.empty() ? "" : ", ") + d.name;
+      }
+      if (!found) {
+        return in_file(path,
+                       pase::Error{"the model has no dynamic dimension '" + name + "' (" +
+                                       (known.empty() ? "it has none" : "it has: " + known) + ")",
+                                   "dims." + name});
+      }
+    }
+  }
+  pase::Result<pase::GraphSpec> spec = pase::import_onnx(source, options);
+  if (!spec) return in_file(path, spec.error());
+  return spec;
+}
+
+// A model on standard input is read whole, so it has the documents' limit.
+pase::Result<pase::GraphSpec> import_text(const std::string& text, const std::string& path,
+                                          const pase::ImportOptions& options) {
+  if (text.size() > pase::kMaxDocumentBytes) {
+    return pase::Error{"an ONNX model on standard input may have at most " +
+                           std::to_string(pase::kMaxDocumentBytes >> 20) +
+                           " MiB; give its file name instead",
+                       display_name(path)};
+  }
+  pase::MemorySource source(text);
+  return import_from(source, path, options);
+}
+
+pase::ImportOptions import_options(const GraphSource& source) {
+  pase::ImportOptions options;
+  options.dims = source.dims;
+  options.batch = source.batch;
+  return options;
+}
+
+// The document or model of `source.path`, told apart by content.
+pase::Result<pase::GraphSpec> load_spec(const GraphSource& source) {
+  const std::string& path = source.path;
+  if (path != "-") {
+    // A model is read by offset, never whole: only its first bytes here.
+    std::optional<std::string> prefix = file_prefix(path);
+    if (prefix && looks_like_onnx(*prefix)) return import_file(path, import_options(source));
+  }
+  pase::Result<std::string> text = read_file(path);
+  if (!text) return text.error();
+  if (looks_like_onnx(*text)) return import_text(*text, path, import_options(source));
+  if (looks_binary(*text)) {
+    return pase::Error{"neither a pase-graph/1 document (JSON) nor an ONNX model",
+                       display_name(path)};
+  }
+  // Files were checked by graph_source_from_flags(); standard input only now.
+  if (source.batch > 0 || !source.dims.empty()) {
+    return pase::Error{
+        "--batch and --dim apply only to --model or an ONNX model, not to a "
+        "pase-graph/1 document",
+        display_name(path)};
+  }
+  pase::Result<pase::GraphSpec> spec = pase::parse_graph_spec(*text);
+  if (!spec) return in_file(path, spec.error());
+  // A document without a name is reported under its file name.
+  if (spec->name.empty()) spec->name = std::filesystem::path(path).stem().string();
+  return spec;
+}
+
+}  // namespace
 
 std::string display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
@@ -57,6 +179,28 @@ bool write_file(const std::string& path, std::string_view text) {
   return static_cast<bool>(out);
 }
 
+std::optional<Failure> dims_from_flags(const Flags& flags,
+                                       std::vector<std::pair<std::string, int64_t>>& dims) {
+  for (const std::string& item : flags.all("--dim")) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Failure::bad_usage("--dim: '" + item + "' is not NAME=SIZE");
+    }
+    const std::string name = item.substr(0, eq), size = item.substr(eq + 1);
+    std::optional<int64_t> n = parse_int(size);
+    if (!n) return Failure::bad_usage("--dim: '" + size + "' (of " + name + ") is not an integer");
+    for (const auto& given : dims) {
+      if (given.first == name) return Failure::bad_usage("--dim: " + name + " is given twice");
+    }
+    if (*n <= 0) {
+      return Failure::bad_input(
+          pase::Error{"must be a positive integer, not " + std::to_string(*n), "dims." + name});
+    }
+    dims.emplace_back(name, *n);
+  }
+  return std::nullopt;
+}
+
 std::optional<Failure> graph_source_from_flags(const Flags& flags, GraphSource& source) {
   const bool model = flags.has("--model");
   const bool graph = flags.has("--graph");
@@ -64,8 +208,21 @@ std::optional<Failure> graph_source_from_flags(const Flags& flags, GraphSource& 
     return Failure::bad_usage(model ? "give either --model or --graph, not both"
                                     : "missing --model NAME or --graph FILE");
   }
+  if (model) source.model = *flags.get("--model");
+  if (graph) source.path = *flags.get("--graph");
+  // --batch and --dim size an ONNX model; a document has its sizes. A file
+  // that cannot be read passes here: loading it says why.
+  bool document = false;
+  if (graph && source.path != "-" && (flags.has("--batch") || flags.has("--dim"))) {
+    std::optional<std::string> prefix = file_prefix(source.path);
+    document = prefix && !looks_like_onnx(*prefix);
+  }
+  if (flags.has("--dim") && (model || document)) {
+    return Failure::bad_usage("--dim applies only to an ONNX --graph");
+  }
+  if (auto failure = dims_from_flags(flags, source.dims)) return failure;
   if (std::optional<std::string> batch = flags.get("--batch")) {
-    if (!model) return Failure::bad_usage("--batch applies only to --model");
+    if (document) return Failure::bad_usage("--batch applies only to --model or an ONNX --graph");
     std::optional<int64_t> n = parse_int(*batch);
     if (!n) return Failure::bad_usage("--batch: '" + *batch + "' is not an integer");
     if (*n <= 0) {
@@ -74,8 +231,6 @@ std::optional<Failure> graph_source_from_flags(const Flags& flags, GraphSource& 
     }
     source.batch = *n;
   }
-  if (model) source.model = *flags.get("--model");
-  if (graph) source.path = *flags.get("--graph");
   return std::nullopt;
 }
 
@@ -111,13 +266,25 @@ std::optional<Failure> format_from_flags(const Flags& flags, bool& json) {
   return std::nullopt;
 }
 
+pase::Result<pase::GraphSpec> import_file(const std::string& path, pase::ImportOptions options) {
+  if (options.name.empty() && path != "-") {
+    options.name = std::filesystem::path(path).stem().string();
+  }
+  if (path == "-") {
+    pase::Result<std::string> text = read_file(path);
+    if (!text) return text.error();
+    return import_text(*text, path, options);
+  }
+  pase::FileSource file;
+  if (std::optional<pase::Error> error = file.open(path)) return *error;  // names the file
+  return import_from(file, path, options);
+}
+
 pase::Result<pase::Graph> load_source(const GraphSource& source) {
   if (!source.model.empty()) return pase::build_model(source.model, source.batch);
-  pase::Result<std::string> text = read_file(source.path);
-  if (!text) return text.error();
-  // A document without a name is reported under its file name.
-  pase::Result<pase::Graph> graph =
-      pase::load_graph(*text, std::filesystem::path(source.path).stem().string());
+  pase::Result<pase::GraphSpec> spec = load_spec(source);
+  if (!spec) return spec.error();
+  pase::Result<pase::Graph> graph = pase::build_graph(*spec);
   if (!graph) return in_file(source.path, graph.error());
   return graph;
 }

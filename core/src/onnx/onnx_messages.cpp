@@ -70,6 +70,10 @@ void decode_tensor_type(protozero::data_view bytes, ValueInfo& info) {
   }
 }
 
+Malformed too_many_attributes() {
+  return Malformed{"a node with more than " + std::to_string(kMaxAttributes) + " attributes"};
+}
+
 float float_bits(uint64_t bits) {
   const auto narrow = static_cast<uint32_t>(bits);
   float value;
@@ -244,6 +248,7 @@ Node decode_node(protozero::data_view bytes) {
         node.op_type = message.get_string();
         break;
       case kBytes(5):
+        if (node.attributes.size() >= kMaxAttributes) throw too_many_attributes();
         node.attributes.push_back(decode_attribute(message.get_view()));
         break;
       case kBytes(7):
@@ -275,6 +280,7 @@ Node read_node(Walker& walker) {
         node.op_type = walker.read(field, kMaxStringBytes);
         break;
       case 5:
+        if (node.attributes.size() >= kMaxAttributes) throw too_many_attributes();
         if (field.length <= kMaxNodeBytes) {
           node.attributes.push_back(walker.decode(field, decode_attribute));
         } else {

@@ -17,6 +17,8 @@
 #include <protozero/exception.hpp>
 #include <protozero/varint.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "onnx/onnx_wire.hpp"
 
@@ -158,54 +160,98 @@ using wire::Walker;
 // Enough to tell a ModelProto from JSON or text (looks_like_onnx).
 constexpr uint64_t kPrefixBytes = 64;
 
+// What the decoded structure takes in memory, roughly, so that a file of
+// tiny fields cannot make it grow without bound (kMaxModelBytes).
+class Budget {
+ public:
+  template <class T>
+  void charge(const T& item) {
+    used_ += footprint(item);
+    if (used_ > wire::kMaxModelBytes) {
+      throw Failure{Error{"the model's structure takes more than " +
+                              std::to_string(wire::kMaxModelBytes >> 20) +
+                              " MiB of memory, more than the reader takes",
+                          ""}};
+    }
+  }
+
+ private:
+  static uint64_t footprint(const std::string& s) { return sizeof(std::string) + s.size(); }
+  static uint64_t footprint(const Tensor& t) {
+    return sizeof(Tensor) + t.name.size() + 8 * (t.dims.size() + t.ints.size() + t.floats.size());
+  }
+  static uint64_t footprint(const ValueInfo& info) {
+    uint64_t bytes = sizeof(ValueInfo) + info.name.size();
+    for (const Dim& d : info.dims) bytes += sizeof(Dim) + d.param.size();
+    return bytes;
+  }
+  static uint64_t footprint(const OpsetImport& opset) {
+    return sizeof(OpsetImport) + opset.domain.size();
+  }
+  static uint64_t footprint(const Node& node) {
+    uint64_t bytes = sizeof(Node) + node.name.size() + node.op_type.size() + node.domain.size();
+    for (const std::string& s : node.inputs) bytes += footprint(s);
+    for (const std::string& s : node.outputs) bytes += footprint(s);
+    for (const Attribute& a : node.attributes) {
+      bytes +=
+          sizeof(Attribute) + a.name.size() + a.s.size() + 8 * (a.ints.size() + a.floats.size());
+      if (a.t) bytes += footprint(*a.t);
+    }
+    return bytes;
+  }
+
+  uint64_t used_ = 0;
+};
+
+// Appends `item` to `items` (a list of the model named `what`) within the
+// count and memory limits.
 template <class T>
-void check_count(const std::vector<T>& items, const char* what) {
+void add(std::vector<T>& items, T item, const char* what, Budget& budget) {
   if (items.size() >= wire::kMaxItems) {
     throw Failure{Error{"the model has more than " + std::to_string(wire::kMaxItems) + " " + what +
                             ", more than the reader takes",
                         ""}};
   }
+  budget.charge(item);
+  items.push_back(std::move(item));
 }
 
-void read_graph(Walker& graph, Model& model) {
+void read_graph(Walker& graph, Model& model, Budget& budget) {
   Field field;
   while (graph.next(field)) {
     if (field.type != pbf_wire_type::length_delimited) continue;
     switch (field.tag) {
       case 1:
-        check_count(model.nodes, "nodes");
         if (field.length <= wire::kMaxNodeBytes) {
-          model.nodes.push_back(graph.decode(field, wire::decode_node));
+          add(model.nodes, graph.decode(field, wire::decode_node), "nodes", budget);
         } else {
           // A node holding a large tensor (a Constant): walked like an initializer.
           Walker node = graph.nested(field, graph.path(field), wire::node_field);
-          model.nodes.push_back(graph.guard(field, [&] { return wire::read_node(node); }));
+          add(model.nodes, graph.guard(field, [&] { return wire::read_node(node); }), "nodes",
+              budget);
         }
         break;
       case 2:
         model.graph_name = graph.read(field, wire::kMaxStringBytes);
         break;
       case 5:
-        check_count(model.initializers, "initializers");
         if (field.length <= wire::kMaxTensorBytes) {
-          model.initializers.push_back(graph.decode(field, wire::decode_tensor));
+          add(model.initializers, graph.decode(field, wire::decode_tensor), "initializers", budget);
         } else {
           Walker tensor = graph.nested(field, graph.path(field), wire::tensor_field);
-          model.initializers.push_back(
-              graph.guard(field, [&] { return wire::read_tensor(tensor); }));
+          add(model.initializers, graph.guard(field, [&] { return wire::read_tensor(tensor); }),
+              "initializers", budget);
         }
         break;
       case 11:
-        check_count(model.inputs, "graph inputs");
-        model.inputs.push_back(graph.decode(field, wire::decode_value_info));
+        add(model.inputs, graph.decode(field, wire::decode_value_info), "graph inputs", budget);
         break;
       case 12:
-        check_count(model.outputs, "graph outputs");
-        model.outputs.push_back(graph.decode(field, wire::decode_value_info));
+        add(model.outputs, graph.decode(field, wire::decode_value_info), "graph outputs", budget);
         break;
       case 13:
-        check_count(model.value_info, "value_info entries");
-        model.value_info.push_back(graph.decode(field, wire::decode_value_info));
+        add(model.value_info, graph.decode(field, wire::decode_value_info), "value_info entries",
+            budget);
         break;
       default:
         break;  // doc_string, sparse_initializer, quantization_annotation: skipped
@@ -230,6 +276,7 @@ Model read(ByteSource& source) {
   }
 
   Model model;
+  Budget budget;
   bool has_graph = false;
   Walker walker(source, 0, size, "model", wire::model_field);
   Field field;
@@ -248,12 +295,11 @@ Model read(ByteSource& source) {
         // A repeated graph field merges into one, as protobuf would.
         has_graph = true;
         Walker graph = walker.nested(field, "graph", wire::graph_field);
-        read_graph(graph, model);
+        read_graph(graph, model, budget);
         break;
       }
       case protozero::tag_and_type(8, pbf_wire_type::length_delimited):
-        check_count(model.opsets, "opset imports");
-        model.opsets.push_back(walker.decode(field, wire::decode_opset));
+        add(model.opsets, walker.decode(field, wire::decode_opset), "opset imports", budget);
         break;
       default:
         break;  // domain, doc_string, metadata, training_info, functions: skipped

@@ -28,8 +28,12 @@ inline constexpr uint64_t kMaxNodeBytes = uint64_t{1} << 20;      // larger: wal
 inline constexpr uint64_t kMaxTensorBytes = uint64_t{64} << 10;   // larger: walked field by field
 inline constexpr uint64_t kMaxMessageBytes = uint64_t{16} << 20;  // any message read whole
 inline constexpr uint64_t kMaxStringBytes = uint64_t{1} << 20;    // a name, a string attribute
-inline constexpr size_t kMaxItems = 1'000'000;  // nodes, initializers, inputs, ...
-inline constexpr size_t kMaxRank = 64;          // dims of a tensor or a shape
+inline constexpr size_t kMaxItems = 1'000'000;    // nodes, initializers, inputs, ...
+inline constexpr size_t kMaxAttributes = 10'000;  // of one node
+inline constexpr size_t kMaxRank = 64;            // dims of a tensor or a shape
+// The decoded structure (Model) at most: a file of tiny fields (an empty
+// attribute takes 2 bytes, its struct ~200) cannot make it grow past this.
+inline constexpr uint64_t kMaxModelBytes = uint64_t{1} << 30;
 
 // A final error, thrown where the place is known and returned by read_model().
 struct Failure {
