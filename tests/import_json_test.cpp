@@ -271,10 +271,18 @@ TEST_CASE("import json: dynamic dimensions take their values from dims, or from 
   }
 }
 
-TEST_CASE("import json: an error that is not a missing dimension has no missing_dims") {
-  // The files without dynamic dimensions: a "dims" entry for a name the model
-  // does not have may be refused or ignored, but never asks for dimensions.
-  const std::string bytes = fixture("resnet50.onnx");
-  const json doc = import_bytes(bytes, R"({"dims": {"no_such_dim": 4}})");
-  CHECK_FALSE(doc.contains("missing_dims"));
+TEST_CASE("import json: a name in dims that the model does not have is an error") {
+  const json none = import_bytes(fixture("resnet50.onnx"), R"({"dims": {"no_such_dim": 4}})");
+  CHECK(where_of(none) == "dims.no_such_dim");
+  CHECK(contains(error_of(none)["message"].get<std::string>(), "it has none"));
+  CHECK_FALSE(none.contains("missing_dims"));
+
+  const DynamicFixture dynamic = dynamic_fixture();
+  json dims = json::object();
+  for (const std::string& name : dynamic.dims) dims[name] = 2;
+  dims["batchsize"] = 2;
+  const json typo = import_bytes(fixture(dynamic.file), json{{"dims", dims}}.dump());
+  CHECK(where_of(typo) == "dims.batchsize");
+  CHECK(contains(error_of(typo)["message"].get<std::string>(), "it has: " + dynamic.dims[0]));
+  CHECK_FALSE(typo.contains("missing_dims"));
 }

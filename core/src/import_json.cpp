@@ -1,11 +1,13 @@
 // import_model_json() of json_api.hpp: import options in, the imported graph
 // (or an error document) out. The translation itself is import_onnx()'s
-// (core/src/onnx/, import.hpp); this file reads the options, checks the
-// result with build_graph() and writes the document the module and the page
-// read (core/docs/formats.md, "Import result").
+// (core/src/onnx/, import.hpp); this file reads the options, checks the names
+// in "dims" against the model's dynamic dimensions, checks the result with
+// build_graph() and writes the document the module and the page read
+// (core/docs/formats.md, "Import options and result").
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -71,22 +73,39 @@ const int64_t* given_dim(const ImportOptions& options, std::string_view name) {
   return nullptr;
 }
 
+// A name in "dims" that is none of the model's dynamic dimensions is an
+// error at "dims.<name>" that lists them (as the CLI's --dim says).
+std::optional<Error> check_dim_names(const ImportOptions& options,
+                                     const std::vector<DynamicDim>& dynamic) {
+  for (const auto& [name, size] : options.dims) {
+    bool found = false;
+    std::string known;
+    for (const DynamicDim& dim : dynamic) {
+      found = found || dim.name == name;
+      known += (known.empty() ? "" : ", ") + dim.name;
+    }
+    if (!found) {
+      return Error{"the model has no dynamic dimension '" + name + "' (" +
+                       (known.empty() ? "it has none" : "it has: " + known) + ")",
+                   json_detail::field_path("dims", name)};
+    }
+  }
+  return std::nullopt;
+}
+
 // The importer names a dynamic dimension it has no value for at
 // "dims.<name>". When `error` is that, the document also lists every dynamic
 // dimension the options leave open, so that a caller can ask for all of them
-// at once rather than one per attempt. A "dims.<name>" error about a name the
-// model does not have, or about a value that was given, is left as it is.
-std::string import_error_to_json(ByteSource& source, const ImportOptions& options,
-                                 const Error& error) {
+// at once rather than one per attempt. Any other error is left as it is.
+std::string import_error_to_json(const std::vector<DynamicDim>& dynamic,
+                                 const ImportOptions& options, const Error& error) {
   constexpr std::string_view kDimsPrefix = "dims.";
   if (error.where.compare(0, kDimsPrefix.size(), kDimsPrefix) != 0) return error_to_json(error);
   const std::string_view named = std::string_view(error.where).substr(kDimsPrefix.size());
   if (given_dim(options, named) != nullptr) return error_to_json(error);
-  Result<std::vector<DynamicDim>> dynamic = onnx_dynamic_dims(source);
-  if (!dynamic) return error_to_json(error);
   Json missing = Json::array();
   bool named_is_dynamic = false;
-  for (const DynamicDim& dim : *dynamic) {
+  for (const DynamicDim& dim : dynamic) {
     if (dim.name == named) named_is_dynamic = true;
     // A `batch` option may cover one of these (the first input's leading
     // dimension); which one is the importer's business, so all are listed.
@@ -107,14 +126,19 @@ std::string import_model_json(ByteSource& source, std::string_view options_json)
   return guarded([&] {
     Result<ImportOptions> options = parse_import_options(options_json);
     if (!options) return error_to_json(options.error());
+    // The dynamic dimensions first: their read also says whether the file is
+    // ONNX at all (the same errors as the import's).
+    Result<std::vector<DynamicDim>> dynamic = onnx_dynamic_dims(source);
+    if (!dynamic) return error_to_json(dynamic.error());
+    if (std::optional<Error> error = check_dim_names(*options, *dynamic)) {
+      return error_to_json(*error);
+    }
     Result<GraphSpec> spec = import_onnx(source, *options);
-    if (!spec) return import_error_to_json(source, *options, spec.error());
+    if (!spec) return import_error_to_json(*dynamic, *options, spec.error());
     // The importer only makes layers the op table knows; building the graph
     // checks their shapes too, so what the page shows is a graph it can plan.
     Result<Graph> graph = build_graph(*spec);
     if (!graph) return error_to_json(json_detail::with_prefix(graph.error(), "graph"));
-    Result<std::vector<DynamicDim>> dynamic = onnx_dynamic_dims(source);
-    if (!dynamic) return error_to_json(dynamic.error());
 
     Json j = Json::object();
     j["graph"] = json_detail::graph_spec_to_json(*spec);
