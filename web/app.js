@@ -81,10 +81,19 @@ const results = new Results({
 });
 
 const source = new GraphSource(
-  { select: ui.modelSelect, description: $('model-description'), batch: ui.batch, fileInput: $('graph-file'), dropzone: $('dropzone') },
+  {
+    select: ui.modelSelect,
+    description: $('model-description'),
+    batch: ui.batch,
+    fileInput: $('graph-file'),
+    dropzone: $('dropzone'),
+    imported: $('imported'),
+    dimsForm: $('dims-form'),
+  },
   {
     ready: state.ready,
     validate: (text) => state.client.call('validate', text),
+    importModel: (file, options) => state.client.call('importModel', { file, options }),
     errors,
     setStatus,
     onNewGraph: () => {
@@ -95,6 +104,7 @@ const source = new GraphSource(
     },
     onStale: () => results.markStale(),
     onChange: () => updateUrl(),
+    onImported: () => startPlan(),
   },
 );
 

@@ -4,7 +4,8 @@
 // {id, result}, {id, error} or, while planning, {id, progress}. The actions
 // are those of worker.js: plan and evaluate (a request's JSON text), compare
 // (the same plus an optional "mcmc" object; no progress), validate (a graph
-// document's JSON text), models, version and exportModel ({name, batch}).
+// document's JSON text), models, version, exportModel ({name, batch}) and
+// importModel ({file, options}: a File, read by the worker in slices).
 // There is no way to interrupt WebAssembly that is busy computing, so
 // restart() terminates the worker and starts a new one; calls still in flight
 // reject with a PlannerError of kind 'cancelled'.
@@ -14,12 +15,15 @@ export class PlannerError extends Error {
    * @param {string} message what is wrong
    * @param {string} where field path into the request ("cluster.devices"), or ''
    * @param {'input'|'module'|'cancelled'} kind
+   * @param {{name: string, input: string}[]} [missingDims] an import's dynamic
+   *   dimensions without a size (the error document's missing_dims)
    */
-  constructor(message, where = '', kind = 'input') {
+  constructor(message, where = '', kind = 'input', missingDims = undefined) {
     super(message);
     this.name = 'PlannerError';
     this.where = where;
     this.kind = kind;
+    this.missingDims = missingDims;
   }
 }
 
@@ -83,8 +87,8 @@ export class PlannerClient {
     }
     this.#pending.delete(message.id);
     if ('error' in message) {
-      const { message: text = 'unknown error', where = '' } = message.error ?? {};
-      entry.reject(new PlannerError(text, where, where === 'module' ? 'module' : 'input'));
+      const { message: text = 'unknown error', where = '', missing_dims: missingDims } = message.error ?? {};
+      entry.reject(new PlannerError(text, where, where === 'module' ? 'module' : 'input', missingDims));
     } else {
       entry.resolve(message.result);
     }

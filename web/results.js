@@ -6,6 +6,7 @@
 // longer answer the question the form asks.
 
 import { formatCost, formatCount, formatSeconds } from './format.js';
+import { parametersText } from './views/imported.js';
 import { renderTable, highlightRow } from './views/table.js';
 import { renderGraph, renderLegend, highlightVertex } from './views/graph.js';
 import { renderBreakdown } from './views/charts.js';
@@ -41,7 +42,9 @@ export class Results {
     ui.costNote.textContent = `≈ ${formatCost(plan.cost)} FLOP-equivalents`;
     ui.planTitle.textContent = `${plan.graph} on ${c.devices} device${c.devices === 1 ? '' : 's'}`;
     const s = plan.search ?? {};
-    ui.planNote.textContent = `${c.bandwidth_gbps} GB/s links · ${plan.vertices.length} layers · searched ${formatCount(s.table_entries)} table entries in ${formatSeconds(s.time_s)}`;
+    // The graph's parameter count, in results that carry it.
+    const parameters = Number.isFinite(plan.parameters) ? ` · ${parametersText(plan.parameters)}` : '';
+    ui.planNote.textContent = `${c.bandwidth_gbps} GB/s links · ${plan.vertices.length} layers${parameters} · searched ${formatCount(s.table_entries)} table entries in ${formatSeconds(s.time_s)}`;
     ui.downloadButton.disabled = false;
     renderBreakdown(ui.breakdown, plan, { onSelect: (id) => this.#select(id) });
     renderGraph(ui.graph, plan, { onSelect: (id) => this.#select(id) });

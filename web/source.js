@@ -1,17 +1,25 @@
 // The graph to plan: a built-in network (with the batch size field), an
-// example graph shipped with the site, or a pase-graph/1 file the user uploads
-// or drops anywhere on the page.
+// example graph shipped with the site, or a file the user uploads or drops
+// anywhere on the page: a pase-graph/1 document, or an ONNX model that the
+// module imports to one.
 //
 // This module owns the Model select, whether the batch field applies, the hint
-// under the select, the file input and the drop target. A file becomes the
-// source only once it has passed the size check, JSON.parse and the module's
-// validate(); until then the previous source stays.
+// under the select, the file input, the drop target, the summary of an
+// imported model and the form asking for its dynamic dimensions. A graph
+// document becomes the source only once it has passed the size check,
+// JSON.parse and the module's validate(); an ONNX file once the module has
+// imported it (in the worker, which reads the file in slices: no size limit).
+// Until then the previous source stays.
 
 import { el } from './views/dom.js';
+import { fileKind, sniffBytes } from './model-file.js';
+import { parametersText, renderDimsForm, renderImported } from './views/imported.js';
 
 export const defaultModel = 'alexnet';
-// Files beyond this are refused before reading: the benchmark networks export
-// to well under 1 MB, so anything this large is not a graph worth planning here.
+// Graph documents beyond this are refused before reading: the benchmark
+// networks export to well under 1 MB, so anything this large is not a graph
+// worth planning here. ONNX files have no limit: they are never read whole
+// (an imported ResNet-50 is a graph document of about 10 kB).
 export const maxFileBytes = 32 * 1024 * 1024;
 const uploadValue = 'upload';
 const examplePrefix = 'example:';
@@ -30,7 +38,9 @@ async function fetchExample(name) {
 /**
  * @typedef {{kind: 'model', name: string, batch?: number|null}
  *         | {kind: 'example', name: string, text: string}
- *         | {kind: 'upload', fileName: string, text: string}} Source
+ *         | {kind: 'upload', fileName: string, text: string,
+ *            imported?: import('./views/imported.js').Imported}} Source
+ *   an upload is a graph document, or one imported from a model file (`imported`)
  */
 
 export class GraphSource {
@@ -40,23 +50,31 @@ export class GraphSource {
   examples = [];
   /** @type {Source|null} what Plan plans */
   current = null;
-  /** the last uploaded graph, kept selectable: {fileName, text} */
+  /** the last uploaded graph, kept selectable: {fileName, text, imported?} */
   upload = null;
   #ui;
   #hooks;
+  // Bumped by every new choice (a file, the select); a check or import that
+  // answers after a newer choice is dropped.
+  #choice = 0;
 
   /**
    * @param {{select: HTMLSelectElement, description: HTMLElement, batch: HTMLInputElement,
-   *          fileInput: HTMLInputElement, dropzone: HTMLElement}} ui
+   *          fileInput: HTMLInputElement, dropzone: HTMLElement, imported: HTMLElement,
+   *          dimsForm: HTMLElement}} ui
    * @param {object} hooks
    * @param {Promise<boolean>} hooks.ready resolves once the module answered (false: it failed)
    * @param {(text: string) => Promise<object>} hooks.validate the module's check of a graph
    *   document; rejects with a PlannerError whose `where` is the file's own field
+   * @param {(file: File, options: object) => Promise<object>} hooks.importModel the module's
+   *   import of a model file (json_api.hpp, import_model_json); rejects with a PlannerError,
+   *   whose `missingDims` lists the dynamic dimensions to ask for
    * @param {import('./error-box.js').ErrorBox} hooks.errors
    * @param {(text: string) => void} hooks.setStatus
    * @param {() => void} hooks.onNewGraph a file is about to be checked: work on the old graph is moot
    * @param {() => void} hooks.onStale the results no longer answer the form
    * @param {() => void} hooks.onChange the source changed (the URL follows it)
+   * @param {() => void} hooks.onImported a model file was imported and is the source: plan it
    */
   constructor(ui, hooks) {
     this.#ui = ui;
@@ -166,7 +184,21 @@ export class GraphSource {
     const { errors, setStatus } = this.#hooks;
     // A file dropped while the module loads is checked once it is there.
     if (!(await this.#hooks.ready)) return;
+    const choice = ++this.#choice;
     errors.clear();
+    this.#closeDimsForm();
+    let prefix;
+    try {
+      prefix = new Uint8Array(await file.slice(0, sniffBytes).arrayBuffer());
+    } catch (e) {
+      errors.show(`Could not read ${file.name}`, e.message);
+      return;
+    }
+    if (choice !== this.#choice) return;
+    if (fileKind(file.name, prefix) === 'onnx') {
+      await this.#importModel(file, {}, choice);
+      return;
+    }
     if (file.size > maxFileBytes) {
       errors.show('Graph file too big', `${file.name} is ${(file.size / 2 ** 20).toFixed(1)} MiB; the limit is ${maxFileBytes / 2 ** 20} MiB`);
       return;
@@ -183,17 +215,85 @@ export class GraphSource {
     try {
       await this.#hooks.validate(text);
     } catch (e) {
-      if (e.kind === 'cancelled') return;
+      if (e.kind === 'cancelled' || choice !== this.#choice) return;
       errors.showPlannerError(e, { file: file.name });
       setStatus(`${file.name} was not loaded.`);
       return;
     }
+    if (choice !== this.#choice) return;
     this.upload = { fileName: file.name, text };
     this.current = { kind: 'upload', ...this.upload };
     this.#fill();
     this.#hooks.onStale();
     this.#hooks.onChange();
     setStatus(`Loaded ${file.name}. Press Plan to plan it.`);
+  }
+
+  /**
+   * Imports the model file `file` with the sizes `dims` ({name: size}) for
+   * its dynamic dimensions. Sizes still missing are asked for in the dims
+   * form, which imports again with them; any other refusal is shown in the
+   * error box. The imported graph becomes the source like an uploaded one,
+   * unless another choice (`#choice` is no longer `choice`) came meanwhile,
+   * and is planned.
+   */
+  async #importModel(file, dims, choice) {
+    const { errors, setStatus } = this.#hooks;
+    this.#hooks.onNewGraph();
+    setStatus(`Importing ${file.name}…`);
+    let result;
+    try {
+      result = await this.#hooks.importModel(file, Object.keys(dims).length ? { dims } : {});
+    } catch (e) {
+      if (e.kind === 'cancelled' || choice !== this.#choice) return;
+      if (e.missingDims?.length) {
+        this.#askDims(file, e.missingDims, dims);
+        setStatus(`${file.name} has dynamic dimensions: give their sizes to import it.`);
+        return;
+      }
+      if (e.kind === 'module') errors.showPlannerError(e);
+      else errors.show(`Could not import ${file.name}`, e.message, e.where);
+      setStatus(`${file.name} was not imported.`);
+      return;
+    }
+    if (choice !== this.#choice) return;
+    const imported = {
+      parameters: result.parameters,
+      layers: result.graph.layers.map((layer, i) => ({ name: layer.name, op: layer.op, outputs: result.layer_outputs?.[i] ?? [] })),
+      dynamicDims: result.dynamic_dims ?? [],
+    };
+    // The graph is planned as a graph document like any upload's (and
+    // travels in a shared link the same way).
+    this.upload = { fileName: file.name, text: JSON.stringify(result.graph), imported };
+    this.current = { kind: 'upload', ...this.upload };
+    this.#fill();
+    this.#hooks.onStale();
+    this.#hooks.onChange();
+    setStatus(`Imported ${file.name}: ${parametersText(result.parameters)}, ${result.layers} layers.`);
+    // Dropping a model asks for its plan (core/docs/plan-your-model.md).
+    this.#hooks.onImported();
+  }
+
+  #askDims(file, missing, given) {
+    const { dimsForm } = this.#ui;
+    renderDimsForm(dimsForm, {
+      fileName: file.name,
+      missing,
+      values: given,
+      onSubmit: (values) => {
+        this.#closeDimsForm();
+        this.#importModel(file, { ...given, ...values }, ++this.#choice);
+      },
+      onCancel: () => {
+        this.#closeDimsForm();
+        this.#hooks.setStatus(`${file.name} was not imported.`);
+      },
+    });
+  }
+
+  #closeDimsForm() {
+    this.#ui.dimsForm.hidden = true;
+    this.#ui.dimsForm.replaceChildren();
   }
 
   #fill() {
@@ -207,7 +307,7 @@ export class GraphSource {
     }
     if (this.upload) {
       groups.push(el('optgroup', { label: 'Your file' },
-        el('option', { value: uploadValue, text: `Uploaded: ${this.upload.fileName}` })));
+        el('option', { value: uploadValue, text: `${this.upload.imported ? 'Imported' : 'Uploaded'}: ${this.upload.fileName}` })));
     }
     this.#ui.select.replaceChildren(...groups);
     this.#sync();
@@ -227,14 +327,20 @@ export class GraphSource {
       ui.description.textContent = this.modelInfo(source.name)?.description ?? '';
     } else if (source.kind === 'example') {
       ui.description.textContent = 'An example pase-graph/1 file shipped with the planner.';
+    } else if (source.imported) {
+      ui.description.textContent = `Planning the graph imported from ${source.fileName}. Choose another model to leave it.`;
     } else {
       ui.description.textContent = `Planning the graph in ${source.fileName}. Choose another model to leave it.`;
     }
+    if (source.imported) renderImported(ui.imported, source.fileName, source.imported);
+    else ui.imported.hidden = true;
   }
 
   async #chooseFromSelect() {
     const ui = this.#ui;
     const value = ui.select.value;
+    this.#choice++;
+    this.#closeDimsForm();
     this.#hooks.onStale();
     if (value === uploadValue && this.upload) {
       this.current = { kind: 'upload', ...this.upload };

@@ -5,7 +5,7 @@
  *
  * Protocol (planner-client.js is the other side):
  *   in:  {id, action, payload}
- *   out: {id, result} | {id, error: {message, where}} | {id, progress}
+ *   out: {id, result} | {id, error: {message, where, missing_dims?}} | {id, progress}
  * Long work is cancelled by terminating this worker; it keeps no state that
  * would need cleaning up.
  */
@@ -28,6 +28,41 @@ const ready = loadError
     });
 ready.catch(() => {}); // reported per request below
 
+/**
+ * A File as the module's reader {size, read(offset, length)}: each read is a
+ * slice read synchronously (FileReaderSync, workers only), so a model file of
+ * any size is never in memory whole, only the windows the importer asks for.
+ * A read that fails (the file changed or went away since it was chosen) is
+ * kept in `failure` and rethrown; the module then reports the file as
+ * unreadable.
+ */
+function fileSource(file) {
+  const reader = new FileReaderSync();
+  const source = {
+    size: file.size,
+    failure: null,
+    read(offset, length) {
+      try {
+        return new Uint8Array(reader.readAsArrayBuffer(file.slice(offset, offset + length)));
+      } catch (e) {
+        source.failure = e;
+        throw e;
+      }
+    },
+  };
+  return source;
+}
+
+/** payload: {file: File, options: the import options object}. */
+function importModel(pase, { file, options }) {
+  const source = fileSource(file);
+  const text = pase.importModel(source, JSON.stringify(options ?? {}));
+  if (!source.failure || !JSON.parse(text).error) return text;
+  // The module can only say that a read failed; the browser says why.
+  const reason = source.failure.message || source.failure.name || String(source.failure);
+  return JSON.stringify({ error: { message: `${file.name} could not be read (${reason}); choose it again`, where: '' } });
+}
+
 const actions = {
   // payload: the request document as JSON text, passed through untouched so
   // the core sees exactly what the user gave.
@@ -41,6 +76,10 @@ const actions = {
   validate: (pase, payload) => pase.validate(payload),
   models: (pase) => pase.models(),
   exportModel: (pase, payload) => pase.exportModel(String(payload.name), Number(payload.batch ?? 0)),
+  // payload: {file, options}; the answer is import_model_json()'s document
+  // {graph, parameters, layers, dynamic_dims, layer_outputs}, or an error
+  // with the missing dynamic dimensions (missing_dims) when sizes are needed.
+  importModel,
   // version() is plain text, not JSON.
   version: (pase) => JSON.stringify(pase.version()),
 };
@@ -64,7 +103,8 @@ self.onmessage = async (event) => {
     const text = run(pase, payload, (fraction) => self.postMessage({ id, progress: fraction }));
     const doc = JSON.parse(text);
     if (doc && typeof doc === 'object' && !Array.isArray(doc) && doc.error) {
-      self.postMessage({ id, error: doc.error });
+      // An import's error may list the dynamic dimensions it needs.
+      self.postMessage({ id, error: doc.missing_dims ? { ...doc.error, missing_dims: doc.missing_dims } : doc.error });
     } else {
       self.postMessage({ id, result: doc });
     }

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "pase/graph.hpp"
+#include "pase/import.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
 
@@ -78,5 +79,31 @@ std::string export_model_json(std::string_view name, double batch);
 // is relative to the graph document ("layers[2].filter", "" for the document
 // as a whole), not under "graph" as in a plan request.
 std::string validate_json(std::string_view graph_json);
+
+// Imports a model file (ONNX, import.hpp) read from `source` with the options
+// document `options_json` (all fields optional; "" is the same as {}):
+//   {"dims": {"batch": 8, "sequence": 128}, "batch": 8, "name": "my-model"}
+// "dims" gives the dynamic dimensions their values by name, "batch" the
+// leading dimension of the first input, "name" the graph's name
+// (ImportOptions). Unknown fields are errors naming them; sizes are positive
+// integers. The result (core/docs/formats.md, "Import options and result"):
+//   {"graph": {pase-graph/1, as write_graph() writes it}, "parameters": N,
+//    "layers": L, "dynamic_dims": [{"name", "input", "value"}, ...],
+//    "layer_outputs": [[shape, ...] per layer]}
+// The graph is checked with build_graph(), so it can be planned as is.
+//
+// ERRORS: the error document; `where` names the option ("dims.batch"; a
+// name in "dims" that is none of the model's dynamic dimensions is one), the
+// node of the file (import_onnx()), or a field of the imported graph
+// ("graph.layers[3]"). When the error is a dynamic dimension without a value
+// ("dims.<name>"), the document also has
+//   "missing_dims": [{"name": "batch", "input": "input"}, ...]
+// listing every dynamic dimension that "dims" does not give, so that a caller
+// can ask for all of them in one go. Never throws (an exception from below,
+// such as a failed allocation, becomes an error document).
+//
+// COMPLEXITY: reads the structure of the file twice (onnx_dynamic_dims(),
+// then import_onnx()), never its weights; linear in its node count.
+std::string import_model_json(ByteSource& source, std::string_view options_json);
 
 }  // namespace pase
