@@ -85,6 +85,14 @@ export class GraphSource {
   wire() {
     const ui = this.#ui;
     ui.select.addEventListener('change', () => this.#chooseFromSelect());
+    // An imported model's batch is the leading dimension of its first input:
+    // a new value imports the file again with it (the CLI's --batch).
+    ui.batch.addEventListener('change', () => {
+      const imported = this.current?.imported;
+      const batch = Number(ui.batch.value);
+      if (!imported || !Number.isInteger(batch) || batch < 1 || batch === imported.batch) return;
+      this.#importModel(imported.file, imported.dims, ++this.#choice, batch);
+    });
     ui.fileInput.addEventListener('change', () => {
       this.accept(ui.fileInput.files?.[0]);
       ui.fileInput.value = ''; // choosing the same file again must fire again
@@ -235,19 +243,23 @@ export class GraphSource {
    * form, which imports again with them; any other refusal is shown in the
    * error box. The imported graph becomes the source like an uploaded one,
    * unless another choice (`#choice` is no longer `choice`) came meanwhile,
-   * and is planned.
+   * and is planned. `batch`, when given, sets the first input's leading
+   * dimension. The graph is named after the file, as in the CLI.
    */
-  async #importModel(file, dims, choice) {
+  async #importModel(file, dims, choice, batch = 0) {
     const { errors, setStatus } = this.#hooks;
     this.#hooks.onNewGraph();
     setStatus(`Importing ${file.name}…`);
+    const options = { name: file.name.replace(/\.[^.]*$/, '') || file.name };
+    if (Object.keys(dims).length) options.dims = dims;
+    if (batch > 0) options.batch = batch;
     let result;
     try {
-      result = await this.#hooks.importModel(file, Object.keys(dims).length ? { dims } : {});
+      result = await this.#hooks.importModel(file, options);
     } catch (e) {
       if (e.kind === 'cancelled' || choice !== this.#choice) return;
       if (e.missingDims?.length) {
-        this.#askDims(file, e.missingDims, dims);
+        this.#askDims(file, e.missingDims, dims, batch);
         setStatus(`${file.name} has dynamic dimensions: give their sizes to import it.`);
         return;
       }
@@ -261,6 +273,10 @@ export class GraphSource {
       parameters: result.parameters,
       layers: result.graph.layers.map((layer, i) => ({ name: layer.name, op: layer.op, outputs: result.layer_outputs?.[i] ?? [] })),
       dynamicDims: result.dynamic_dims ?? [],
+      // What importing again (another batch) needs.
+      file,
+      dims,
+      batch: Object.values(result.graph.inputs ?? {})[0]?.[0] ?? null,
     };
     // The graph is planned as a graph document like any upload's (and
     // travels in a shared link the same way).
@@ -274,7 +290,7 @@ export class GraphSource {
     this.#hooks.onImported();
   }
 
-  #askDims(file, missing, given) {
+  #askDims(file, missing, given, batch) {
     const { dimsForm } = this.#ui;
     renderDimsForm(dimsForm, {
       fileName: file.name,
@@ -282,7 +298,7 @@ export class GraphSource {
       values: given,
       onSubmit: (values) => {
         this.#closeDimsForm();
-        this.#importModel(file, { ...given, ...values }, ++this.#choice);
+        this.#importModel(file, { ...given, ...values }, ++this.#choice, batch);
       },
       onCancel: () => {
         this.#closeDimsForm();
@@ -321,8 +337,12 @@ export class GraphSource {
     ui.select.value = source.kind === 'model' ? source.name
       : source.kind === 'example' ? examplePrefix + source.name : uploadValue;
     const isModel = source.kind === 'model';
-    ui.batch.disabled = !isModel;
-    ui.batch.title = isModel ? '' : 'A graph file sets its own batch size';
+    const imported = source.imported;
+    ui.batch.disabled = !isModel && !imported;
+    ui.batch.title = isModel ? ''
+      : imported ? 'The leading dimension of the model\'s first input: a new value imports the model again'
+        : 'A graph file sets its own batch size';
+    if (imported && imported.batch) ui.batch.value = imported.batch;
     if (isModel) {
       ui.description.textContent = this.modelInfo(source.name)?.description ?? '';
     } else if (source.kind === 'example') {

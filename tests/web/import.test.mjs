@@ -156,7 +156,9 @@ test('import: an ONNX file shows its parameters and layers, then plans', { skip,
   const first = await page.textContent('#imported li:first-child');
   assert.ok(first.includes(doc.graph.layers[0].name) && first.includes(doc.graph.layers[0].op), first);
   assert.ok(first.includes(doc.layer_outputs[0][0].join('×')), first);
-  assert.equal(await page.isDisabled('#batch'), true, 'the imported graph sets its own batch');
+  // The batch field shows the first input's leading dimension (see the next test).
+  assert.equal(await page.isDisabled('#batch'), false);
+  assert.equal(await page.inputValue('#batch'), String(Object.values(doc.graph.inputs)[0][0]));
 
   // The import is planned at once, on the cluster of the form.
   const cost = await waitForCost(page);
@@ -176,6 +178,25 @@ test('import: an ONNX file shows its parameters and layers, then plans', { skip,
   assert.equal(await page.isHidden('#imported'), true);
   await page.selectOption('#model-select', 'upload');
   assert.equal(await page.isVisible('#imported'), true);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('import: the batch field imports the model again at that batch; the graph is named after the file', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage();
+  await page.setInputFiles('#graph-file', onnxPath('resnet50.onnx'));
+  await waitForCost(page);
+  assert.ok((await page.textContent('#plan-title')).startsWith('resnet50 on '));
+  const doc = imported(onnxBytes('resnet50.onnx'), { batch: 16 });
+  assert.deepEqual(Object.values(doc.graph.inputs)[0], [16, 3, 224, 224]);
+  const want = expectedCost(doc.graph, defaultDevices);
+  await page.fill('#batch', '16');
+  await page.press('#batch', 'Tab');
+  await page.waitForFunction((w) => Math.abs(Number(document.getElementById('total-cost').textContent) - w) <= 1e-6 * w,
+    want, { timeout: 60_000 });
+  assert.equal(await page.inputValue('#batch'), '16');
+  assert.ok((await page.textContent('#imported')).includes('25,530,472'));
+  assert.equal(await page.isVisible('#error'), false);
   assert.deepEqual(problems, []);
   await close();
 });
