@@ -115,8 +115,13 @@ class Importer {
 
   // The weight parameters of `value` count toward the model's parameters.
   void use_weight(const Value& value);
-  // The operand that stands for a weight or constant input of a layer.
-  static Operand constant_operand(const Value& value) { return Operand{"", value.shape}; }
+  // The operand of a layer that reads `value`: the pase tensor of an
+  // activation, else a `{"shape"}` operand (whose parameters then count).
+  Operand layer_operand(const Value& value) {
+    if (value.is_activation()) return Operand{value.operand, {}};
+    use_weight(value);
+    return Operand{"", value.shape};
+  }
 
   // How many nodes read `tensor` (Shape nodes, which read only its shape,
   // excepted), and which.

@@ -233,14 +233,7 @@ std::optional<Error> concat(Importer& im, const Node& node) {
   LayerSpec l;
   l.op = "Concat";
   l.axis = *axis;
-  for (const Value* v : in) {
-    if (v->is_activation()) {
-      l.inputs.push_back(Operand{v->operand, {}});
-    } else {
-      im.use_weight(*v);
-      l.inputs.push_back(Importer::constant_operand(*v));
-    }
-  }
+  for (const Value* v : in) l.inputs.push_back(im.layer_operand(*v));
   im.set(node, 0, im.add_layer(node, std::move(l), out));
   return std::nullopt;
 }

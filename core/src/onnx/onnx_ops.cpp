@@ -170,14 +170,7 @@ std::optional<Error> einsum_layer(Importer& im, const Node& node, const Value& a
   l.op = "Einsum";
   l.equation = ta + "," + tb + "->" + to;
   l.pw = pw;
-  for (const Value* v : {&a, &b}) {
-    if (v->is_activation()) {
-      l.inputs.push_back(Operand{v->operand, {}});
-    } else {
-      im.use_weight(*v);
-      l.inputs.push_back(Importer::constant_operand(*v));
-    }
-  }
+  for (const Value* v : {&a, &b}) l.inputs.push_back(im.layer_operand(*v));
   im.set(node, 0, im.add_layer(node, std::move(l), out));
   return std::nullopt;
 }
