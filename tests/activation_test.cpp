@@ -74,7 +74,7 @@ TEST_CASE("activation: cost is (1 + pw) * prod(dpp), all compute") {
   CHECK(cost_at(one_layer({{"x", {4, 6, 8}}}, act), {1, 1, 1}).total == near(4 * 6 * 8));
 }
 
-TEST_CASE("activation: survives write_graph and load_graph; pw 0 is left out") {
+TEST_CASE("activation: survives write_graph and load_graph, pw 0 is left out") {
   for (int64_t pw : {0, 3}) {
     CAPTURE(pw);
     const std::string text = write_graph(mlp(pw));

@@ -257,7 +257,7 @@ TEST_CASE("conv group: group 1 is the plain Conv, vertex for vertex") {
   }
 }
 
-TEST_CASE("conv group: survives write_graph and load_graph; group 1 is left out") {
+TEST_CASE("conv group: survives write_graph and load_graph, group 1 is left out") {
   for (int64_t group : {1, 2}) {
     CAPTURE(group);
     GraphSpec s =

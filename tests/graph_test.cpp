@@ -204,7 +204,7 @@ TEST_CASE("graph: parameters count each layer's weights") {
   CHECK(g.parameters == 1936);
 }
 
-TEST_CASE("graph: a spec's own parameters override the count; below -1 is an error") {
+TEST_CASE("graph: a spec's own parameters override the count, below -1 is an error") {
   LayerSpec fc = layer("fc", "FC", {"x"});
   fc.units = 4;
   GraphSpec spec = spec_with({{"x", {4, 8}}}, {fc});

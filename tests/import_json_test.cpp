@@ -202,7 +202,7 @@ TEST_CASE("import json: every fixture of the manifest imports with its parameter
   }
 }
 
-TEST_CASE("import json: options name the graph; no options is the same as {}") {
+TEST_CASE("import json: options name the graph, no options is the same as {}") {
   const std::string bytes = fixture("mobilenet_v2.onnx");
   const json plain = import_bytes(bytes, "");
   REQUIRE_MESSAGE(!plain.contains("error"), plain.dump());

@@ -64,7 +64,8 @@ TEST_CASE("onnx fixtures: the parameter count is PyTorch's less the folded Batch
 TEST_CASE("onnx fixtures: every model plans at 8 devices, at most data parallelism's cost") {
   Cluster cluster;
   cluster.devices = 8;
-  for (const auto& f : manifest()["fixtures"]) {
+  const nlohmann::json m = manifest();  // alive for the loop
+  for (const auto& f : m["fixtures"]) {
     CAPTURE(f["name"].get<std::string>());
     Result<GraphSpec> spec = import_fixture(f);
     REQUIRE_MESSAGE(spec.ok(), why(spec));

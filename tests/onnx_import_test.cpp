@@ -142,7 +142,7 @@ TEST_CASE("onnx: Conv with a bias and a ReLU is one Conv layer with two point-wi
   CHECK(s.inputs == std::vector<std::pair<std::string, Shape>>{{"x", {2, 3, 8, 8}}});
 }
 
-TEST_CASE("onnx: a tensor read twice is not fused; two activations make an Elementwise") {
+TEST_CASE("onnx: a tensor read twice is not fused, two activations make an Elementwise") {
   Builder b;
   b.input("x", {4, 16}).weight("w", {16, 16});
   b.node("MatMul", {"x", "w"}, {"h"}, "fc");
@@ -209,7 +209,7 @@ TEST_CASE("onnx: a Reshape target computed from Shape, Gather, Unsqueeze and Con
   CHECK(s.layers[0].shape == Shape{2, 16, 4, 16});
 }
 
-TEST_CASE("onnx: equal slices of one tensor become one Split; attention is an Einsum") {
+TEST_CASE("onnx: equal slices of one tensor become one Split, attention is an Einsum") {
   Builder b;
   b.input("x", {2, 4, 16, 24}).ints("s0", {0}).ints("s1", {8}).ints("s2", {16}).ints("end", {24});
   b.ints("ax", {3});
