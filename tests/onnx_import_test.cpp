@@ -259,6 +259,11 @@ TEST_CASE("onnx: dynamic dimensions take their sizes from the options") {
   ImportOptions options;
   options.dims = {{"batch", 32}};
   CHECK(imported(b.m, options).inputs[0].second == Shape{32, 16});
+  ImportOptions unknown;
+  unknown.dims = {{"batch", 2}, {"sequence", 4}};
+  Error named = import_error(b.m, unknown);
+  CHECK(named.where == "dims.sequence");
+  CHECK(contains(named.message, "no dynamic dimension 'sequence' (it has: batch)"));
   ImportOptions by_batch;
   by_batch.batch = 8;
   CHECK(imported(b.m, by_batch).inputs[0].second == Shape{8, 16});

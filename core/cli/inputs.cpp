@@ -60,28 +60,9 @@ bool looks_binary(std::string_view text) {
   return false;
 }
 
-// import_onnx() of `source` (the file `path`), after checking that every
-// --dim names a dynamic dimension of the model.
+// import_onnx() of `source` (the file `path`), its errors under the file's name.
 pase::Result<pase::GraphSpec> import_from(pase::ByteSource& source, const std::string& path,
                                           const pase::ImportOptions& options) {
-  if (!options.dims.empty()) {
-    pase::Result<std::vector<pase::DynamicDim>> dynamic = pase::onnx_dynamic_dims(source);
-    if (!dynamic) return in_file(path, dynamic.error());
-    for (const auto& [name, size] : options.dims) {
-      std::string known;
-      bool found = false;
-      for (const pase::DynamicDim& d : *dynamic) {
-        found |= d.name == name;
-        known += (known.empty() ? "" : ", ") + d.name;
-      }
-      if (!found) {
-        return in_file(path,
-                       pase::Error{"the model has no dynamic dimension '" + name + "' (" +
-                                       (known.empty() ? "it has none" : "it has: " + known) + ")",
-                                   "dims." + name});
-      }
-    }
-  }
   pase::Result<pase::GraphSpec> spec = pase::import_onnx(source, options);
   if (!spec) return in_file(path, spec.error());
   return spec;

@@ -73,26 +73,6 @@ const int64_t* given_dim(const ImportOptions& options, std::string_view name) {
   return nullptr;
 }
 
-// A name in "dims" that is none of the model's dynamic dimensions is an
-// error at "dims.<name>" that lists them (as the CLI's --dim says).
-std::optional<Error> check_dim_names(const ImportOptions& options,
-                                     const std::vector<DynamicDim>& dynamic) {
-  for (const auto& [name, size] : options.dims) {
-    bool found = false;
-    std::string known;
-    for (const DynamicDim& dim : dynamic) {
-      found = found || dim.name == name;
-      known += (known.empty() ? "" : ", ") + dim.name;
-    }
-    if (!found) {
-      return Error{"the model has no dynamic dimension '" + name + "' (" +
-                       (known.empty() ? "it has none" : "it has: " + known) + ")",
-                   json_detail::field_path("dims", name)};
-    }
-  }
-  return std::nullopt;
-}
-
 // The importer names a dynamic dimension it has no value for at
 // "dims.<name>". When `error` is that, the document also lists every dynamic
 // dimension the options leave open, so that a caller can ask for all of them
@@ -130,9 +110,6 @@ std::string import_model_json(ByteSource& source, std::string_view options_json)
     // ONNX at all (the same errors as the import's).
     Result<std::vector<DynamicDim>> dynamic = onnx_dynamic_dims(source);
     if (!dynamic) return error_to_json(dynamic.error());
-    if (std::optional<Error> error = check_dim_names(*options, *dynamic)) {
-      return error_to_json(*error);
-    }
     Result<GraphSpec> spec = import_onnx(source, *options);
     if (!spec) return import_error_to_json(*dynamic, *options, spec.error());
     // The importer only makes layers the op table knows; building the graph

@@ -16,14 +16,15 @@
 //
 // ERRORS
 //   Error{message, where}: `where` names the node ("nodes[12] (Conv
-//   '/layer1/conv1/Conv')"), the tensor, the option ("dims.batch") or is
-//   empty for the file as a whole (not ONNX, truncated, opset too old).
+//   '/layer1/conv1/Conv')"), the graph input ("inputs.x"), the option
+//   ("dims.batch": missing, not positive, or no dimension of the model),
+//   "opset" (too old or too new), or is empty for the file as a whole (not
+//   ONNX, truncated, unreadable).
 //   Nothing throws.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -100,7 +101,9 @@ Result<std::vector<DynamicDim>> onnx_dynamic_dims(ByteSource& source);
 
 // Reads an ONNX model and translates it to a pase-graph/1 GraphSpec whose
 // `parameters` is set (core/docs/import.md, "Parameters"). A dynamic
-// dimension without a value is an error at "dims.<name>".
+// dimension without a value, and a value for a name that is none of the
+// model's dynamic dimensions, are errors at "dims.<name>". Linear in the
+// model's nodes; reads only the structure (see above).
 Result<GraphSpec> import_onnx(ByteSource& source, const ImportOptions& options);
 
 }  // namespace pase

@@ -368,17 +368,7 @@ std::optional<Error> Importer::run(const ImportOptions& options) {
 Result<std::vector<DynamicDim>> onnx_dynamic_dims(ByteSource& source) {
   Result<onnx::Model> model = onnx::read_model(source);
   if (!model) return model.error();
-  std::set<std::string> initializers;
-  for (const onnx::Tensor& t : model->initializers) initializers.insert(t.name);
-  std::vector<DynamicDim> out;
-  for (const onnx::ValueInfo& in : model->inputs) {
-    if (initializers.count(in.name)) continue;
-    for (const onnx::Dim& d : in.dims)
-      if (!d.param.empty() && std::none_of(out.begin(), out.end(),
-                                           [&](const DynamicDim& x) { return x.name == d.param; }))
-        out.push_back(DynamicDim{d.param, in.name});
-  }
-  return out;
+  return onnx::dynamic_dims(*model);
 }
 
 namespace onnx {
@@ -389,10 +379,36 @@ Result<GraphSpec> import_model(ByteSource& source, const ImportOptions& options)
   return translate(*model, options);
 }
 
+std::vector<DynamicDim> dynamic_dims(const Model& model) {
+  std::set<std::string> initializers;
+  for (const Tensor& t : model.initializers) initializers.insert(t.name);
+  std::vector<DynamicDim> out;
+  for (const ValueInfo& in : model.inputs) {
+    if (initializers.count(in.name)) continue;
+    for (const Dim& d : in.dims)
+      if (!d.param.empty() && std::none_of(out.begin(), out.end(),
+                                           [&](const DynamicDim& x) { return x.name == d.param; }))
+        out.push_back(DynamicDim{d.param, in.name});
+  }
+  return out;
+}
+
 Result<GraphSpec> translate(const Model& model, const ImportOptions& options) {
-  for (const auto& [name, size] : options.dims)
+  const std::vector<DynamicDim> dynamic = dynamic_dims(model);
+  for (const auto& [name, size] : options.dims) {
+    std::string known;
+    bool found = false;
+    for (const DynamicDim& d : dynamic) {
+      found = found || d.name == name;
+      known += (known.empty() ? "" : ", ") + d.name;
+    }
+    if (!found)
+      return Error{"the model has no dynamic dimension '" + name + "' (" +
+                       (known.empty() ? "it has none" : "it has: " + known) + ")",
+                   "dims." + name};
     if (size <= 0)
       return Error{"must be a positive integer, got " + std::to_string(size), "dims." + name};
+  }
   GraphSpec spec;
   spec.name = !options.name.empty()       ? options.name
               : !model.graph_name.empty() ? model.graph_name

@@ -178,6 +178,8 @@ class Importer {
 
 // The whole import, import_onnx() without its guard against running out of memory.
 Result<GraphSpec> import_model(ByteSource& source, const ImportOptions& options);
+// The dynamic dimensions of the model's data inputs (onnx_dynamic_dims()).
+std::vector<DynamicDim> dynamic_dims(const Model& model);
 // The translation of a model already read (what import_model() does after
 // read_model()).
 Result<GraphSpec> translate(const Model& model, const ImportOptions& options);
