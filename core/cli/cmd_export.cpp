@@ -1,7 +1,5 @@
 // pase export: a built-in network as the pase-graph/1 document that plans to
 // exactly the built-in result.
-#include <cerrno>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,15 +34,7 @@ int run_export(const Args& args) {
   pase::Result<pase::GraphSpec> spec = pase::model_spec(source.model, source.batch);
   if (!spec) return input_error(spec.error());
   const std::string text = pase::write_graph(*spec);
-  if (std::optional<std::string> output = flags.get("--output")) {
-    if (!write_file(*output, text)) {
-      return input_error(
-          pase::Error{std::string("cannot write: ") + std::strerror(errno), *output});
-    }
-  } else if (!write_stdout(text)) {
-    return input_error(pase::Error{"cannot write the output", ""});
-  }
-  return kExitOk;
+  return write_output(flags.get("--output"), text);
 }
 
 }  // namespace pase_cli

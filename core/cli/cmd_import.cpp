@@ -1,8 +1,6 @@
 // pase import: an ONNX model as the pase-graph/1 document it translates to
 // (import.hpp, core/docs/import.md), to read, edit or plan later.
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,15 +62,7 @@ int run_import(const Args& args) {
   if (!graph) return input_error(in_file(path, graph.error()));
 
   const std::string text = pase::write_graph(*spec);
-  if (std::optional<std::string> output = flags.get("--output")) {
-    if (!write_file(*output, text)) {
-      return input_error(
-          pase::Error{std::string("cannot write: ") + std::strerror(errno), *output});
-    }
-  } else if (!write_stdout(text)) {
-    return input_error(pase::Error{"cannot write the output", ""});
-  }
-  return kExitOk;
+  return write_output(flags.get("--output"), text);
 }
 
 }  // namespace pase_cli

@@ -16,6 +16,7 @@
 
 #include "pase/import.hpp"
 #include "pase/models.hpp"
+#include "report.hpp"
 
 namespace pase_cli {
 
@@ -157,6 +158,17 @@ bool write_file(const std::string& path, std::string_view text) {
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   out.close();
   return static_cast<bool>(out);
+}
+
+int write_output(const std::optional<std::string>& path, std::string_view text) {
+  if (path) {
+    if (!write_file(*path, text)) {
+      return input_error(pase::Error{std::string("cannot write: ") + std::strerror(errno), *path});
+    }
+  } else if (!write_stdout(text)) {
+    return input_error(pase::Error{"cannot write the output", ""});
+  }
+  return kExitOk;
 }
 
 std::optional<Failure> dims_from_flags(const Flags& flags,

@@ -35,6 +35,10 @@ pase::Result<std::string> read_file(const std::string& path);
 // Writes `text` to `path`, replacing it; false on failure (errno says why).
 bool write_file(const std::string& path, std::string_view text);
 
+// Writes a command's document to `path` (--output) or standard output: the
+// exit status, a failure reported on stderr.
+int write_output(const std::optional<std::string>& path, std::string_view text);
+
 // Which graph the flags ask for; checked for usage before anything is loaded.
 struct GraphSource {
   std::string model;
