@@ -58,20 +58,9 @@ std::optional<int64_t> elements(const Shape& s) {
   return n;
 }
 
-std::optional<int> axis_in(int64_t axis, size_t rank) {
-  int64_t r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) return std::nullopt;
-  return static_cast<int>(axis < 0 ? axis + r : axis);
-}
-
 int64_t attr_int(const Node& node, std::string_view name, int64_t fallback) {
   const Attribute* a = node.attribute(name);
   return a ? a->i : fallback;
-}
-
-double attr_float(const Node& node, std::string_view name, double fallback) {
-  const Attribute* a = node.attribute(name);
-  return a ? a->f : fallback;
 }
 
 std::optional<std::vector<int64_t>> attr_ints(const Node& node, std::string_view name) {
@@ -204,8 +193,8 @@ bool has_pw(const std::string& op) {
 
 }  // namespace
 
-Value Importer::pointwise(const Node& node, size_t input, const Value& x, const Shape& shape) {
-  if (x.layer >= 0 && shape == x.shape && consumers(node.inputs[input]) <= 1 &&
+Value Importer::pointwise(const Node& node, size_t input, const Value& x) {
+  if (x.layer >= 0 && consumers(node.inputs[input]) <= 1 &&
       spec_.layers[x.layer].name == x.operand && has_pw(spec_.layers[x.layer].op)) {
     ++spec_.layers[x.layer].pw;
     return x;
@@ -213,7 +202,7 @@ Value Importer::pointwise(const Node& node, size_t input, const Value& x, const 
   LayerSpec l;
   l.op = "Activation";
   l.inputs.push_back(Operand{x.operand, {}});
-  return add_layer(node, std::move(l), shape);
+  return add_layer(node, std::move(l), x.shape);
 }
 
 // Graph inputs are data (activations) or weights. Initializers are weights.

@@ -134,7 +134,7 @@ class Importer {
   // A one-input point-wise node (Relu, Add of a constant, ...): fused into
   // the layer that produced `x` (input `input` of the node) when that layer
   // has a `pw` and `x` has no other reader, else a new Activation layer.
-  Value pointwise(const Node& node, size_t input, const Value& x, const Shape& shape);
+  Value pointwise(const Node& node, size_t input, const Value& x);
 
   // `x` under another name (Identity, a Reshape to the same shape): the same
   // pase tensor, fusable only while `node` is its one reader.
@@ -213,11 +213,8 @@ Value gather_values(const Value& x, const Shape& shape, const std::vector<int64_
 std::optional<Shape> broadcast(const Shape& a, const Shape& b);
 // Product of a shape's sizes (1 for a scalar); nullopt on overflow.
 std::optional<int64_t> elements(const Shape& s);
-// An axis in [-rank, rank) made non-negative, or nullopt.
-std::optional<int> axis_in(int64_t axis, size_t rank);
-// Integer / float / int list attribute with a default.
+// Integer, int list and string attributes (with a default).
 int64_t attr_int(const Node& node, std::string_view name, int64_t fallback);
-double attr_float(const Node& node, std::string_view name, double fallback);
 std::optional<std::vector<int64_t>> attr_ints(const Node& node, std::string_view name);
 std::string attr_string(const Node& node, std::string_view name, std::string_view fallback);
 

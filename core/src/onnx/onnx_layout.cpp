@@ -102,7 +102,7 @@ std::optional<Error> squeeze(Importer& im, const Node& node) {
   std::vector<bool> drop(s.size(), false);
   for (size_t i = 0; i < s.size(); ++i) drop[i] = axes->empty() && s[i] == 1;
   for (int64_t a : *axes) {
-    std::optional<int> axis = axis_in(a, s.size());
+    std::optional<int> axis = norm_axis(a, s.size());
     if (!axis || s[*axis] != 1)
       return im.err(node, "cannot squeeze axis " + std::to_string(a) + " of " + shape_str(s));
     drop[*axis] = true;
@@ -122,7 +122,7 @@ std::optional<Error> unsqueeze(Importer& im, const Node& node) {
   size_t rank = s.size() + axes->size();
   std::vector<bool> added(rank, false);
   for (int64_t a : *axes) {
-    std::optional<int> axis = axis_in(a, rank);
+    std::optional<int> axis = norm_axis(a, rank);
     if (!axis || added[*axis])
       return im.err(node, "axis " + std::to_string(a) + " is out of range or repeated");
     added[*axis] = true;
@@ -188,7 +188,7 @@ std::optional<Error> concat(Importer& im, const Node& node) {
   }
   if (in.empty()) return im.err(node, "Concat needs at least one input");
   const Shape& s = in[0]->shape;
-  std::optional<int> axis = axis_in(attr_int(node, "axis", 0), s.size());
+  std::optional<int> axis = norm_axis(attr_int(node, "axis", 0), s.size());
   if (!axis) return im.err(node, "axis is out of range for " + shape_str(s));
   Shape out = s;
   out[*axis] = 0;

@@ -53,7 +53,7 @@ void absorb_affine(Importer& im, const std::string& tensor, Value out) {
 std::optional<Error> layer_norm(Importer& im, const Node& node) {
   Result<const Value*> x = im.activation(node, 0);
   if (!x) return x.error();
-  std::optional<int> axis = axis_in(attr_int(node, "axis", -1), (*x)->shape.size());
+  std::optional<int> axis = norm_axis(attr_int(node, "axis", -1), (*x)->shape.size());
   if (!axis || *axis != static_cast<int>((*x)->shape.size()) - 1)
     return im.err(node, "a LayerNormalization over other than the last axis is not supported");
   for (size_t i = 1; i <= 2; ++i)
@@ -137,7 +137,7 @@ std::optional<Error> reduce_mean(Importer& im, const Node& node) {
   bool keepdims = attr_int(node, "keepdims", 1) != 0;
   std::vector<bool> reduced(s.size(), axes->empty());
   for (int64_t a : *axes) {
-    std::optional<int> axis = axis_in(a, s.size());
+    std::optional<int> axis = norm_axis(a, s.size());
     if (!axis)
       return im.err(node, "axis " + std::to_string(a) + " is out of range for " + shape_str(s));
     reduced[*axis] = true;
@@ -170,7 +170,7 @@ std::optional<Error> softmax(Importer& im, const Node& node) {
   if (!x) return x.error();
   const Shape& s = (*x)->shape;
   int64_t fallback = im.opset() >= 13 ? -1 : 1;
-  std::optional<int> axis = axis_in(attr_int(node, "axis", fallback), s.size());
+  std::optional<int> axis = norm_axis(attr_int(node, "axis", fallback), s.size());
   if (!axis) return im.err(node, "axis is out of range for " + shape_str(s));
   if (im.opset() < 13) {  // softmax over the axis and all after it, flattened
     Shape tail(s.begin() + *axis + 1, s.end());

@@ -330,7 +330,7 @@ std::optional<Error> binary(Importer& im, const Node& node) {
                             shape_str(act.shape) + " to " + shape_str(*out) +
                             ", which is not supported");
   im.use_weight(i == 0 ? y : x);
-  im.set(node, 0, im.pointwise(node, i, act, act.shape));
+  im.set(node, 0, im.pointwise(node, i, act));
   return std::nullopt;
 }
 
@@ -359,7 +359,7 @@ std::optional<Error> unary(Importer& im, const Node& node) {
     if (const Value* p = im.has_input(node, i) ? im.find(node.inputs[i]) : nullptr)
       im.use_weight(*p);
   if (x.is_activation()) {
-    im.set(node, 0, im.pointwise(node, 0, x, x.shape));
+    im.set(node, 0, im.pointwise(node, 0, x));
     return std::nullopt;
   }
   Value v = x;

@@ -76,7 +76,7 @@ std::optional<Error> slice(Importer& im, const Node& node) {
   std::vector<int64_t> begin(s.size(), 0), step(s.size(), 1);
   Shape out = s;
   for (size_t i = 0; i < axes.size(); ++i) {
-    std::optional<int> a = axis_in(axes[i], s.size());
+    std::optional<int> a = norm_axis(axes[i], s.size());
     if (!a || steps[i] == 0) return im.err(node, "axis or step out of range");
     int64_t n = s[*a], st = steps[i];
     auto clampi = [&](int64_t v, int64_t lo, int64_t hi) {
@@ -128,7 +128,7 @@ std::optional<Error> gather(Importer& im, const Node& node) {
   if (!indices) return indices.error();
   const Value& d = **data;
   const Value& idx = **indices;
-  std::optional<int> axis = axis_in(attr_int(node, "axis", 0), d.shape.size());
+  std::optional<int> axis = norm_axis(attr_int(node, "axis", 0), d.shape.size());
   if (!axis) return im.err(node, "axis is out of range for " + shape_str(d.shape));
   Shape out(d.shape.begin(), d.shape.begin() + *axis);
   out.insert(out.end(), idx.shape.begin(), idx.shape.end());
@@ -181,7 +181,7 @@ std::optional<Error> split(Importer& im, const Node& node) {
   Result<const Value*> x = im.activation(node, 0);
   if (!x) return x.error();
   const Shape& s = (*x)->shape;
-  std::optional<int> axis = axis_in(attr_int(node, "axis", 0), s.size());
+  std::optional<int> axis = norm_axis(attr_int(node, "axis", 0), s.size());
   if (!axis) return im.err(node, "axis is out of range for " + shape_str(s));
   std::vector<int64_t> sizes;
   if (im.opset() >= 13 && im.has_input(node, 1)) {
