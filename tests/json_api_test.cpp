@@ -220,9 +220,10 @@ TEST_CASE("json: plan_json and evaluate_json answer with a result or an error do
   CHECK(wrong["error"]["where"] == "strategy");
 }
 
-TEST_CASE("json: models_to_json lists the five networks with their sizes") {
+TEST_CASE("json: models_to_json lists the networks with their sizes") {
   json list = json::parse(models_to_json());
-  REQUIRE(list.size() == 5);
+  REQUIRE(list.size() == list_models().size());
+  REQUIRE(list.size() == 10);
   CHECK(list[0]["name"] == "alexnet");
   CHECK(list[0]["vertices"] == 14);
   CHECK(list[0]["edges"] == 13);
@@ -231,6 +232,14 @@ TEST_CASE("json: models_to_json lists the five networks with their sizes") {
   CHECK(list[4]["edges"] == 280);
   CHECK(list[3]["cutoff"] == 1);
   CHECK(list[3]["default_batch"] == 64);
+  CHECK(list[3]["default_seq"] == 256);
+  CHECK(list[0]["default_seq"].is_null());
+  CHECK(list[0]["llm"] == false);
+  CHECK(list[6]["name"] == "llama3-8b");
+  CHECK(list[6]["llm"] == true);
+  CHECK(list[6]["parameters"] == 8030261248);
+  CHECK(list[6]["default_seq"] == 8192);
+  CHECK(list[6]["default_batch"] == 32);
   // AlexNet's 5 filters and 3 FC weights (1024 classes).
   CHECK(list[0]["parameters"] ==
         34848 + 614400 + 884736 + 1327104 + 884736 + 37748736 + 16777216 + 4194304);

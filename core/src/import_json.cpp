@@ -1,9 +1,10 @@
 // import_model_json() of json_api.hpp: import options in, the imported graph
 // (or an error document) out. The translation itself is import_onnx()'s
-// (core/src/onnx/, import.hpp); this file reads the options, checks the names
-// in "dims" against the model's dynamic dimensions, checks the result with
-// build_graph() and writes the document the module and the page read
-// (core/docs/formats.md, "Import options and result").
+// (core/src/onnx/, import.hpp) for an ONNX file and llm_spec()'s (llm.hpp)
+// for a Hugging Face config.json, told apart by content; this file reads the
+// options, checks the result with build_graph() and writes the document the
+// module and the page read (core/docs/formats.md, "Import options and
+// result").
 
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "pase/graph.hpp"
 #include "pase/import.hpp"
 #include "pase/json_api.hpp"
+#include "pase/llm.hpp"
 
 namespace pase {
 namespace {
@@ -58,9 +60,10 @@ Result<ImportOptions> parse_import_options(std::string_view text) {
   }
   if (!document->is_object()) return type_error("a JSON object", *document, "options");
   ObjectReader reader(*document, "");
-  reader.allow_only({"dims", "batch", "name"});
+  reader.allow_only({"dims", "batch", "seq", "name"});
   reader.read("dims", options.dims, dims_from_json);
   reader.read("batch", options.batch, json_detail::to_positive_int);
+  reader.read("seq", options.seq, json_detail::to_positive_int);
   reader.read("name", options.name, json_detail::to_non_empty_string);
   if (!reader.ok()) return reader.error();
   return options;
@@ -100,12 +103,116 @@ std::string import_error_to_json(const std::vector<DynamicDim>& dynamic,
   return json_detail::dump_pretty(j) + "\n";
 }
 
+// Whether the source starts like a JSON document ('{' after white space)
+// rather than a binary ONNX file, and its first bytes for the check.
+bool starts_like_json(ByteSource& source) {
+  std::string prefix;
+  const uint64_t n = source.size() < 4096 ? source.size() : 4096;
+  if (!source.read(0, static_cast<size_t>(n), prefix)) return false;
+  const size_t start = prefix.find_first_not_of(" \t\r\n");
+  return start != std::string::npos && prefix[start] == '{';
+}
+
+// The hyper-parameters of an imported config, for the page to show.
+Json llm_config_to_json(const LlmConfig& c) {
+  Json j = Json::object();
+  j["model_type"] = c.model_type;
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["num_layers"] = c.num_layers;
+  j["num_heads"] = c.num_heads;
+  j["num_kv_heads"] = c.num_kv_heads;
+  j["head_dim"] = c.head_dim;
+  j["intermediate_size"] = c.intermediate_size;
+  j["max_positions"] = c.max_positions;
+  j["num_experts"] = c.num_experts;
+  j["experts_per_token"] = c.experts_per_token;
+  j["tied_embeddings"] = c.tied_embeddings;
+  return j;
+}
+
+// The whole source as text, at most kMaxDocumentBytes.
+Result<std::string> read_text(ByteSource& source) {
+  if (source.size() > kMaxDocumentBytes) {
+    return Error{"the document is larger than " + std::to_string(kMaxDocumentBytes >> 20) + " MiB",
+                 ""};
+  }
+  std::string text;
+  if (!source.read(0, static_cast<size_t>(source.size()), text)) {
+    return Error{"the document could not be read", ""};
+  }
+  return text;
+}
+
+// The result document's common part: the graph, its parameters and layers,
+// and each layer's output shapes (those of its last vertex, a Reshape's
+// Unravel; one shape per output).
+Json import_result(const GraphSpec& spec, const Graph& graph) {
+  Json j = Json::object();
+  j["graph"] = json_detail::graph_spec_to_json(spec);
+  j["parameters"] = spec.parameters >= 0 ? spec.parameters : graph.parameters;
+  j["layers"] = spec.layers.size();
+  return j;
+}
+
+void add_layer_outputs(const GraphSpec& spec, const Graph& graph, Json& j) {
+  std::vector<const Vertex*> last(spec.layers.size(), nullptr);
+  for (const Vertex& vertex : graph.vertices) {
+    if (vertex.layer >= 0 && static_cast<size_t>(vertex.layer) < last.size()) {
+      last[vertex.layer] = &vertex;
+    }
+  }
+  Json outputs = Json::array();
+  for (const Vertex* vertex : last) {
+    Json shapes = Json::array();
+    if (vertex != nullptr) {
+      for (const Output& output : vertex->outputs) shapes.push_back(output.shape);
+    }
+    outputs.push_back(std::move(shapes));
+  }
+  j["layer_outputs"] = std::move(outputs);
+}
+
+// A Hugging Face config.json (llm.hpp).
+std::string import_config_json(ByteSource& source, const ImportOptions& options) {
+  Result<std::string> text = read_text(source);
+  if (!text) return error_to_json(text.error());
+  if (!looks_like_llm_config(*text)) {
+    Result<Json> document = json_detail::parse_document(*text);
+    if (!document) return error_to_json(document.error());
+    if (document->is_object() && document->contains("layers")) {
+      return error_to_json(Error{
+          "this is a pase-graph/1 document, which plans as it is; import takes an ONNX model or a "
+          "Hugging Face config.json",
+          ""});
+    }
+  }
+  Result<GraphSpec> spec = import_llm_config(*text, options);
+  if (!spec) return error_to_json(spec.error());
+  // Parsed again for the hyper-parameters the result shows (a config is small).
+  Result<LlmConfig> config = parse_llm_config(*text);
+  if (!config) return error_to_json(config.error());
+  Result<Graph> graph = build_graph(*spec);
+  if (!graph) return error_to_json(json_detail::with_prefix(graph.error(), "graph"));
+  Json j = import_result(*spec, *graph);
+  j["format"] = "hf-config";
+  j["config"] = llm_config_to_json(*config);
+  // The sizes used: the options' or the model's defaults.
+  const Shape& tokens = spec->inputs.front().second;
+  j["batch"] = tokens[0];
+  j["seq"] = tokens[1];
+  j["dynamic_dims"] = Json::array();
+  add_layer_outputs(*spec, *graph, j);
+  return json_detail::dump_pretty(j) + "\n";
+}
+
 }  // namespace
 
 std::string import_model_json(ByteSource& source, std::string_view options_json) {
   return guarded([&] {
     Result<ImportOptions> options = parse_import_options(options_json);
     if (!options) return error_to_json(options.error());
+    if (starts_like_json(source)) return import_config_json(source, *options);
     // The dynamic dimensions first: their read also says whether the file is
     // ONNX at all (the same errors as the import's).
     Result<std::vector<DynamicDim>> dynamic = onnx_dynamic_dims(source);
@@ -117,10 +224,8 @@ std::string import_model_json(ByteSource& source, std::string_view options_json)
     Result<Graph> graph = build_graph(*spec);
     if (!graph) return error_to_json(json_detail::with_prefix(graph.error(), "graph"));
 
-    Json j = Json::object();
-    j["graph"] = json_detail::graph_spec_to_json(*spec);
-    j["parameters"] = spec->parameters >= 0 ? spec->parameters : graph->parameters;
-    j["layers"] = spec->layers.size();
+    Json j = import_result(*spec, *graph);
+    j["format"] = "onnx";
     // The import succeeded, so every dynamic dimension got its value: from
     // "dims" by name, otherwise from "batch".
     Json dims = Json::array();
@@ -132,23 +237,7 @@ std::string import_model_json(ByteSource& source, std::string_view options_json)
       dims.push_back(Json{{"name", dim.name}, {"input", dim.input}, {"value", std::move(value)}});
     }
     j["dynamic_dims"] = std::move(dims);
-    // Each layer's output shapes: those of its last vertex (a Reshape's
-    // Unravel), one shape per output.
-    std::vector<const Vertex*> last(spec->layers.size(), nullptr);
-    for (const Vertex& vertex : graph->vertices) {
-      if (vertex.layer >= 0 && static_cast<size_t>(vertex.layer) < last.size()) {
-        last[vertex.layer] = &vertex;
-      }
-    }
-    Json outputs = Json::array();
-    for (const Vertex* vertex : last) {
-      Json shapes = Json::array();
-      if (vertex != nullptr) {
-        for (const Output& output : vertex->outputs) shapes.push_back(output.shape);
-      }
-      outputs.push_back(std::move(shapes));
-    }
-    j["layer_outputs"] = std::move(outputs);
+    add_layer_outputs(*spec, *graph, j);
     return json_detail::dump_pretty(j) + "\n";
   });
 }

@@ -119,7 +119,7 @@ Result<uint64_t> bytes_from_json(const Json& value, const std::string& where) {
 Result<PlanRequest> request_from_json(const Json& value) {
   if (!value.is_object()) return Error{"the request must be a JSON object", ""};
   ObjectReader reader(value, "");
-  reader.allow_only({"graph", "model", "batch", "cluster", "order", "max_memory", "strategy",
+  reader.allow_only({"graph", "model", "batch", "seq", "cluster", "order", "max_memory", "strategy",
                      "pow2_only", "all_devices"});
 
   PlanRequest request;
@@ -136,6 +136,10 @@ Result<PlanRequest> request_from_json(const Json& value) {
   if (reader.read("batch", batch, json_detail::to_positive_int) && model == nullptr) {
     reader.fail(Error{"'batch' applies only to a built-in 'model'", "batch"});
   }
+  int64_t seq = 0;
+  if (reader.read("seq", seq, json_detail::to_positive_int) && model == nullptr) {
+    reader.fail(Error{"'seq' applies only to a built-in 'model'", "seq"});
+  }
   // The small fields come before the graph so that their errors do not wait
   // for a large graph to be built.
   reader.read("cluster", request.cluster, cluster_from_json);
@@ -150,7 +154,7 @@ Result<PlanRequest> request_from_json(const Json& value) {
   // build_model() and build_graph() report paths relative to the graph
   // document; inside a request they live under "graph" (or "model").
   if (model != nullptr) {
-    Result<Graph> built = build_model(model_name, batch);
+    Result<Graph> built = build_model(model_name, batch, seq);
     if (!built) {
       Error error = built.error();
       if (error.where.empty()) error.where = "model";
@@ -270,6 +274,8 @@ std::string models_to_json() {
       m["name"] = info.name;
       m["description"] = info.description;
       m["default_batch"] = info.default_batch;
+      m["default_seq"] = info.default_seq > 0 ? Json(info.default_seq) : Json();
+      m["llm"] = info.llm;
       m["cutoff"] = info.cutoff;
       // The counts come from building the network, so they cannot drift from
       // the zoo's code.
@@ -312,15 +318,18 @@ std::string evaluate_json(std::string_view request_json) {
   });
 }
 
-std::string export_model_json(std::string_view name, double batch) {
+std::string export_model_json(std::string_view name, double batch, double seq) {
   return guarded([&] {
     // A JavaScript number that is not a whole batch is reported rather than
     // truncated. The range check comes first: converting an out-of-range
     // double to an integer is undefined.
-    if (!(batch >= 0) || batch > 1e15 || batch != std::floor(batch)) {
-      return error_to_json(Error{"must be a non-negative whole number (0: the default)", "batch"});
+    for (const auto& [value, field] : {std::pair{batch, "batch"}, std::pair{seq, "seq"}}) {
+      if (!(value >= 0) || value > 1e15 || value != std::floor(value)) {
+        return error_to_json(Error{"must be a non-negative whole number (0: the default)", field});
+      }
     }
-    Result<GraphSpec> spec = model_spec(name, static_cast<int64_t>(batch));
+    Result<GraphSpec> spec =
+        model_spec(name, static_cast<int64_t>(batch), static_cast<int64_t>(seq));
     if (!spec) return error_to_json(spec.error());
     return write_graph(*spec);
   });

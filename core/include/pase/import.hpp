@@ -17,7 +17,8 @@
 // ERRORS
 //   Error{message, where}: `where` names the node ("nodes[12] (Conv
 //   '/layer1/conv1/Conv')"), the graph input ("inputs.x"), the option
-//   ("dims.batch": missing, not positive, or no dimension of the model),
+//   ("dims.batch": missing, not positive, or no dimension of the model;
+//   "seq", which only a Hugging Face config takes),
 //   "opset" (too old or too new), or is empty for the file as a whole (not
 //   ONNX, truncated, unreadable).
 //   Nothing throws.
@@ -81,6 +82,9 @@ struct ImportOptions {
   // When > 0, the leading dimension of the first graph input (the batch),
   // whether dynamic or fixed in the file.
   int64_t batch = 0;
+  // When > 0, the sequence length: of a Hugging Face config's graph (llm.hpp);
+  // an ONNX model takes its sequence length through `dims` and refuses this.
+  int64_t seq = 0;
   // The graph's name; empty: the ONNX graph's name.
   std::string name;
 };

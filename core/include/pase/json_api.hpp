@@ -22,7 +22,7 @@
 
 namespace pase {
 
-// A plan (or evaluate) request: {"graph": {...} | "model": "name", "batch": B,
+// A plan (or evaluate) request: {"graph": {...} | "model": "name", "batch": B, "seq": S,
 // "cluster": {...}, "order": "genseq", "max_memory": bytes, "strategy": [...]}.
 struct PlanRequest {
   Graph graph;
@@ -51,8 +51,8 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
 // {"error": {"message": ..., "where": ...}}
 std::string error_to_json(const Error& error);
 
-// [{"name", "description", "default_batch", "cutoff", "vertices", "edges",
-//   "parameters"}, ...]
+// [{"name", "description", "default_batch", "default_seq" (null for a network
+//   without a sequence), "llm", "cutoff", "vertices", "edges", "parameters"}, ...]
 // Never throws (like the functions below).
 std::string models_to_json();
 
@@ -64,11 +64,12 @@ std::string plan_json(std::string_view request_json,
                       const std::function<void(const Progress&)>& on_progress = {});
 std::string evaluate_json(std::string_view request_json);
 
-// The pase-graph/1 document of a built-in network. `batch` is a double because
-// the module's callers pass JavaScript numbers: it must be a whole number from
-// 0 (the network's default) to 1e15, else the error is at "batch"; an unknown
-// name is an error at "model".
-std::string export_model_json(std::string_view name, double batch);
+// The pase-graph/1 document of a built-in network. `batch` and `seq` are
+// doubles because the module's callers pass JavaScript numbers: each must be
+// a whole number from 0 (the network's default) to 1e15, else the error is at
+// "batch" or "seq"; an unknown name is an error at "model", a sequence length
+// for a network without one an error at "seq".
+std::string export_model_json(std::string_view name, double batch, double seq = 0);
 
 // Checks a pase-graph/1 document without planning it: load_graph() (syntax,
 // fields, names, shapes; linear in its size). A valid graph gives
@@ -80,16 +81,22 @@ std::string export_model_json(std::string_view name, double batch);
 // as a whole), not under "graph" as in a plan request.
 std::string validate_json(std::string_view graph_json);
 
-// Imports a model file (ONNX, import.hpp) read from `source` with the options
+// Imports a model file read from `source`: an ONNX model (import.hpp) or a
+// Hugging Face config.json (llm.hpp), told apart by content, with the options
 // document `options_json` (all fields optional; "" is the same as {}):
-//   {"dims": {"batch": 8, "sequence": 128}, "batch": 8, "name": "my-model"}
-// "dims" gives the dynamic dimensions their values by name, "batch" the
-// leading dimension of the first input, "name" the graph's name
-// (ImportOptions). Unknown fields are errors naming them; sizes are positive
-// integers. The result (core/docs/formats.md, "Import options and result"):
+//   {"dims": {"batch": 8, "sequence": 128}, "batch": 8, "seq": 2048,
+//    "name": "my-model"}
+// "dims" gives an ONNX model's dynamic dimensions their values by name,
+// "batch" the leading dimension of the first input (the batch), "seq" a
+// config's sequence length, "name" the graph's name (ImportOptions). Unknown
+// fields are errors naming them; sizes are positive integers. The result
+// (core/docs/formats.md, "Import options and result"):
 //   {"graph": {pase-graph/1, as write_graph() writes it}, "parameters": N,
-//    "layers": L, "dynamic_dims": [{"name", "input", "value"}, ...],
+//    "layers": L, "format": "onnx" | "hf-config",
+//    "dynamic_dims": [{"name", "input", "value"}, ...],
 //    "layer_outputs": [[shape, ...] per layer]}
+// and for a config also "config" (its hyper-parameters), "batch" and "seq"
+// (the sizes used: the options' or the model's defaults).
 // The graph is checked with build_graph(), so it can be planned as is.
 //
 // ERRORS: the error document; `where` names the option ("dims.batch"; a
@@ -102,8 +109,9 @@ std::string validate_json(std::string_view graph_json);
 // can ask for all of them in one go. Never throws (an exception from below,
 // such as a failed allocation, becomes an error document).
 //
-// COMPLEXITY: reads the structure of the file twice (onnx_dynamic_dims(),
-// then import_onnx()), never its weights; linear in its node count.
+// COMPLEXITY: reads the structure of an ONNX file twice (onnx_dynamic_dims(),
+// then import_onnx()), never its weights; linear in its node count. A config
+// is read whole (at most kMaxDocumentBytes).
 std::string import_model_json(ByteSource& source, std::string_view options_json);
 
 }  // namespace pase

@@ -411,6 +411,12 @@ Result<GraphSpec> translate(const Model& model, const ImportOptions& options) {
 }  // namespace onnx
 
 Result<GraphSpec> import_onnx(ByteSource& source, const ImportOptions& options) {
+  if (options.seq > 0) {
+    return Error{
+        "an ONNX model takes its sequence length by the name of its dimension "
+        "(dims, --dim NAME=SIZE), not as seq",
+        "seq"};
+  }
   try {
     return onnx::import_model(source, options);
   } catch (const std::bad_alloc&) {

@@ -1,6 +1,7 @@
 // Transformer, core/docs/models.md "Transformer": 6 encoder and 6 decoder layers over a
 // 256-token sequence, model dim 512, 8 heads of 64, feed-forward 2048, vocab
 // 50000 (204 vertices; 280 tensor edges between 256 vertex pairs), cutoff 1.
+// The sequence length is the caller's (256 by default).
 // Names are "<layer>_<block>_<role>", e.g. "enc3_attn_qkv", "dec6_cross_ln".
 #include <string>
 #include <vector>
@@ -11,8 +12,8 @@
 namespace pase::zoo {
 namespace {
 
-constexpr int64_t kSeq = 256, kVocab = 50000, kModel = 512, kHeads = 8, kHeadDim = 64,
-                  kFeedForward = 2048, kLayers = 6;
+constexpr int64_t kVocab = 50000, kModel = 512, kHeads = 8, kHeadDim = 64, kFeedForward = 2048,
+                  kLayers = 6;
 
 // Attention(xs) of core/docs/models.md, xs = [x] (self-attention) or [x, m, m] (attention
 // over the encoder output m). One fused projection makes q, k and v at once:
@@ -53,11 +54,11 @@ std::string feed_forward(Builder& b, const std::string& scope, const std::string
 
 }  // namespace
 
-GraphSpec transformer(int64_t batch) {
+GraphSpec transformer(int64_t batch, int64_t seq) {
   Builder b("transformer", 1);
-  const std::string enc_tokens = b.input("enc_tokens", {batch, kSeq});
-  const std::string dec_tokens = b.input("dec_tokens", {batch, kSeq});
-  const std::string positional = b.input("positional", {batch, kSeq, kModel});
+  const std::string enc_tokens = b.input("enc_tokens", {batch, seq});
+  const std::string dec_tokens = b.input("dec_tokens", {batch, seq});
+  const std::string positional = b.input("positional", {batch, seq, kModel});
 
   // Encoder: embedding + positional encoding, then FeedForward(Attention([x])).
   b.scope("enc_");

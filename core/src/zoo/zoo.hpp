@@ -9,10 +9,10 @@
 
 namespace pase::zoo {
 
-GraphSpec alexnet(int64_t batch);      // 14 vertices, 13 edges
-GraphSpec resnet101(int64_t batch);    // 245 vertices, 277 edges
-GraphSpec inception3(int64_t batch);   // 219 vertices, 253 edges
-GraphSpec rnnlm(int64_t batch);        // 4 vertices, 3 edges, cutoff 1
-GraphSpec transformer(int64_t batch);  // 204 vertices, 280 edges, cutoff 1
+GraphSpec alexnet(int64_t batch);                   // 14 vertices, 13 edges
+GraphSpec resnet101(int64_t batch);                 // 245 vertices, 277 edges
+GraphSpec inception3(int64_t batch);                // 219 vertices, 253 edges
+GraphSpec rnnlm(int64_t batch, int64_t seq);        // 4 vertices, 3 edges, cutoff 1
+GraphSpec transformer(int64_t batch, int64_t seq);  // 204 vertices, 280 edges, cutoff 1
 
 }  // namespace pase::zoo

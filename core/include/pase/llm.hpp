@@ -1,0 +1,93 @@
+// Decoder-only language models from a Hugging Face `config.json` (no weights
+// needed): the model's hyper-parameters, its exact parameter count and its
+// training graph as a pase-graph/1 GraphSpec of Einsum layers
+// (core/docs/llm.md).
+//
+// USAGE
+//   Result<LlmConfig> config = parse_llm_config(text);     // a config.json
+//   llm_parameters(*config);                               // 8,030,261,248
+//   Result<GraphSpec> spec = llm_spec(*config, "llama3-8b", 32, 8192);
+//   // or in one step, with batch and sequence from the import options:
+//   Result<GraphSpec> spec = import_llm_config(text, options);
+//
+// Supported `model_type`s: llama, mistral, qwen2, gpt2, mixtral (mixture of
+// experts). Grouped-query attention, gated MLPs (SwiGLU), RMSNorm or
+// LayerNorm, biases, tied embeddings and learned position tables follow the
+// model type and the config's fields as Hugging Face's own model classes do.
+//
+// ERRORS
+//   Error{message, where}: `where` names the config field ("hidden_size",
+//   "num_key_value_heads", "model_type"), the option ("batch", "seq", "dims"),
+//   or is empty for the document as a whole (not JSON, not an object).
+//   Nothing throws.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "pase/graph.hpp"
+#include "pase/import.hpp"
+#include "pase/result.hpp"
+
+namespace pase {
+
+struct LlmConfig {
+  std::string model_type;  // "llama", "mistral", "qwen2", "gpt2", "mixtral"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;         // d
+  int64_t num_layers = 0;          // decoder layers
+  int64_t num_heads = 0;           // query heads
+  int64_t num_kv_heads = 0;        // key and value heads (grouped-query attention)
+  int64_t head_dim = 0;            // hidden_size / num_heads unless the config says
+  int64_t intermediate_size = 0;   // the MLP's (each expert's) hidden size
+  int64_t max_positions = 0;       // longest sequence the model is made for
+  bool learned_positions = false;  // a position table of max_positions rows (gpt2)
+  bool gated_mlp = true;           // gate, up, down (SwiGLU); else up, down
+  bool rms_norm = true;            // RMSNorm (a scale); else LayerNorm (scale and shift)
+  bool tied_embeddings = false;    // the output projection is the embedding table
+  bool qkv_bias = false;           // biases of the query, key and value projections
+  bool out_bias = false;           // bias of the attention's output projection
+  bool mlp_bias = false;           // biases of the MLP's projections
+  int64_t num_experts = 0;         // experts per MLP (0: a dense MLP)
+  int64_t experts_per_token = 0;   // top-k routing
+};
+
+// The defaults of a model's batch and sequence length when the request gives
+// none: kLlmDefaultBatch sequences of the model's max_positions tokens, at
+// most kLlmMaxDefaultSeq.
+inline constexpr int64_t kLlmDefaultBatch = 32;
+inline constexpr int64_t kLlmMaxDefaultSeq = 8192;
+int64_t llm_default_seq(const LlmConfig& config);
+
+// Reads a config.json: the fields its model_type uses, with Hugging Face's
+// defaults for the optional ones. Unknown fields are ignored (configs carry
+// many that do not shape the graph).
+Result<LlmConfig> parse_llm_config(std::string_view json_text);
+
+// Checks a config built in code (the built-in models): sizes positive, heads
+// divisible by key-value heads, and so on; the same checks as parsing.
+std::optional<Error> check_llm_config(const LlmConfig& config);
+
+// True when `text` is a JSON object with a string "model_type" and no
+// pase-graph/1 "layers": a Hugging Face config rather than a graph document.
+bool looks_like_llm_config(std::string_view text);
+
+// The exact parameter count, as PyTorch's sum(p.numel()) over the Hugging
+// Face model (a tied table counted once); saturates at 2^63 - 1.
+int64_t llm_parameters(const LlmConfig& config);
+
+// The training graph for `batch` sequences of `seq` tokens (0: the defaults
+// above), named `name`, with `parameters` set to llm_parameters(). Errors:
+// batch or seq not positive ("batch", "seq"), a sequence longer than a
+// learned position table ("seq").
+Result<GraphSpec> llm_spec(const LlmConfig& config, const std::string& name, int64_t batch = 0,
+                           int64_t seq = 0);
+
+// parse_llm_config() then llm_spec() with the options' batch, seq and name
+// (empty: the config's model_type). `dims` has no meaning for a config and
+// is an error at "dims".
+Result<GraphSpec> import_llm_config(std::string_view json_text, const ImportOptions& options);
+
+}  // namespace pase
