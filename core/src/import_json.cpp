@@ -109,7 +109,9 @@ bool starts_like_json(ByteSource& source) {
   std::string prefix;
   const uint64_t n = source.size() < 4096 ? source.size() : 4096;
   if (!source.read(0, static_cast<size_t>(n), prefix)) return false;
-  const size_t start = prefix.find_first_not_of(" \t\r\n");
+  // A UTF-8 byte order mark may come first; no ONNX file starts with one.
+  const size_t first = prefix.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  const size_t start = prefix.find_first_not_of(" \t\r\n", first);
   return start != std::string::npos && prefix[start] == '{';
 }
 

@@ -227,6 +227,8 @@ Result<LlmConfig> parse_llm_config(std::string_view json_text) {
 }
 
 bool looks_like_llm_config(std::string_view text) {
+  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  if (text.substr(0, kByteOrderMark.size()) == kByteOrderMark) text.remove_prefix(3);
   const size_t start = text.find_first_not_of(" \t\r\n");
   if (start == std::string_view::npos || text[start] != '{') return false;
   Result<Json> document = json_detail::parse_document(text);
