@@ -2,6 +2,8 @@
 // exact parameter counts, the graph of small configs layer by layer against
 // core/docs/llm.md, the built-in models (plan at 8 devices, never above data
 // parallelism), and every error a config can raise.
+#include "pase/llm.hpp"
+
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -11,7 +13,6 @@
 #include "pase/compare.hpp"
 #include "pase/import.hpp"
 #include "pase/json_api.hpp"
-#include "pase/llm.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
 #include "test_util.hpp"
@@ -100,9 +101,12 @@ const char* kTinyLlama = R"({
 
 TEST_CASE("llm: the parameter counts of real configs are exact") {
   const std::pair<const char*, int64_t> counts[] = {
-      {"Meta-Llama-3-8B", 8030261248},  {"Mistral-7B-v0.1", 7241732096},
-      {"gpt2", 124439808},              {"Mixtral-8x7B-v0.1", 46702792704},
-      {"Qwen2-7B", 7615616512},         {"Qwen2-0.5B", 494032768},
+      {"Meta-Llama-3-8B", 8030261248},
+      {"Mistral-7B-v0.1", 7241732096},
+      {"gpt2", 124439808},
+      {"Mixtral-8x7B-v0.1", 46702792704},
+      {"Qwen2-7B", 7615616512},
+      {"Qwen2-0.5B", 494032768},
   };
   for (const auto& [model, count] : counts) {
     CAPTURE(model);
@@ -119,9 +123,8 @@ TEST_CASE("llm: the parameter counts of real configs are exact") {
 
 TEST_CASE("llm: the built-in language models have their published parameter counts") {
   const std::pair<const char*, int64_t> counts[] = {
-      {"gpt2", 124439808},           {"llama3-8b", 8030261248},
-      {"llama3-70b", 70553706496},   {"mixtral-8x7b", 46702792704},
-      {"gpt3-175b", 174604259328},
+      {"gpt2", 124439808},           {"llama3-8b", 8030261248},   {"llama3-70b", 70553706496},
+      {"mixtral-8x7b", 46702792704}, {"gpt3-175b", 174604259328},
   };
   for (const auto& [name, count] : counts) {
     CAPTURE(name);
@@ -194,8 +197,7 @@ TEST_CASE("llm: a small Llama with grouped-query attention, layer by layer") {
     const std::string p = "layer" + std::to_string(i) + "_";
     // d 12, 2 key-value heads h of width k 3, 2 query heads r per key-value head.
     expected.push_back({p + "attn_norm", "Norm", {x}, {}, "", 0});
-    expected.push_back(
-        {p + "q", "Einsum", {p + "attn_norm"}, {12, 2, 2, 3}, "ble,ehrk->bhrlk", 1});
+    expected.push_back({p + "q", "Einsum", {p + "attn_norm"}, {12, 2, 2, 3}, "ble,ehrk->bhrlk", 1});
     expected.push_back({p + "k", "Einsum", {p + "attn_norm"}, {12, 2, 3}, "ble,ehk->bhlk", 1});
     expected.push_back({p + "v", "Einsum", {p + "attn_norm"}, {12, 2, 3}, "ble,ehk->bhlk", 0});
     expected.push_back({p + "scores", "Einsum", {p + "q", p + "k"}, {}, "bhrlk,bhmk->bhrlm", 3});
@@ -243,12 +245,12 @@ TEST_CASE("llm: multi-head attention has no query-group letter") {
   for (const LayerSpec& l : spec.layers) {
     if (l.op == "Einsum") equations.push_back(l.name + " " + l.equation);
   }
-  CHECK(equations == std::vector<std::string>{
-                         "layer0_q ble,ehk->bhlk", "layer0_k ble,ehk->bhlk",
-                         "layer0_v ble,ehk->bhlk", "layer0_scores bhlk,bhmk->bhlm",
-                         "layer0_context bhlm,bhmk->bhlk", "layer0_o bhlk,hke->ble",
-                         "layer0_gate ble,ef->blf", "layer0_up ble,ef->blf",
-                         "layer0_down blf,fe->ble", "lm_head ble,ev->blv"});
+  CHECK(equations ==
+        std::vector<std::string>{"layer0_q ble,ehk->bhlk", "layer0_k ble,ehk->bhlk",
+                                 "layer0_v ble,ehk->bhlk", "layer0_scores bhlk,bhmk->bhlm",
+                                 "layer0_context bhlm,bhmk->bhlk", "layer0_o bhlk,hke->ble",
+                                 "layer0_gate ble,ef->blf", "layer0_up ble,ef->blf",
+                                 "layer0_down blf,fe->ble", "lm_head ble,ev->blv"});
   CHECK(build_graph(spec).ok());
 }
 
@@ -260,32 +262,28 @@ TEST_CASE("llm: a small GPT-2, layer by layer") {
                            2, 4);
   CHECK(spec.inputs ==
         std::vector<std::pair<std::string, Shape>>{{"tokens", {2, 4}}, {"positions", {2, 4}}});
-  check_layers(spec,
-               {
-                   {"embed", "Embedding", {"tokens"}, {}, "", 0},
-                   {"embed_positions", "Embedding", {"positions"}, {}, "", 0},
-                   {"embed_add", "Elementwise", {"embed", "embed_positions"}, {}, "", 0},
-                   {"layer0_attn_norm", "Norm", {"embed_add"}, {}, "", 0},
-                   {"layer0_q", "Einsum", {"layer0_attn_norm"}, {6, 2, 3}, "ble,ehk->bhlk", 1},
-                   {"layer0_k", "Einsum", {"layer0_attn_norm"}, {6, 2, 3}, "ble,ehk->bhlk", 1},
-                   {"layer0_v", "Einsum", {"layer0_attn_norm"}, {6, 2, 3}, "ble,ehk->bhlk", 1},
-                   {"layer0_scores", "Einsum", {"layer0_q", "layer0_k"}, {}, "bhlk,bhmk->bhlm", 3},
-                   {"layer0_context",
-                    "Einsum",
-                    {"layer0_scores", "layer0_v"},
-                    {},
-                    "bhlm,bhmk->bhlk",
-                    0},
-                   {"layer0_o", "Einsum", {"layer0_context"}, {2, 3, 6}, "bhlk,hke->ble", 1},
-                   {"layer0_attn_add", "Elementwise", {"embed_add", "layer0_o"}, {}, "", 0},
-                   {"layer0_mlp_norm", "Norm", {"layer0_attn_add"}, {}, "", 0},
-                   {"layer0_up", "Einsum", {"layer0_mlp_norm"}, {6, 24}, "ble,ef->blf", 2},
-                   {"layer0_down", "Einsum", {"layer0_up"}, {24, 6}, "blf,fe->ble", 1},
-                   {"layer0_mlp_add", "Elementwise", {"layer0_attn_add", "layer0_down"}, {}, "", 0},
-                   {"final_norm", "Norm", {"layer0_mlp_add"}, {}, "", 0},
-                   {"lm_head", "Einsum", {"final_norm"}, {6, 9}, "ble,ev->blv", 0},
-                   {"loss", "SoftmaxCrossEntropy", {"lm_head"}, {}, "", 0},
-               });
+  check_layers(
+      spec,
+      {
+          {"embed", "Embedding", {"tokens"}, {}, "", 0},
+          {"embed_positions", "Embedding", {"positions"}, {}, "", 0},
+          {"embed_add", "Elementwise", {"embed", "embed_positions"}, {}, "", 0},
+          {"layer0_attn_norm", "Norm", {"embed_add"}, {}, "", 0},
+          {"layer0_q", "Einsum", {"layer0_attn_norm"}, {6, 2, 3}, "ble,ehk->bhlk", 1},
+          {"layer0_k", "Einsum", {"layer0_attn_norm"}, {6, 2, 3}, "ble,ehk->bhlk", 1},
+          {"layer0_v", "Einsum", {"layer0_attn_norm"}, {6, 2, 3}, "ble,ehk->bhlk", 1},
+          {"layer0_scores", "Einsum", {"layer0_q", "layer0_k"}, {}, "bhlk,bhmk->bhlm", 3},
+          {"layer0_context", "Einsum", {"layer0_scores", "layer0_v"}, {}, "bhlm,bhmk->bhlk", 0},
+          {"layer0_o", "Einsum", {"layer0_context"}, {2, 3, 6}, "bhlk,hke->ble", 1},
+          {"layer0_attn_add", "Elementwise", {"embed_add", "layer0_o"}, {}, "", 0},
+          {"layer0_mlp_norm", "Norm", {"layer0_attn_add"}, {}, "", 0},
+          {"layer0_up", "Einsum", {"layer0_mlp_norm"}, {6, 24}, "ble,ef->blf", 2},
+          {"layer0_down", "Einsum", {"layer0_up"}, {24, 6}, "blf,fe->ble", 1},
+          {"layer0_mlp_add", "Elementwise", {"layer0_attn_add", "layer0_down"}, {}, "", 0},
+          {"final_norm", "Norm", {"layer0_mlp_add"}, {}, "", 0},
+          {"lm_head", "Einsum", {"final_norm"}, {6, 9}, "ble,ev->blv", 0},
+          {"loss", "SoftmaxCrossEntropy", {"lm_head"}, {}, "", 0},
+      });
   CHECK(spec.layers[1].vocab == 8);  // the position table has n_positions rows
   // 9*6 + 8*6 + 1 layer of (2*12 + 4*36+4*6 bias-free ... ) counted by hand:
   // table 54, positions 48, norms 4*6 + final 12, attention 4*36 + 3*6 + 6,
@@ -421,7 +419,8 @@ TEST_CASE("llm: an imported config plans through the JSON request like a built-i
   CHECK(seq_alone["error"]["where"] == "seq");
 }
 
-// ---- The import entry of the module ---------------------------------------------------------------
+// ---- The import entry of the module
+// ---------------------------------------------------------------
 
 TEST_CASE("llm: import_model_json reads a config.json") {
   const std::string text = example_config("Meta-Llama-3-8B");
@@ -475,7 +474,8 @@ TEST_CASE("llm: import_model_json errors name the field") {
   CHECK(testing::contains(result["error"]["message"], "pase-graph/1"));
 }
 
-// ---- Reading configs: every error names its field --------------------------------------------------
+// ---- Reading configs: every error names its field
+// --------------------------------------------------
 
 TEST_CASE("llm: config errors name the field") {
   check_config_error("[1, 2]", "", "JSON object");
@@ -487,8 +487,8 @@ TEST_CASE("llm: config errors name the field") {
   check_config_error(R"({"model_type": "llama", "hidden_size": 0})", "hidden_size", "positive");
   check_config_error(R"({"model_type": "llama", "hidden_size": 8.5})", "hidden_size", "integer");
   check_config_error(R"({"model_type": "llama", "vocab_size": "big"})", "vocab_size", "integer");
-  check_config_error(R"({"model_type": "llama", "tie_word_embeddings": 1})",
-                     "tie_word_embeddings", "true or false");
+  check_config_error(R"({"model_type": "llama", "tie_word_embeddings": 1})", "tie_word_embeddings",
+                     "true or false");
   check_config_error(R"({"model_type": "llama", "hidden_size": 10, "num_attention_heads": 4})",
                      "num_attention_heads", "not a multiple");
   check_config_error(R"({"model_type": "gpt2", "n_embd": 10, "n_head": 4})", "n_head",
@@ -549,7 +549,8 @@ TEST_CASE("llm: looks_like_llm_config tells configs from graph documents") {
 }
 
 TEST_CASE("llm: an ONNX import refuses seq") {
-  const std::string bytes = testing::read_text(std::string(PASE_TEST_DATA_DIR) + "/onnx/tiny_cnn.onnx");
+  const std::string bytes =
+      testing::read_text(std::string(PASE_TEST_DATA_DIR) + "/onnx/tiny_cnn.onnx");
   MemorySource source(bytes);
   ImportOptions options;
   options.seq = 16;
