@@ -171,6 +171,22 @@ TEST_CASE("llm: the parameter count is the graph's weights plus norms and biases
   }
 }
 
+TEST_CASE("llm: a config too large for a graph is refused before it is built") {
+  check_config_error(R"({"model_type": "llama", "num_hidden_layers": 1000000000})",
+                     "num_hidden_layers", "at most 4999 decoder layers");
+  // The largest allowed builds (a mixture of experts has the most layers).
+  LlmConfig c = parsed(R"({"model_type": "mixtral", "vocab_size": 5, "hidden_size": 4,
+    "intermediate_size": 4, "num_attention_heads": 2, "num_key_value_heads": 1,
+    "num_local_experts": 2})");
+  c.num_layers = kLlmMaxDecoderLayers;
+  Result<GraphSpec> spec = llm_spec(c, "deep", 1, 2);
+  REQUIRE(spec.ok());
+  CHECK(spec->layers.size() <= static_cast<size_t>(kMaxLayers));
+  CHECK(build_graph(*spec).ok());
+  // A sequence whose routed tokens overflow is an error, not undefined.
+  CHECK(llm_spec(c, "deep", 1, std::numeric_limits<int64_t>::max()).error().where == "seq");
+}
+
 TEST_CASE("llm: a count beyond 2^63 - 1 is refused, not wrapped") {
   LlmConfig c = parsed(kTinyLlama);
   c.hidden_size = c.intermediate_size = int64_t{1} << 40;
@@ -557,4 +573,31 @@ TEST_CASE("llm: an ONNX import refuses seq") {
   Result<GraphSpec> spec = import_onnx(source, options);
   REQUIRE_FALSE(spec.ok());
   CHECK(spec.error().where == "seq");
+}
+
+// ---- The invalid-config corpus (tests/invalid/configs/cases.json)
+// --------------------------------
+
+TEST_CASE("llm: every config of the invalid corpus is refused with its error") {
+  const std::string dir = std::string(PASE_INVALID_DIR) + "/configs/";
+  const json manifest = json::parse(testing::read_text(dir + "cases.json"));
+  REQUIRE(manifest["cases"].size() >= 10);
+  for (const json& c : manifest["cases"]) {
+    CAPTURE(c["name"].get<std::string>());
+    const std::string text = testing::read_text(dir + c["file"].get<std::string>());
+    ImportOptions options;
+    options.seq = c.value("seq", int64_t{0});
+    Result<GraphSpec> spec = import_llm_config(text, options);
+    REQUIRE_FALSE(spec.ok());
+    CHECK(spec.error().where == c["where"]);
+    CHECK_MESSAGE(testing::contains(spec.error().message, c["message"]), spec.error().message);
+    // The module's entry gives the same error document.
+    MemorySource source(text);
+    json options_json = json::object();
+    if (options.seq > 0) options_json["seq"] = options.seq;
+    json result = json::parse(import_model_json(source, options_json.dump()));
+    REQUIRE(result.contains("error"));
+    CHECK(result["error"]["where"] == c["where"]);
+    CHECK(testing::contains(result["error"]["message"], c["message"]));
+  }
 }

@@ -344,8 +344,10 @@ TEST_CASE("hangs: the pruned enumeration equals the plain one") {
 
 TEST_CASE("fuzz: regression inputs and the seed corpus keep every property") {
   std::vector<fs::path> inputs;
-  for (const char* dir : {PASE_FUZZ_REGRESSIONS_DIR, PASE_EXAMPLES_DIR, PASE_INVALID_DIR "/graphs",
-                          PASE_INVALID_DIR "/requests", PASE_INVALID_DIR "/models"}) {
+  for (const char* dir :
+       {PASE_FUZZ_REGRESSIONS_DIR, PASE_EXAMPLES_DIR, PASE_INVALID_DIR "/graphs",
+        PASE_INVALID_DIR "/requests", PASE_INVALID_DIR "/models", PASE_INVALID_DIR "/configs",
+        PASE_EXAMPLES_DIR "/../hf/gpt2", PASE_EXAMPLES_DIR "/../hf/Mixtral-8x7B-v0.1"}) {
     for (const auto& entry : fs::directory_iterator(dir))
       if (entry.is_regular_file() && entry.path().filename() != "README.md" &&
           entry.path().extension() != ".py")

@@ -2,10 +2,10 @@
 // (fuzz_plan.cpp) and the doctest suite (robustness_test.cpp), which runs it
 // on every regression input under tests/fuzz/regressions/ and the seed corpus.
 //
-// The input is read as an ONNX model, as a pase-graph/1 document and as a
-// plan request. An imported model builds or is refused with an error, and a
-// small one is planned like a graph.
-// Whatever it is, nothing may crash, throw or hang, and:
+// The input is read as an ONNX model, as a Hugging Face config, as a
+// pase-graph/1 document and as a plan request. An imported model builds or is refused with an
+// error, and a small one is planned like a graph. Whatever it is, nothing may crash, throw or hang,
+// and:
 //   - every error has a message, and its error document is valid JSON;
 //   - a graph that loads is written back and loads again with the same shape;
 //   - a small graph (at most kMaxVertices vertices, a search of at most
@@ -27,6 +27,7 @@
 #include "pase/graph.hpp"
 #include "pase/import.hpp"
 #include "pase/json_api.hpp"
+#include "pase/llm.hpp"
 #include "pase/plan.hpp"
 #include "testing.hpp"
 
@@ -92,8 +93,23 @@ inline std::string fuzz_onnx(std::string_view bytes) {
   return check_plan(*graph, pase::Cluster{.devices = 4}, {}, false);
 }
 
+// As a Hugging Face config.json: a config that reads builds a graph of 2
+// sequences of 4 tokens (or is refused with an error), which carries the
+// config's exact parameter count and builds.
+inline std::string fuzz_config(std::string_view text) {
+  pase::Result<pase::LlmConfig> config = pase::parse_llm_config(text);
+  if (!config) return check_error(config.error(), "parse_llm_config");
+  pase::Result<pase::GraphSpec> spec = pase::llm_spec(*config, "fuzz", 2, 4);
+  if (!spec) return check_error(spec.error(), "llm_spec");
+  if (spec->parameters != pase::llm_parameters(*config)) return "llm_spec: wrong parameter count";
+  pase::Result<pase::Graph> graph = pase::build_graph(*spec);
+  if (!graph) return check_error(graph.error(), "build_graph of a config's graph");
+  return "";
+}
+
 inline std::string fuzz_one(std::string_view text) {
   if (std::string e = fuzz_onnx(text); !e.empty()) return e;
+  if (std::string e = fuzz_config(text); !e.empty()) return e;
 
   // As a graph document.
   pase::Result<pase::Graph> graph = pase::load_graph(text);

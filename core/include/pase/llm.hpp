@@ -61,6 +61,11 @@ inline constexpr int64_t kLlmDefaultBatch = 32;
 inline constexpr int64_t kLlmMaxDefaultSeq = 8192;
 int64_t llm_default_seq(const LlmConfig& config);
 
+// The most decoder layers a config may have: each is at most 10 layers of
+// attention and 10 of a mixture of experts, and a graph has at most
+// kMaxLayers layers (graph.hpp) besides the embedding and the head.
+inline constexpr int64_t kLlmMaxDecoderLayers = (kMaxLayers - 8) / 20;
+
 // Reads a config.json: the fields its model_type uses, with Hugging Face's
 // defaults for the optional ones. Unknown fields are ignored (configs carry
 // many that do not shape the graph).

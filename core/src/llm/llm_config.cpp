@@ -143,6 +143,13 @@ std::optional<Error> check_llm_config(const LlmConfig& c) {
   for (const auto& [field, size] : sizes) {
     if (size <= 0) return Error{"must be a positive integer", field};
   }
+  // A decoder layer is at most kLlmLayersPerDecoderLayer layers of the graph.
+  if (c.num_layers > kLlmMaxDecoderLayers) {
+    return Error{"at most " + std::to_string(kLlmMaxDecoderLayers) +
+                     " decoder layers (a graph has at most " + std::to_string(kMaxLayers) +
+                     " layers)",
+                 "num_hidden_layers"};
+  }
   if (c.num_heads % c.num_kv_heads != 0) {
     return Error{"num_attention_heads " + std::to_string(c.num_heads) +
                      " is not a multiple of num_key_value_heads " + std::to_string(c.num_kv_heads),

@@ -3,6 +3,7 @@
 // equations: b batch, l and m positions (queries, keys), e the model width,
 // h key-value heads, r query heads per key-value head, k the head width,
 // f the MLP width, v the vocabulary, x experts, t an expert's token slots.
+#include <limits>
 #include <string>
 
 #include "pase/llm.hpp"
@@ -142,6 +143,11 @@ Result<GraphSpec> llm_spec(const LlmConfig& config, const std::string& name, int
   if (seq < 0) return Error{"must be a positive integer", "seq"};
   if (batch == 0) batch = kLlmDefaultBatch;
   if (seq == 0) seq = llm_default_seq(config);
+  int64_t routed = 0;
+  if (__builtin_mul_overflow(seq, config.experts_per_token, &routed) ||
+      routed > std::numeric_limits<int64_t>::max() - config.num_experts) {
+    return Error{"is too large (" + std::to_string(seq) + ")", "seq"};
+  }
   if (config.learned_positions && seq > config.max_positions) {
     return Error{"sequence length " + std::to_string(seq) + " is longer than the model's " +
                      std::to_string(config.max_positions) + " learned positions",
