@@ -402,3 +402,72 @@ TEST_CASE("cli: import takes one FILE and the flags of its usage") {
   CHECK(run.exit == 1);
   CHECK(contains(run.err, "/nonexistent/model.onnx"));
 }
+
+TEST_CASE("cli: models lists the language models with their parameters in aligned columns") {
+  const Run run = run_cli({"models"});
+  REQUIRE(run.exit == 0);
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < run.out.size();) {
+    const size_t end = run.out.find('\n', start);
+    lines.push_back(run.out.substr(start, end - start));
+    start = end == std::string::npos ? run.out.size() : end + 1;
+  }
+  REQUIRE(lines.size() == 11);  // the header and ten networks
+  const std::string& header = lines.front();
+  const size_t parameters_end = header.find("parameters") + std::string("parameters").size();
+  const size_t seq_end = header.find(" seq ") + std::string(" seq").size();
+  REQUIRE(header.find("parameters") != std::string::npos);
+  REQUIRE(header.find(" seq ") != std::string::npos);
+  CHECK(header.find("batch") < header.find(" seq "));
+
+  const std::pair<std::string, std::string> expected[] = {
+      {"alexnet", "62,466,080"},          {"gpt2", "124,439,808"},
+      {"llama3-8b", "8,030,261,248"},     {"llama3-70b", "70,553,706,496"},
+      {"mixtral-8x7b", "46,702,792,704"}, {"gpt3-175b", "174,604,259,328"}};
+  for (const auto& [name, parameters] : expected) {
+    CAPTURE(name);
+    const auto row = std::find_if(lines.begin(), lines.end(), [&](const std::string& line) {
+      return starts_with(line, name + " ");
+    });
+    REQUIRE(row != lines.end());
+    // The count right-aligned under its heading, apart from its neighbours.
+    const size_t at = row->find(" " + parameters + " ");
+    REQUIRE(at != std::string::npos);
+    CHECK(at + 1 + parameters.size() == parameters_end);
+  }
+  for (const std::string& line : lines) {
+    CAPTURE(line);
+    REQUIRE(line.size() > seq_end);
+    // Every row has a seq under the heading: a number, or "-" for a CNN.
+    CHECK(line[seq_end] == ' ');
+    if (&line == &header) continue;
+    const size_t start = line.rfind(' ', seq_end - 1) + 1;
+    const std::string seq = line.substr(start, seq_end - start);
+    if (starts_with(line, "alexnet ") || starts_with(line, "resnet101 ") ||
+        starts_with(line, "inception3 ")) {
+      CHECK(seq == "-");
+    } else {
+      CHECK(!seq.empty());
+      CHECK(seq.find_first_not_of("0123456789") == std::string::npos);
+    }
+  }
+  const std::string llama = *std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return starts_with(l, "llama3-8b ");
+  });
+  CHECK(llama.substr(seq_end - 4, 4) == "8192");
+
+  // --format json: the same models with default_seq (null without one).
+  const Run json = run_cli({"models", "--format", "json"});
+  REQUIRE(json.exit == 0);
+  const nlohmann::json models = nlohmann::json::parse(json.out, nullptr, false);
+  REQUIRE(models.is_array());
+  REQUIRE(models.size() == lines.size() - 1);
+  for (const nlohmann::json& m : models) {
+    CAPTURE(m["name"]);
+    if (m["name"] == "alexnet") CHECK(m["default_seq"].is_null());
+    if (m["name"] == "llama3-8b") {
+      CHECK(m["default_seq"] == 8192);
+      CHECK(m["parameters"] == int64_t{8030261248});
+    }
+  }
+}
