@@ -6,7 +6,9 @@
 // Also bench and --version, and the ONNX models of tests/data/onnx (their
 // manifest.json gives the expected parameter counts): pase import, --graph
 // MODEL.onnx in plan, eval and compare, --dim and --batch, and files that are
-// not models (binary, truncated, tests/invalid/models).
+// not models (binary, truncated, tests/invalid/models). And the language
+// models (core/docs/llm.md): the Hugging Face configs of examples/hf in
+// import and --graph, --seq, and the built-ins in pase models.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,7 +60,8 @@ const fs::path& scratch() {
   return dir.path;
 }
 
-Run run_cli(const std::vector<std::string>& args) {
+// Runs build/pase with `args`, standard input read from the file `input`.
+Run run_cli(const std::vector<std::string>& args, const std::string& input = "/dev/null") {
   const fs::path out = scratch() / "stdout", err = scratch() / "stderr";
   std::string command = shell_quote(PASE_CLI_PATH);
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on
@@ -67,7 +70,9 @@ Run run_cli(const std::vector<std::string>& args) {
     command += ' ';
     command += shell_quote(arg);
   }
-  command += " </dev/null >";
+  command += " <";
+  command += shell_quote(input);
+  command += " >";
   command += shell_quote(out.string());
   command += " 2>";
   command += shell_quote(err.string());
@@ -151,6 +156,25 @@ TEST_CASE("cli: bench reports an order that does not fit instead of running it")
   CHECK(doc["cases"][0]["ran"] == false);
   CHECK(doc["cases"][0]["note"].get<std::string>().find("needs") != std::string::npos);
   CHECK(doc["cases"][0]["predicted_peak_bytes"].get<double>() > 1e18);
+}
+
+TEST_CASE("cli: bench runs the paper's networks unless --models names others") {
+  // The grid of core/docs/performance.md; the language models are slower to
+  // plan at 64 devices and join only by name.
+  Run run = run_cli({"bench", "--procs", "4", "--format", "json"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  nlohmann::json doc = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(doc.is_object());
+  std::vector<std::string> networks;
+  for (const auto& c : doc["cases"]) networks.push_back(c["network"]);
+  CHECK(networks ==
+        std::vector<std::string>{"alexnet", "resnet101", "inception3", "rnnlm", "transformer"});
+  run = run_cli({"bench", "--models", "gpt2", "--procs", "4", "--format", "json"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  doc = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(doc["cases"].size() == 1);
+  CHECK(doc["cases"][0]["network"] == "gpt2");
+  CHECK(doc["cases"][0]["ran"] == true);
 }
 
 TEST_CASE("cli: --version prints the library's version, the project version") {
@@ -281,7 +305,9 @@ TEST_CASE("cli: --graph tells ONNX from JSON by content, not by name") {
   // --batch and --dim size a model; a document has its own sizes.
   run = run_cli({"plan", "--graph", document, "--batch", "4"});
   CHECK(run.exit == 2);
-  CHECK(contains(run.err, "--batch applies only to --model or an ONNX --graph"));
+  CHECK(contains(run.err,
+                 "--batch applies only to --model, an ONNX model or a Hugging Face "
+                 "config, not to a pase-graph/1 document"));
   run = run_cli({"plan", "--graph", document, "--dim", "batch=4"});
   CHECK(run.exit == 2);
   CHECK(contains(run.err, "--dim applies only to an ONNX --graph"));
@@ -344,7 +370,8 @@ TEST_CASE("cli: a binary file, a truncated model and an invalid model give an er
   Run run = run_cli({"plan", "--graph", junk});
   CHECK(run.exit == 1);
   CHECK(run.err ==
-        "pase: error: " + junk + ": neither a pase-graph/1 document (JSON) nor an ONNX model\n");
+        "pase: error: " + junk +
+            ": neither a pase-graph/1 document (JSON), an ONNX model nor a Hugging Face config\n");
   run = run_cli({"import", junk});
   CHECK(run.exit == 1);
   CHECK(starts_with(run.err, "pase: error: " + junk + ": not an ONNX model"));
@@ -385,7 +412,7 @@ TEST_CASE("cli: a binary file, a truncated model and an invalid model give an er
 TEST_CASE("cli: import takes one FILE and the flags of its usage") {
   Run run = run_cli({"import"});
   CHECK(run.exit == 2);
-  CHECK(contains(run.err, "missing the ONNX model FILE"));
+  CHECK(contains(run.err, "missing the model FILE (ONNX or config.json)"));
   run = run_cli({"import", kOnnxDir + "tiny_cnn.onnx", kOnnxDir + "resnet50.onnx"});
   CHECK(run.exit == 2);
   CHECK(contains(run.err, "unexpected argument"));
@@ -401,4 +428,294 @@ TEST_CASE("cli: import takes one FILE and the flags of its usage") {
   run = run_cli({"import", "/nonexistent/model.onnx"});
   CHECK(run.exit == 1);
   CHECK(contains(run.err, "/nonexistent/model.onnx"));
+}
+
+// ---- Language models: Hugging Face config.json, --seq, the built-in LLMs --------------------
+
+namespace {
+
+// examples/hf/<Model>/config.json, the configs of core/docs/llm.md.
+std::string hf_config(const std::string& model) {
+  return (fs::path(PASE_EXAMPLES_DIR) / ".." / "hf" / model / "config.json")
+      .lexically_normal()
+      .string();
+}
+
+// The first line of `text`.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
+
+TEST_CASE("cli: import translates a config.json, named after its folder, with --batch and --seq") {
+  const std::string out = (scratch() / "llama.json").string();
+  Run run = run_cli(
+      {"import", hf_config("Meta-Llama-3-8B"), "--batch", "8", "--seq", "2048", "--output", out});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(run.out.empty());
+  CHECK(run.err.empty());
+  const std::string text = pase_test::read_binary(out);
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  REQUIRE(doc.is_object());
+  CHECK(doc["format"] == "pase-graph/1");
+  CHECK(doc["name"] == "Meta-Llama-3-8B");
+  CHECK(doc["parameters"] == int64_t{8030261248});
+  CHECK(doc["inputs"]["tokens"] == nlohmann::json::array({8, 2048}));
+  pase::Result<pase::Graph> graph = pase::load_graph(text);
+  REQUIRE_MESSAGE(graph.ok(), pase::testing::why(graph));
+  CHECK(graph->parameters == int64_t{8030261248});
+
+  // The defaults: batch 32, the model's positions (GPT-2: 1024).
+  run = run_cli({"import", hf_config("gpt2")});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  nlohmann::json gpt2 = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(gpt2.is_object());
+  CHECK(gpt2["name"] == "gpt2");
+  CHECK(gpt2["parameters"] == 124439808);
+  CHECK(gpt2["inputs"]["tokens"] == nlohmann::json::array({32, 1024}));
+
+  // Another file name: its stem. Standard input: the config's model_type.
+  const std::string renamed =
+      scratch_file("qwen-small.json", pase_test::read_binary(hf_config("Qwen2-0.5B")));
+  run = run_cli({"import", renamed, "--batch", "2", "--seq", "64"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(nlohmann::json::parse(run.out)["name"] == "qwen-small");
+  CHECK(nlohmann::json::parse(run.out)["parameters"] == 494032768);
+  run = run_cli({"import", "-", "--batch", "2", "--seq", "64"}, hf_config("Mistral-7B-v0.1"));
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(nlohmann::json::parse(run.out)["name"] == "mistral");
+  CHECK(nlohmann::json::parse(run.out)["parameters"] == int64_t{7241732096});
+  CHECK(nlohmann::json::parse(run.out)["inputs"]["tokens"] == nlohmann::json::array({2, 64}));
+}
+
+TEST_CASE("cli: import refuses --dim for a config, --seq for an ONNX model and a document") {
+  Run run = run_cli({"import", hf_config("gpt2"), "--dim", "batch=2"});
+  CHECK(run.exit == 2);
+  CHECK(run.out.empty());
+  CHECK(contains(run.err, "--dim applies only to an ONNX model"));
+  // On standard input the config is only read later: the importer's error.
+  run = run_cli({"import", "-", "--dim", "batch=2"}, hf_config("gpt2"));
+  CHECK(run.exit == 1);
+  CHECK(starts_with(run.err, "pase: error: <stdin>: dims.batch: "));
+
+  run = run_cli({"import", kOnnxDir + "tiny_cnn.onnx", "--seq", "16"});
+  CHECK(run.exit == 1);
+  CHECK(starts_with(run.err, "pase: error: " + kOnnxDir + "tiny_cnn.onnx: seq: "));
+  run = run_cli({"import", hf_config("gpt2"), "--seq", "0"});
+  CHECK(run.exit == 1);
+  CHECK(starts_with(run.err, "pase: error: seq: must be a positive integer, not 0"));
+  run = run_cli({"import", hf_config("gpt2"), "--seq", "1k"});
+  CHECK(run.exit == 2);
+  CHECK(contains(run.err, "--seq: '1k' is not an integer"));
+
+  const std::string document = std::string(PASE_EXAMPLES_DIR) + "/attention_block.json";
+  run = run_cli({"import", document});
+  CHECK(run.exit == 1);
+  CHECK(starts_with(run.err, "pase: error: " + document + ": already a pase-graph/1 document"));
+}
+
+TEST_CASE("cli: plan takes a config.json as --graph and prints its parameter count") {
+  const std::string config = hf_config("Meta-Llama-3-8B");
+  Run run = run_cli({"plan", "--graph", config, "--procs", "8", "--batch", "4", "--seq", "512"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(starts_with(run.out, "Meta-Llama-3-8B: "));
+  CHECK(contains(first_line(run.out), " 8,030,261,248 parameters on 8 devices"));
+
+  run = run_cli({"plan", "--graph", config, "--procs", "8", "--batch", "4", "--seq", "512",
+                 "--format", "json"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  const nlohmann::json plan = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(plan.is_object());
+  CHECK(plan["graph"] == "Meta-Llama-3-8B");
+  CHECK(plan["parameters"] == int64_t{8030261248});
+  CHECK(plan["vertices"][0]["sizes"][0] == 4);    // --batch
+  CHECK(plan["vertices"][0]["sizes"][1] == 512);  // --seq
+
+  // A config is told by content: a config named .onnx, and one on standard input.
+  const std::string renamed =
+      scratch_file("gpt2-config.onnx", pase_test::read_binary(hf_config("gpt2")));
+  run = run_cli({"plan", "--graph", renamed, "--batch", "2", "--seq", "64", "--format", "json"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(nlohmann::json::parse(run.out)["graph"] == "gpt2-config");
+  CHECK(nlohmann::json::parse(run.out)["parameters"] == 124439808);
+  run = run_cli({"plan", "--graph", "-", "--batch", "2", "--seq", "64"}, hf_config("gpt2"));
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(first_line(run.out) ==
+        "gpt2: 150 vertices, 197 edges, 124,439,808 parameters on 8 devices (10 TFLOP/s, 16 GB/s "
+        "links)");
+
+  // eval and compare read it the same way.
+  const std::string result = scratch_file("gpt2-plan.json", "");
+  run = run_cli(
+      {"plan", "--graph", hf_config("gpt2"), "--batch", "2", "--seq", "64", "--format", "json"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  std::ofstream(result, std::ios::binary) << run.out;
+  const nlohmann::json gpt2_plan = nlohmann::json::parse(run.out);
+  run = run_cli({"eval", "--graph", hf_config("gpt2"), "--batch", "2", "--seq", "64", "--strategy",
+                 result, "--format", "json"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(nlohmann::json::parse(run.out)["cost"] == gpt2_plan["cost"]);
+  run = run_cli({"compare", "--graph", hf_config("gpt2"), "--batch", "2", "--seq", "64",
+                 "--mcmc-iterations", "0", "--format", "json"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(nlohmann::json::parse(run.out)["parameters"] == 124439808);
+}
+
+TEST_CASE("cli: --seq sizes a built-in language model in plan and export") {
+  Run run =
+      run_cli({"plan", "--model", "llama3-8b", "--seq", "1024", "--batch", "8", "--procs", "8"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(starts_with(run.out, "llama3-8b: "));
+  CHECK(contains(first_line(run.out), " 8,030,261,248 parameters on 8 devices"));
+  run = run_cli({"plan", "--model", "llama3-8b", "--seq", "1024", "--batch", "8", "--procs", "8",
+                 "--format", "json"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  const nlohmann::json plan = nlohmann::json::parse(run.out);
+  CHECK(plan["parameters"] == int64_t{8030261248});
+  CHECK(plan["vertices"][0]["sizes"][0] == 8);
+  CHECK(plan["vertices"][0]["sizes"][1] == 1024);
+
+  run = run_cli({"export", "--model", "gpt2", "--batch", "2", "--seq", "128"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  const nlohmann::json doc = nlohmann::json::parse(run.out);
+  CHECK(doc["inputs"]["tokens"] == nlohmann::json::array({2, 128}));
+  CHECK(doc["parameters"] == 124439808);
+}
+
+TEST_CASE("cli: --seq is checked like --batch and applies only to a model with a sequence") {
+  // A network without a sequence: the core's error at "seq".
+  for (const char* command : {"plan", "export"}) {
+    CAPTURE(command);
+    Run run = run_cli({command, "--model", "alexnet", "--seq", "16"});
+    CHECK(run.exit == 1);
+    CHECK(run.out.empty());
+    CHECK(starts_with(run.err, "pase: error: seq: "));
+    CHECK(contains(run.err, "alexnet"));
+  }
+  Run run = run_cli({"plan", "--model", "gpt2", "--seq", "0"});
+  CHECK(run.exit == 1);
+  CHECK(starts_with(run.err, "pase: error: seq: must be a positive integer, not 0"));
+  run = run_cli({"plan", "--model", "gpt2", "--seq", "-4"});
+  CHECK(run.exit == 1);
+  CHECK(starts_with(run.err, "pase: error: seq: must be a positive integer, not -4"));
+  run = run_cli({"plan", "--model", "gpt2", "--seq", "x"});
+  CHECK(run.exit == 2);
+  CHECK(starts_with(run.err, "pase: --seq: 'x' is not an integer"));
+  CHECK(contains(run.err, "Try 'pase plan --help'"));
+  run = run_cli({"compare", "--model", "gpt2", "--seq", "1.5"});
+  CHECK(run.exit == 2);
+  CHECK(contains(run.err, "--seq: '1.5' is not an integer"));
+
+  // A document has its sizes: a usage error, as for --batch.
+  const std::string document = std::string(PASE_EXAMPLES_DIR) + "/attention_block.json";
+  run = run_cli({"plan", "--graph", document, "--seq", "16"});
+  CHECK(run.exit == 2);
+  CHECK(run.out.empty());
+  CHECK(contains(run.err, "--seq applies only to --model or a Hugging Face config"));
+  // An ONNX model names its sequence dimension (--dim): the importer's error.
+  run = run_cli({"plan", "--graph", kOnnxDir + "tiny_cnn.onnx", "--seq", "16"});
+  CHECK(run.exit == 1);
+  CHECK(starts_with(run.err, "pase: error: " + kOnnxDir + "tiny_cnn.onnx: seq: "));
+  // A config: --dim is a usage error, a sequence longer than GPT-2's learned
+  // positions an error in the file.
+  run = run_cli({"plan", "--graph", hf_config("gpt2"), "--dim", "batch=4"});
+  CHECK(run.exit == 2);
+  CHECK(contains(run.err, "--dim applies only to an ONNX --graph"));
+  run = run_cli({"plan", "--graph", hf_config("gpt2"), "--seq", "2048"});
+  CHECK(run.exit == 1);
+  CHECK(starts_with(run.err, "pase: error: " + hf_config("gpt2") + ": seq: "));
+  CHECK(contains(run.err, "1024"));
+}
+
+TEST_CASE("cli: an invalid config is reported inside the file") {
+  const std::string config = pase_test::read_binary(hf_config("Meta-Llama-3-8B"));
+  nlohmann::json bert = nlohmann::json::parse(config);
+  bert["model_type"] = "bert";
+  const std::string unsupported = scratch_file("bert.json", bert.dump());
+  for (const char* command : {"plan", "import"}) {
+    CAPTURE(command);
+    Run run = std::string(command) == "plan" ? run_cli({"plan", "--graph", unsupported})
+                                             : run_cli({"import", unsupported});
+    CHECK(run.exit == 1);
+    CHECK(run.out.empty());
+    CHECK(starts_with(run.err, "pase: error: " + unsupported + ": model_type: "));
+    CHECK(contains(run.err, "'bert'"));
+    for (const char* type : {"llama", "mistral", "qwen2", "gpt2", "mixtral"}) {
+      CHECK(contains(run.err, type));
+    }
+  }
+  nlohmann::json negative = nlohmann::json::parse(config);
+  negative["hidden_size"] = -1;
+  const std::string path = scratch_file("negative.json", negative.dump());
+  Run run = run_cli({"plan", "--graph", path});
+  CHECK(run.exit == 1);
+  CHECK(run.err == "pase: error: " + path + ": hidden_size: must be a positive integer, not -1\n");
+}
+
+TEST_CASE("cli: models lists the language models with their parameters in aligned columns") {
+  const Run run = run_cli({"models"});
+  REQUIRE(run.exit == 0);
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < run.out.size();) {
+    const size_t end = run.out.find('\n', start);
+    lines.push_back(run.out.substr(start, end - start));
+    start = end == std::string::npos ? run.out.size() : end + 1;
+  }
+  REQUIRE(lines.size() == 11);  // the header and ten networks
+  const std::string& header = lines.front();
+  const size_t parameters_end = header.find("parameters") + std::string("parameters").size();
+  const size_t seq_end = header.find(" seq ") + std::string(" seq").size();
+  REQUIRE(header.find("parameters") != std::string::npos);
+  REQUIRE(header.find(" seq ") != std::string::npos);
+  CHECK(header.find("batch") < header.find(" seq "));
+
+  const std::pair<std::string, std::string> expected[] = {
+      {"alexnet", "62,466,080"},          {"gpt2", "124,439,808"},
+      {"llama3-8b", "8,030,261,248"},     {"llama3-70b", "70,553,706,496"},
+      {"mixtral-8x7b", "46,702,792,704"}, {"gpt3-175b", "174,604,259,328"}};
+  for (const auto& [name, parameters] : expected) {
+    CAPTURE(name);
+    const auto row = std::find_if(lines.begin(), lines.end(), [&](const std::string& line) {
+      return starts_with(line, name + " ");
+    });
+    REQUIRE(row != lines.end());
+    // The count right-aligned under its heading, apart from its neighbours.
+    const size_t at = row->find(" " + parameters + " ");
+    REQUIRE(at != std::string::npos);
+    CHECK(at + 1 + parameters.size() == parameters_end);
+  }
+  for (const std::string& line : lines) {
+    CAPTURE(line);
+    REQUIRE(line.size() > seq_end);
+    // Every row has a seq under the heading: a number, or "-" for a CNN.
+    CHECK(line[seq_end] == ' ');
+    if (&line == &header) continue;
+    const size_t start = line.rfind(' ', seq_end - 1) + 1;
+    const std::string seq = line.substr(start, seq_end - start);
+    if (starts_with(line, "alexnet ") || starts_with(line, "resnet101 ") ||
+        starts_with(line, "inception3 ")) {
+      CHECK(seq == "-");
+    } else {
+      CHECK(!seq.empty());
+      CHECK(seq.find_first_not_of("0123456789") == std::string::npos);
+    }
+  }
+  const std::string llama = *std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return starts_with(l, "llama3-8b ");
+  });
+  CHECK(llama.substr(seq_end - 4, 4) == "8192");
+
+  // --format json: the same models with default_seq (null without one).
+  const Run json = run_cli({"models", "--format", "json"});
+  REQUIRE(json.exit == 0);
+  const nlohmann::json models = nlohmann::json::parse(json.out, nullptr, false);
+  REQUIRE(models.is_array());
+  REQUIRE(models.size() == lines.size() - 1);
+  for (const nlohmann::json& m : models) {
+    CAPTURE(m["name"]);
+    if (m["name"] == "alexnet") CHECK(m["default_seq"].is_null());
+    if (m["name"] == "llama3-8b") {
+      CHECK(m["default_seq"] == 8192);
+      CHECK(m["parameters"] == int64_t{8030261248});
+    }
+  }
 }

@@ -17,8 +17,8 @@
 namespace pase_cli {
 
 std::string eval_usage() {
-  return "usage: pase eval (--model NAME [--batch B] | --graph FILE [--dim NAME=SIZE ...]\n"
-         "                 [--batch B]) --strategy FILE [options]\n\n"
+  return "usage: pase eval (--model NAME | --graph FILE [--dim NAME=SIZE ...])\n"
+         "                 [--batch B] [--seq S] --strategy FILE [options]\n\n"
          "Evaluates a strategy: a JSON list of configurations in vertex order, or a\n"
          "plan-result document (as written by 'pase plan --format json').\n\n" +
          std::string(kGraphHelp) + std::string(kClusterHelp) +

@@ -15,23 +15,25 @@
 namespace pase_cli {
 
 std::string export_usage() {
-  return "usage: pase export --model NAME [--batch B] [--output FILE]\n\n"
+  return "usage: pase export --model NAME [--batch B] [--seq S] [--output FILE]\n\n"
          "Writes the network as a pase-graph/1 document (standard output by default);\n"
          "planning the file gives exactly the built-in result.\n\n"
          "  --model NAME        a built-in network (see 'pase models')\n"
          "  --batch B           batch size (default: the model's)\n"
+         "  --seq S             sequence length (default: the model's; none for the CNNs)\n"
          "  --output FILE       write to FILE instead of standard output\n";
 }
 
 int run_export(const Args& args) {
   Flags flags;
-  const std::vector<FlagSpec> specs = {{"--model", true}, {"--batch", true}, {"--output", true}};
+  const std::vector<FlagSpec> specs = {
+      {"--model", true}, {"--batch", true}, {"--seq", true}, {"--output", true}};
   if (auto message = parse_flags(args, specs, flags)) return usage_error("export", *message);
   if (!flags.has("--model")) return usage_error("export", "missing --model NAME");
   GraphSource source;
   if (auto failure = graph_source_from_flags(flags, source)) return failure->report("export");
 
-  pase::Result<pase::GraphSpec> spec = pase::model_spec(source.model, source.batch);
+  pase::Result<pase::GraphSpec> spec = pase::model_spec(source.model, source.batch, source.seq);
   if (!spec) return input_error(spec.error());
   const std::string text = pase::write_graph(*spec);
   return write_output(flags.get("--output"), text);

@@ -61,8 +61,8 @@ class ProgressPrinter {
 }  // namespace
 
 std::string plan_usage() {
-  return "usage: pase plan (--model NAME [--batch B] | --graph FILE [--dim NAME=SIZE ...]\n"
-         "                 [--batch B]) [options]\n\n"
+  return "usage: pase plan (--model NAME | --graph FILE [--dim NAME=SIZE ...])\n"
+         "                 [--batch B] [--seq S] [options]\n\n"
          "Finds the per-layer parallelization of least cost (the PaSE search).\n\n" +
          std::string(kGraphHelp) + std::string(kClusterHelp) +
          "  --order ORDER       vertex order: genseq (default), bfs, mintable\n"

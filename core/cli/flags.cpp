@@ -140,8 +140,11 @@ std::vector<std::string> split_list(std::string_view text) {
   }
 }
 
-const std::vector<FlagSpec> kGraphFlags = {
-    {"--model", true}, {"--batch", true}, {"--graph", true}, {"--dim", true, true}};
+const std::vector<FlagSpec> kGraphFlags = {{"--model", true},
+                                           {"--batch", true},
+                                           {"--seq", true},
+                                           {"--graph", true},
+                                           {"--dim", true, true}};
 const std::vector<FlagSpec> kClusterFlags = {
     {"--procs", true}, {"--flops", true}, {"--bandwidth", true}};
 

@@ -59,8 +59,8 @@ std::vector<std::string> split_list(std::string_view text);
 
 // ---- Shared flag groups ------------------------------------------------------------
 
-// --model NAME, --batch B, --graph FILE, --dim NAME=SIZE (inputs.hpp:
-// graph_source_from_flags()).
+// --model NAME, --batch B, --seq S, --graph FILE, --dim NAME=SIZE
+// (inputs.hpp: graph_source_from_flags()).
 extern const std::vector<FlagSpec> kGraphFlags;
 // --procs P, --flops TF, --bandwidth GBS (inputs.hpp: cluster_from_flags()).
 extern const std::vector<FlagSpec> kClusterFlags;
@@ -68,10 +68,12 @@ extern const std::vector<FlagSpec> kClusterFlags;
 // Their lines in the usage texts of plan and eval.
 constexpr std::string_view kGraphHelp =
     "  --model NAME        a built-in network (see 'pase models')\n"
-    "  --batch B           batch size of --model or of an ONNX --graph (default:\n"
+    "  --graph FILE        a pase-graph/1 document, an ONNX model or a Hugging Face\n"
+    "                      config.json, told apart by content ('-': standard input)\n"
+    "  --batch B           batch size of --model, an ONNX model or a config (default:\n"
     "                      the model's)\n"
-    "  --graph FILE        a pase-graph/1 document or an ONNX model, told apart by\n"
-    "                      content ('-': standard input)\n"
+    "  --seq S             sequence length of --model or a config (default: the\n"
+    "                      model's; none for the CNNs)\n"
     "  --dim NAME=SIZE     size of a named (dynamic) dimension of an ONNX --graph;\n"
     "                      repeatable\n";
 constexpr std::string_view kClusterHelp =

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pase/import.hpp"
+#include "pase/llm.hpp"
 #include "pase/models.hpp"
 #include "report.hpp"
 
@@ -86,10 +87,53 @@ pase::ImportOptions import_options(const GraphSource& source) {
   pase::ImportOptions options;
   options.dims = source.dims;
   options.batch = source.batch;
+  options.seq = source.seq;
   return options;
 }
 
-// The document or model of `source.path`, told apart by content.
+// What a graph file holds (inputs.hpp).
+enum class Kind { kOnnx, kConfig, kDocument };
+
+Kind text_kind(std::string_view text) {
+  if (looks_like_onnx(text)) return Kind::kOnnx;
+  if (pase::looks_like_llm_config(text)) return Kind::kConfig;
+  return Kind::kDocument;
+}
+
+// The kind of the file `path` (not standard input); nullopt when it cannot
+// be read (the loading that follows says why). Only an ONNX model is not
+// read whole.
+std::optional<Kind> file_kind(const std::string& path) {
+  std::optional<std::string> prefix = file_prefix(path);
+  if (!prefix) return std::nullopt;
+  if (looks_like_onnx(*prefix)) return Kind::kOnnx;
+  pase::Result<std::string> text = read_file(path);
+  if (!text) return std::nullopt;
+  return text_kind(*text);
+}
+
+// A text that starts as a JSON object does (after a UTF-8 byte order mark,
+// which editors may write before a config).
+bool starts_as_object(std::string_view text) {
+  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  if (text.substr(0, kByteOrderMark.size()) == kByteOrderMark) {
+    text.remove_prefix(kByteOrderMark.size());
+  }
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '{';
+}
+
+// import_llm_config() of the config `text` of the file `path`, named by
+// config_graph_name() unless options.name says; errors under the file name.
+pase::Result<pase::GraphSpec> import_config(const std::string& text, const std::string& path,
+                                            pase::ImportOptions options) {
+  if (options.name.empty()) options.name = config_graph_name(path);
+  pase::Result<pase::GraphSpec> spec = pase::import_llm_config(text, options);
+  if (!spec) return in_file(path, spec.error());
+  return spec;
+}
+
+// The document, model or config of `source.path`, told apart by content.
 pase::Result<pase::GraphSpec> load_spec(const GraphSource& source) {
   const std::string& path = source.path;
   if (path != "-") {
@@ -101,14 +145,16 @@ pase::Result<pase::GraphSpec> load_spec(const GraphSource& source) {
   if (!text) return text.error();
   if (looks_like_onnx(*text)) return import_text(*text, path, import_options(source));
   if (looks_binary(*text)) {
-    return pase::Error{"neither a pase-graph/1 document (JSON) nor an ONNX model",
-                       display_name(path)};
-  }
-  // Files were checked by graph_source_from_flags(); standard input only now.
-  if (source.batch > 0 || !source.dims.empty()) {
     return pase::Error{
-        "--batch and --dim apply only to --model or an ONNX model, not to a "
-        "pase-graph/1 document",
+        "neither a pase-graph/1 document (JSON), an ONNX model nor a Hugging Face config",
+        display_name(path)};
+  }
+  if (text_kind(*text) == Kind::kConfig) return import_config(*text, path, import_options(source));
+  // Files were checked by graph_source_from_flags(); standard input only now.
+  if (source.batch > 0 || source.seq > 0 || !source.dims.empty()) {
+    return pase::Error{
+        "--batch, --seq and --dim apply only to --model, an ONNX model or a Hugging Face "
+        "config, not to a pase-graph/1 document",
         display_name(path)};
   }
   pase::Result<pase::GraphSpec> spec = pase::parse_graph_spec(*text);
@@ -193,6 +239,20 @@ std::optional<Failure> dims_from_flags(const Flags& flags,
   return std::nullopt;
 }
 
+std::optional<Failure> positive_from_flag(const Flags& flags, std::string_view name,
+                                          const std::string& where, int64_t& value) {
+  std::optional<std::string> text = flags.get(name);
+  if (!text) return std::nullopt;
+  std::optional<int64_t> n = parse_int(*text);
+  if (!n) return Failure::bad_usage(std::string(name) + ": '" + *text + "' is not an integer");
+  if (*n <= 0) {
+    return Failure::bad_input(
+        pase::Error{"must be a positive integer, not " + std::to_string(*n), where});
+  }
+  value = *n;
+  return std::nullopt;
+}
+
 std::optional<Failure> graph_source_from_flags(const Flags& flags, GraphSource& source) {
   const bool model = flags.has("--model");
   const bool graph = flags.has("--graph");
@@ -202,27 +262,33 @@ std::optional<Failure> graph_source_from_flags(const Flags& flags, GraphSource& 
   }
   if (model) source.model = *flags.get("--model");
   if (graph) source.path = *flags.get("--graph");
-  // --batch and --dim size an ONNX model; a document has its sizes. A file
-  // that cannot be read passes here: loading it says why.
-  bool document = false;
-  if (graph && source.path != "-" && (flags.has("--batch") || flags.has("--dim"))) {
-    std::optional<std::string> prefix = file_prefix(source.path);
-    document = prefix && !looks_like_onnx(*prefix);
+  // --batch, --seq and --dim size a model or a config; a document has its
+  // sizes. A file that cannot be read passes here: loading it says why.
+  std::optional<Kind> kind;
+  if (graph && source.path != "-" &&
+      (flags.has("--batch") || flags.has("--seq") || flags.has("--dim"))) {
+    kind = file_kind(source.path);
   }
-  if (flags.has("--dim") && (model || document)) {
-    return Failure::bad_usage("--dim applies only to an ONNX --graph");
+  const bool document = kind == Kind::kDocument;
+  if (flags.has("--dim")) {
+    if (model || document) return Failure::bad_usage("--dim applies only to an ONNX --graph");
+    if (kind == Kind::kConfig) {
+      return Failure::bad_usage(
+          "--dim applies only to an ONNX --graph; a Hugging Face config takes --batch and --seq");
+    }
   }
   if (auto failure = dims_from_flags(flags, source.dims)) return failure;
-  if (std::optional<std::string> batch = flags.get("--batch")) {
-    if (document) return Failure::bad_usage("--batch applies only to --model or an ONNX --graph");
-    std::optional<int64_t> n = parse_int(*batch);
-    if (!n) return Failure::bad_usage("--batch: '" + *batch + "' is not an integer");
-    if (*n <= 0) {
-      return Failure::bad_input(
-          pase::Error{"must be a positive integer, not " + std::to_string(*n), "batch"});
-    }
-    source.batch = *n;
+  if (document && flags.has("--batch")) {
+    return Failure::bad_usage(
+        "--batch applies only to --model, an ONNX model or a Hugging Face config, not to a "
+        "pase-graph/1 document");
   }
+  if (auto failure = positive_from_flag(flags, "--batch", "batch", source.batch)) return failure;
+  if (document && flags.has("--seq")) {
+    return Failure::bad_usage(
+        "--seq applies only to --model or a Hugging Face config, not to a pase-graph/1 document");
+  }
+  if (auto failure = positive_from_flag(flags, "--seq", "seq", source.seq)) return failure;
   return std::nullopt;
 }
 
@@ -258,22 +324,52 @@ std::optional<Failure> format_from_flags(const Flags& flags, bool& json) {
   return std::nullopt;
 }
 
+bool is_config_file(const std::string& path) {
+  return path != "-" && file_kind(path) == Kind::kConfig;
+}
+
+std::string config_graph_name(const std::string& path) {
+  if (path == "-") return "";
+  const std::filesystem::path file(path);
+  if (file.filename() != "config.json") return file.stem().string();
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(file, ec);
+  if (ec) absolute = file;
+  return absolute.lexically_normal().parent_path().filename().string();
+}
+
 pase::Result<pase::GraphSpec> import_file(const std::string& path, pase::ImportOptions options) {
+  // The whole text of standard input, or of a file that starts as JSON (a
+  // config); an ONNX file is read by offset.
+  bool whole = path == "-";
+  if (!whole) {
+    std::optional<std::string> prefix = file_prefix(path);
+    whole = prefix && !looks_like_onnx(*prefix) && starts_as_object(*prefix);
+  }
+  std::optional<std::string> text;
+  if (whole) {
+    pase::Result<std::string> read = read_file(path);
+    if (!read) return read.error();
+    text = std::move(*read);
+  }
+  if (text && !looks_like_onnx(*text) && starts_as_object(*text)) {
+    if (!pase::looks_like_llm_config(*text) && pase::parse_graph_spec(*text)) {
+      return pase::Error{"already a pase-graph/1 document: plan it with --graph",
+                         display_name(path)};
+    }
+    return import_config(*text, path, std::move(options));
+  }
   if (options.name.empty() && path != "-") {
     options.name = std::filesystem::path(path).stem().string();
   }
-  if (path == "-") {
-    pase::Result<std::string> text = read_file(path);
-    if (!text) return text.error();
-    return import_text(*text, path, options);
-  }
+  if (text) return import_text(*text, path, options);
   pase::FileSource file;
   if (std::optional<pase::Error> error = file.open(path)) return *error;  // names the file
   return import_from(file, path, options);
 }
 
 pase::Result<pase::Graph> load_source(const GraphSource& source) {
-  if (!source.model.empty()) return pase::build_model(source.model, source.batch);
+  if (!source.model.empty()) return pase::build_model(source.model, source.batch, source.seq);
   pase::Result<pase::GraphSpec> spec = load_spec(source);
   if (!spec) return spec.error();
   pase::Result<pase::Graph> graph = pase::build_graph(*spec);

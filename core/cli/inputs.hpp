@@ -1,7 +1,10 @@
 // What the subcommands read: files (or standard input), and the graph,
 // cluster and output format that the flags ask for. A graph file is a
-// pase-graph/1 document or an ONNX model, told apart by its first bytes
-// (looks_like_onnx() of import.hpp), whatever its name. Values that do not parse
+// pase-graph/1 document, an ONNX model or a Hugging Face config.json, told
+// apart by content whatever its name: ONNX by its first bytes
+// (looks_like_onnx() of import.hpp), a config as a JSON object with a string
+// "model_type" and no "layers" (looks_like_llm_config() of llm.hpp), a
+// document otherwise. Values that do not parse
 // are usage errors (exit 2); values that parse but make no sense are input
 // errors (exit 1), both returned as a Failure (report.hpp).
 #pragma once
@@ -43,15 +46,24 @@ int write_output(const std::optional<std::string>& path, std::string_view text);
 struct GraphSource {
   std::string model;
   int64_t batch = 0;  // 0: the model's default (an ONNX model: its own leading size)
+  int64_t seq = 0;    // 0: the model's default; a built-in or a config only
   std::string path;
   std::vector<std::pair<std::string, int64_t>> dims;  // --dim NAME=SIZE, ONNX only
 };
 
-// --model / --batch / --graph / --dim (kGraphFlags) into `source`. --batch
-// and --dim with a --graph that is a pase-graph/1 document are usage errors
-// (found by reading the file's first bytes; standard input is checked when
-// it is read).
+// --model / --batch / --seq / --graph / --dim (kGraphFlags) into `source`.
+// Usage errors: --batch or --seq with a --graph that is a pase-graph/1
+// document, --dim with anything but an ONNX --graph (the file is read to
+// tell; standard input is checked when it is read, an input error then).
+// --seq with a model that has no sequence (a CNN, an ONNX model) is the
+// core's input error at "seq", found when the graph is loaded.
 std::optional<Failure> graph_source_from_flags(const Flags& flags, GraphSource& source);
+
+// A positive integer flag (--batch, --seq) into `value`, left alone when the
+// flag is absent: not an integer is a usage error naming the flag, an
+// integer below 1 an input error at `where` ("batch", "seq").
+std::optional<Failure> positive_from_flag(const Flags& flags, std::string_view name,
+                                          const std::string& where, int64_t& value);
 
 // The repeatable --dim NAME=SIZE into `dims`: "NAME=SIZE" with an integer
 // SIZE, each name once, else a usage error naming --dim; a SIZE below 1 is
@@ -67,15 +79,28 @@ std::optional<Failure> cluster_from_flags(const Flags& flags, pase::Cluster& clu
 // --format: "text" (the default) or "json".
 std::optional<Failure> format_from_flags(const Flags& flags, bool& json);
 
-// An ONNX model ("-": standard input, up to kMaxDocumentBytes) imported with
-// `options` (import.hpp); errors are reported under the file name. An empty
-// options.name is the file's stem. A --dim that names no dynamic dimension
-// of the model is an error at "dims.NAME".
+// True when the file `path` (not standard input) is a Hugging Face config.
+bool is_config_file(const std::string& path);
+
+// The default name of the graph of a Hugging Face config read from `path`:
+// the name of the folder of a file called config.json (Hugging Face's own
+// layout: "Meta-Llama-3-8B/config.json"), the stem of another file; empty
+// (then the config's model_type) for standard input or a config.json with
+// no folder name.
+std::string config_graph_name(const std::string& path);
+
+// A model file to import ("-": standard input, up to kMaxDocumentBytes): an
+// ONNX model or a Hugging Face config, told apart by content, imported with
+// `options` (import.hpp, llm.hpp); errors are reported under the file name.
+// An empty options.name is the file's stem (an ONNX model) or
+// config_graph_name(). A --dim that names no dynamic dimension of an ONNX
+// model is an error at "dims.NAME"; a --seq for one at "seq".
 pase::Result<pase::GraphSpec> import_file(const std::string& path, pase::ImportOptions options);
 
 // The graph of `source`: a built-in model, or a file (a pase-graph/1
-// document or an ONNX model) whose errors are reported under the file name.
-// A document without a name, and an ONNX model, are named after the file.
+// document, an ONNX model or a Hugging Face config) whose errors are
+// reported under the file name. A document without a name, and an ONNX
+// model, are named after the file's stem, a config by config_graph_name().
 pase::Result<pase::Graph> load_source(const GraphSource& source);
 
 }  // namespace pase_cli

@@ -1,9 +1,9 @@
 // pase: the command-line front end of the planner.
 //
-//   pase plan (--model NAME [--batch B] | --graph FILE [--dim NAME=SIZE] [--batch B]) ...
-//   pase eval (--model NAME [--batch B] | --graph FILE ...) --strategy FILE ...
-//   pase export --model NAME [--batch B] [--output FILE]
-//   pase import FILE [--dim NAME=SIZE ...] [--batch B] [--output FILE]
+//   pase plan (--model NAME | --graph FILE [--dim NAME=SIZE]) [--batch B] [--seq S] ...
+//   pase eval (--model NAME | --graph FILE ...) [--batch B] [--seq S] --strategy FILE ...
+//   pase export --model NAME [--batch B] [--seq S] [--output FILE]
+//   pase import FILE [--dim NAME=SIZE ...] [--batch B] [--seq S] [--output FILE]
 //   pase models [--format text|json]
 //   pase compare ...  /  pase bench ...
 //
@@ -48,7 +48,8 @@ const std::vector<Command>& commands() {
       {"plan", "find the parallelization strategy of least cost", plan_usage(), run_plan},
       {"eval", "the cost of a given strategy", eval_usage(), run_eval},
       {"export", "write a built-in network as a pase-graph/1 document", export_usage(), run_export},
-      {"import", "translate an ONNX model to a pase-graph/1 document", import_usage(), run_import},
+      {"import", "translate an ONNX model or a config.json to a pase-graph/1 document",
+       import_usage(), run_import},
       {"models", "list the built-in networks", models_usage(), run_models},
       {"compare", "compare the plan with data parallelism, expert strategies and MCMC",
        compare_usage(), run_compare},
