@@ -9,8 +9,9 @@
 export const sniffBytes = 64;
 
 /**
- * 'json' (a pase-graph/1 document) or 'onnx' (a model to import), from the
- * name and the first bytes. A JSON document starts with '{' or '[' after
+ * 'json' (a JSON document: a pase-graph/1 document, or a Hugging Face
+ * config that jsonKind() tells apart once parsed) or 'onnx' (a model to
+ * import), from the name and the first bytes. A JSON document starts with '{' or '[' after
  * white space (and a UTF-8 byte order mark), which no ONNX file does: an ONNX
  * ModelProto starts with a protobuf field tag, and '{', '[', ' ', '\t', '\n'
  * and '\r' are none of the ModelProto's. So content that looks like JSON is

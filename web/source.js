@@ -253,7 +253,9 @@ export class GraphSource {
       return;
     }
     if (jsonKind(document) === 'config') {
-      await this.#importModel(file, choice, { kind: 'config' });
+      // The module is given the text just parsed (decoded as UTF-8, without a
+      // byte order mark, which the importer would not take for JSON).
+      await this.#importModel(new File([text], file.name, { type: 'application/json' }), choice, { kind: 'config' });
       return;
     }
     this.#hooks.onNewGraph();

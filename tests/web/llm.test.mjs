@@ -194,16 +194,18 @@ test('llm: a dropped config.json shows 8,030,261,248 parameters, then plans at b
   await close();
 });
 
-test('llm: a config chosen under its own name is named after the file', { skip, timeout }, async () => {
+test('llm: a config chosen under its own name is named after the file; a byte order mark is no matter', { skip, timeout }, async () => {
   const text = configText('gpt2');
   const { page, problems, close } = await openPage();
-  await page.setInputFiles('#graph-file', { name: 'gpt2-small.json', mimeType: 'application/json', buffer: Buffer.from(text) });
+  const bom = Buffer.from([0xef, 0xbb, 0xbf]);
+  await page.setInputFiles('#graph-file', { name: 'gpt2-small.json', mimeType: 'application/json', buffer: Buffer.concat([bom, Buffer.from(text)]) });
   await page.waitForSelector('#imported:not([hidden])', { timeout: 60_000 });
   assert.equal(await page.textContent('#imported .imported-parameters'), '124,439,808 parameters');
   const doc = imported(text, { name: 'gpt2-small' });
   await waitForCostOf(page, expectedCost({ graph: doc.graph, cluster: { devices: 8 } }));
   assert.ok((await page.textContent('#plan-title')).startsWith('gpt2-small on '));
   assert.equal(await page.inputValue('#seq'), '1024');
+  assert.equal(await page.isVisible('#error'), false);
   assert.deepEqual(problems, []);
   await close();
 });
