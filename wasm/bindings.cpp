@@ -81,13 +81,19 @@ std::string validate(const std::string& graph) { return pase::validate_json(grap
 
 std::string models() { return pase::models_to_json(); }
 
-// JavaScript numbers are doubles; export_model_json() reports a batch that is
-// not a non-negative whole number rather than truncating it.
-std::string export_model(const std::string& name, double batch) {
-  return pase::export_model_json(name, batch);
+// exportModel(name[, batch[, seq]]): 0 (or leaving the argument out) is the
+// network's default. JavaScript numbers are doubles; export_model_json()
+// reports a batch or seq that is not a non-negative whole number rather than
+// truncating it, and a seq for a network without a sequence as an error.
+std::string export_model(const std::string& name, double batch, double seq) {
+  return pase::export_model_json(name, batch, seq);
 }
 
-std::string export_model_default_batch(const std::string& name) { return export_model(name, 0); }
+std::string export_model_default_seq(const std::string& name, double batch) {
+  return export_model(name, batch, 0);
+}
+
+std::string export_model_defaults(const std::string& name) { return export_model(name, 0, 0); }
 
 // ---- importModel ----------------------------------------------------------------
 
@@ -217,8 +223,9 @@ std::string version() { return pase::version(); }
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(pase) {
-  // Embind overloads by argument count: plan(request), exportModel(name) and
-  // importModel(source) work as well as the full forms.
+  // Embind overloads by argument count: plan(request), exportModel(name),
+  // exportModel(name, batch) and importModel(source) work as well as the full
+  // forms.
   emscripten::function("plan", &plan);
   emscripten::function("plan", &plan_without_progress);
   emscripten::function("evaluate", &evaluate);
@@ -226,7 +233,8 @@ EMSCRIPTEN_BINDINGS(pase) {
   emscripten::function("validate", &validate);
   emscripten::function("models", &models);
   emscripten::function("exportModel", &export_model);
-  emscripten::function("exportModel", &export_model_default_batch);
+  emscripten::function("exportModel", &export_model_default_seq);
+  emscripten::function("exportModel", &export_model_defaults);
   emscripten::function("importModel", &import_model);
   emscripten::function("importModel", &import_model_without_options);
   emscripten::function("version", &version);

@@ -22,6 +22,7 @@ const $ = (id) => document.getElementById(id);
 const ui = {
   modelSelect: $('model-select'),
   batch: $('batch'),
+  seq: $('seq'),
   preset: $('preset'),
   devices: $('devices'),
   tflops: $('tflops'),
@@ -61,6 +62,7 @@ const errors = new ErrorBox(
     'cluster.tflops': ui.tflops,
     'cluster.bandwidth_gbps': ui.bandwidth,
     batch: ui.batch,
+    seq: ui.seq,
     model: ui.modelSelect,
     order: ui.order,
   },
@@ -85,6 +87,8 @@ const source = new GraphSource(
     select: ui.modelSelect,
     description: $('model-description'),
     batch: ui.batch,
+    seq: ui.seq,
+    seqField: $('seq-field'),
     fileInput: $('graph-file'),
     dropzone: $('dropzone'),
     imported: $('imported'),
@@ -145,7 +149,7 @@ function cluster() {
 function requestText(extra = {}) {
   let tail = `"cluster": ${JSON.stringify(cluster())}, "order": ${JSON.stringify(ui.order.value)}`;
   for (const [key, value] of Object.entries(extra)) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
-  return `{${source.requestFields(numberValue(ui.batch))}, ${tail}}`;
+  return `{${source.requestFields(numberValue(ui.batch), numberValue(ui.seq))}, ${tail}}`;
 }
 
 function applyPreset() {
@@ -265,7 +269,9 @@ function cancelPlan(message = 'Plan cancelled.') {
 function pageState() {
   const current = source.current;
   return {
-    source: current && (current.kind === 'model' ? { ...current, batch: numberValue(ui.batch) } : current),
+    source: current && (current.kind === 'model'
+      ? { ...current, batch: numberValue(ui.batch), seq: source.hasSeq(current) ? numberValue(ui.seq) : null }
+      : current),
     devices: numberValue(ui.devices),
     tflops: numberValue(ui.tflops),
     bandwidth: numberValue(ui.bandwidth),
@@ -308,10 +314,10 @@ function wireControls() {
     results.markStale();
     updateUrl();
   });
-  for (const input of [ui.devices, ui.tflops, ui.bandwidth, ui.batch]) {
+  for (const input of [ui.devices, ui.tflops, ui.bandwidth, ui.batch, ui.seq]) {
     input.addEventListener('input', () => {
       input.removeAttribute('aria-invalid');
-      if (input !== ui.devices && input !== ui.batch) syncPreset();
+      if (input === ui.tflops || input === ui.bandwidth) syncPreset();
       results.markStale();
       updateUrl();
     });

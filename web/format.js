@@ -38,3 +38,19 @@ export function formatShare(fraction) {
 export function formatCount(value) {
   return Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : '—';
 }
+
+/**
+ * A parameter count as people write it: 124439808 -> "124M",
+ * 8030261248 -> "8.03B", 174604259328 -> "175B", 62466080 -> "62.5M";
+ * three significant digits, trailing zeros of the fraction dropped.
+ */
+export function formatParameters(count) {
+  if (!Number.isFinite(count)) return '—';
+  if (count === 0) return '0';
+  // Rounded first, so that 999,999 is "1M", not "1000k".
+  const rounded = Number(count.toPrecision(3));
+  for (const [scale, suffix] of [[1e12, 'T'], [1e9, 'B'], [1e6, 'M'], [1e3, 'k']]) {
+    if (Math.abs(rounded) >= scale) return `${Number((rounded / scale).toPrecision(3))}${suffix}`;
+  }
+  return String(rounded);
+}

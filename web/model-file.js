@@ -1,14 +1,17 @@
 // What a chosen or dropped file is, and the small decisions around importing
-// a model file: the default size offered for a dynamic dimension, and how a
-// layer's output shape is written. No DOM here (tests/web/model-file.test.mjs
+// a model file: whether a JSON document is a graph or a Hugging Face
+// config.json, the name an import gives its graph, the default size offered
+// for a dynamic dimension, how a layer's output shape is written and how an
+// imported config is summarised. No DOM here (tests/web/model-file.test.mjs
 // runs it under Node).
 
 // Enough of the file's start for fileKind().
 export const sniffBytes = 64;
 
 /**
- * 'json' (a pase-graph/1 document) or 'onnx' (a model to import), from the
- * name and the first bytes. A JSON document starts with '{' or '[' after
+ * 'json' (a JSON document: a pase-graph/1 document, or a Hugging Face
+ * config that jsonKind() tells apart once parsed) or 'onnx' (a model to
+ * import), from the name and the first bytes. A JSON document starts with '{' or '[' after
  * white space (and a UTF-8 byte order mark), which no ONNX file does: an ONNX
  * ModelProto starts with a protobuf field tag, and '{', '[', ' ', '\t', '\n'
  * and '\r' are none of the ModelProto's. So content that looks like JSON is
@@ -29,6 +32,67 @@ export function fileKind(name, prefix) {
   if (lower.endsWith('.onnx')) return 'onnx';
   if (lower.endsWith('.json') || i >= prefix.length) return 'json';
   return 'onnx';
+}
+
+/**
+ * What a parsed JSON document is: 'config' for a Hugging Face config.json (an
+ * object with a string "model_type" and no "layers", the core's test in
+ * looks_like_llm_config(), llm.hpp), which the module imports like an ONNX
+ * file; 'graph' for anything else, a pase-graph/1 document (or something
+ * that validate() then refuses as one).
+ *
+ * @param {unknown} document the result of JSON.parse
+ * @returns {'config'|'graph'}
+ */
+export function jsonKind(document) {
+  const isObject = document !== null && typeof document === 'object' && !Array.isArray(document);
+  if (!isObject || typeof document.model_type !== 'string') return 'graph';
+  return Object.hasOwn(document, 'layers') ? 'graph' : 'config';
+}
+
+/**
+ * The "name" import option for the file `fileName`: its name without the
+ * extension ("resnet50.onnx" -> "resnet50"), as in the CLI. A Hugging Face
+ * config is named config.json by convention ("config (1).json" once a
+ * browser downloaded it twice); its folder's name, the model's, is not
+ * available in a browser, so such a file gets no name (null) and the
+ * importer names the graph after its model_type ("llama").
+ *
+ * @param {string} fileName
+ * @param {'onnx'|'config'} kind
+ * @returns {string|null}
+ */
+export function importName(fileName, kind) {
+  const stem = fileName.replace(/\.[^.]*$/, '') || fileName;
+  if (kind === 'config' && /^config(\s*\(\d+\))?$/i.test(stem.trim())) return null;
+  return stem;
+}
+
+/**
+ * The summary of an imported config (the "config" of the import result) as
+ * [label, value] rows: model type, layers, hidden size, attention heads
+ * (with the key-value heads when fewer, grouped-query attention), the MLP's
+ * hidden size, experts (for a mixture of experts), vocabulary and context.
+ *
+ * @param {{model_type: string, num_layers: number, hidden_size: number, num_heads: number,
+ *          num_kv_heads: number, intermediate_size: number, num_experts: number,
+ *          experts_per_token: number, vocab_size: number, max_positions: number}} config
+ * @returns {[string, string][]}
+ */
+export function configSummary(config) {
+  const n = (value) => Number(value).toLocaleString('en-US');
+  const heads = config.num_kv_heads && config.num_kv_heads !== config.num_heads
+    ? `${n(config.num_heads)} (${n(config.num_kv_heads)} KV)` : n(config.num_heads);
+  const rows = [
+    ['Model type', config.model_type],
+    ['Layers', n(config.num_layers)],
+    ['Hidden size', n(config.hidden_size)],
+    ['Attention heads', heads],
+    ['MLP size', n(config.intermediate_size)],
+  ];
+  if (config.num_experts > 0) rows.push(['Experts', `${n(config.num_experts)} (top ${n(config.experts_per_token)})`]);
+  rows.push(['Vocabulary', n(config.vocab_size)], ['Context', `${n(config.max_positions)} tokens`]);
+  return rows;
 }
 
 /**

@@ -1,18 +1,20 @@
-// The graph to plan: a built-in network (with the batch size field), an
-// example graph shipped with the site, or a file the user uploads or drops
-// anywhere on the page: a pase-graph/1 document, or an ONNX model that the
-// module imports to one.
+// The graph to plan: a built-in network (with the batch size field, and the
+// sequence length field for a network with a sequence), an example graph
+// shipped with the site, or a file the user uploads or drops anywhere on the
+// page: a pase-graph/1 document, or a model file that the module imports to
+// one (an ONNX model, or a Hugging Face config.json of a language model).
 //
-// This module owns the Model select, whether the batch field applies, the hint
-// under the select, the file input, the drop target, the summary of an
-// imported model and the form asking for its dynamic dimensions. A graph
-// document becomes the source only once it has passed the size check,
-// JSON.parse and the module's validate(); an ONNX file once the module has
-// imported it (in the worker, which reads the file in slices: no size limit).
-// Until then the previous source stays.
+// This module owns the Model select, whether the batch and sequence fields
+// apply, the hint under the select, the file input, the drop target, the
+// summary of an imported model and the form asking for its dynamic
+// dimensions. A graph document becomes the source only once it has passed
+// the size check, JSON.parse and the module's validate(); a model file once
+// the module has imported it (in the worker, which reads the file in slices:
+// no size limit for ONNX). Until then the previous source stays.
 
 import { el } from './views/dom.js';
-import { fileKind, sniffBytes } from './model-file.js';
+import { formatCount, formatParameters } from './format.js';
+import { fileKind, importName, jsonKind, sniffBytes } from './model-file.js';
 import { parametersText, renderDimsForm, renderImported } from './views/imported.js';
 
 export const defaultModel = 'alexnet';
@@ -36,7 +38,19 @@ async function fetchExample(name) {
 }
 
 /**
- * @typedef {{kind: 'model', name: string, batch?: number|null}
+ * A built-in network in the select: "AlexNet (alexnet)"; a language model
+ * (`llm`, a group of their own) with its size instead, which is how such
+ * models are told apart: "Llama 3 8B · 8.03B parameters".
+ */
+function modelOption(model) {
+  const text = model.llm && Number.isFinite(model.parameters)
+    ? `${displayName(model)} · ${formatParameters(model.parameters)} parameters`
+    : `${displayName(model)} (${model.name})`;
+  return el('option', { value: model.name, text });
+}
+
+/**
+ * @typedef {{kind: 'model', name: string, batch?: number|null, seq?: number|null}
  *         | {kind: 'example', name: string, text: string}
  *         | {kind: 'upload', fileName: string, text: string,
  *            imported?: import('./views/imported.js').Imported}} Source
@@ -44,7 +58,7 @@ async function fetchExample(name) {
  */
 
 export class GraphSource {
-  /** [{name, description, default_batch, ...}] from the module */
+  /** [{name, description, default_batch, default_seq, llm, parameters, ...}] from the module */
   models = [];
   /** file names under examples/, without ".json" */
   examples = [];
@@ -60,15 +74,15 @@ export class GraphSource {
 
   /**
    * @param {{select: HTMLSelectElement, description: HTMLElement, batch: HTMLInputElement,
-   *          fileInput: HTMLInputElement, dropzone: HTMLElement, imported: HTMLElement,
-   *          dimsForm: HTMLElement}} ui
+   *          seq: HTMLInputElement, seqField: HTMLElement, fileInput: HTMLInputElement,
+   *          dropzone: HTMLElement, imported: HTMLElement, dimsForm: HTMLElement}} ui
    * @param {object} hooks
    * @param {Promise<boolean>} hooks.ready resolves once the module answered (false: it failed)
    * @param {(text: string) => Promise<object>} hooks.validate the module's check of a graph
    *   document; rejects with a PlannerError whose `where` is the file's own field
    * @param {(file: File, options: object) => Promise<object>} hooks.importModel the module's
-   *   import of a model file (json_api.hpp, import_model_json); rejects with a PlannerError,
-   *   whose `missingDims` lists the dynamic dimensions to ask for
+   *   import of a model file, ONNX or config.json (json_api.hpp, import_model_json); rejects
+   *   with a PlannerError, whose `missingDims` lists the dynamic dimensions to ask for
    * @param {import('./error-box.js').ErrorBox} hooks.errors
    * @param {(text: string) => void} hooks.setStatus
    * @param {() => void} hooks.onNewGraph a file is about to be checked: work on the old graph is moot
@@ -85,14 +99,20 @@ export class GraphSource {
   wire() {
     const ui = this.#ui;
     ui.select.addEventListener('change', () => this.#chooseFromSelect());
-    // An imported model's batch is the leading dimension of its first input:
-    // a new value imports the file again with it (the CLI's --batch).
-    ui.batch.addEventListener('change', () => {
-      const imported = this.current?.imported;
-      const batch = Number(ui.batch.value);
-      if (!imported || !Number.isInteger(batch) || batch < 1 || batch === imported.batch) return;
-      this.#importModel(imported.file, imported.dims, ++this.#choice, batch);
-    });
+    // An imported model's batch is the leading dimension of its first input
+    // (a config's sequences per step), its sequence length a config's tokens
+    // per sequence: a new value imports the file again with it (the CLI's
+    // --batch and --seq). The other size stays as it was.
+    for (const [field, size] of [[ui.batch, 'batch'], [ui.seq, 'seq']]) {
+      field.addEventListener('change', () => {
+        const imported = this.current?.imported;
+        const value = Number(field.value);
+        if (!imported || (size === 'seq' && !imported.config)) return;
+        if (!Number.isInteger(value) || value < 1 || value === imported[size]) return;
+        const { kind, dims, batch, seq } = imported;
+        this.#importModel(imported.file, ++this.#choice, { kind, dims, batch, seq, [size]: value });
+      });
+    }
     ui.fileInput.addEventListener('change', () => {
       this.accept(ui.fileInput.files?.[0]);
       ui.fileInput.value = ''; // choosing the same file again must fire again
@@ -131,15 +151,23 @@ export class GraphSource {
     return source.fileName;
   }
 
+  /** Whether the current source is a built-in network with a sequence length (the seq field applies). */
+  hasSeq(source = this.current) {
+    return source?.kind === 'model' && this.modelInfo(source.name)?.default_seq != null;
+  }
+
   /**
    * The request fields that name the graph, as JSON text. A graph file's text
    * is spliced in unchanged, so the module sees exactly the bytes the user
-   * gave (and the CLI would). `batch` is the batch field's number, or null.
+   * gave (and the CLI would). `batch` and `seq` are the fields' numbers, or
+   * null; `seq` is sent only for a network that has a sequence length.
    */
-  requestFields(batch) {
+  requestFields(batch, seq) {
     const source = this.current;
-    if (source.kind === 'model') return `"model": ${JSON.stringify(source.name)}, "batch": ${JSON.stringify(batch)}`;
-    return `"graph": ${source.text}\n`;
+    if (source.kind !== 'model') return `"graph": ${source.text}\n`;
+    let fields = `"model": ${JSON.stringify(source.name)}, "batch": ${JSON.stringify(batch)}`;
+    if (this.hasSeq(source)) fields += `, "seq": ${JSON.stringify(seq)}`;
+    return fields;
   }
 
   /** Fetches the list of example graphs; the page works without it. */
@@ -173,7 +201,9 @@ export class GraphSource {
     if (source?.kind === 'upload') this.upload = { fileName: source.fileName, text: source.text };
     this.current = source ?? { kind: 'model', name: defaultModel };
     if (this.current.kind === 'model') {
-      this.#ui.batch.value = saved?.batch ?? this.modelInfo(this.current.name)?.default_batch ?? '';
+      const info = this.modelInfo(this.current.name);
+      this.#ui.batch.value = saved?.batch ?? info?.default_batch ?? '';
+      this.#ui.seq.value = this.hasSeq() ? saved?.seq ?? info.default_seq : '';
     }
     this.#fill();
   }
@@ -184,8 +214,10 @@ export class GraphSource {
   }
 
   /**
-   * Checks a file and, if it is a valid graph, makes it the source. Every
-   * refusal is shown in the error box and leaves the source as it was.
+   * Checks a file and, if it is a valid graph, makes it the source; a model
+   * file (ONNX, or a JSON document that is a Hugging Face config) is
+   * imported instead. Every refusal is shown in the error box and leaves the
+   * source as it was.
    */
   async accept(file) {
     if (!file) return;
@@ -204,7 +236,7 @@ export class GraphSource {
     }
     if (choice !== this.#choice) return;
     if (fileKind(file.name, prefix) === 'onnx') {
-      await this.#importModel(file, {}, choice);
+      await this.#importModel(file, choice, { kind: 'onnx' });
       return;
     }
     if (file.size > maxFileBytes) {
@@ -212,10 +244,18 @@ export class GraphSource {
       return;
     }
     const text = await file.text();
+    if (choice !== this.#choice) return;
+    let document;
     try {
-      JSON.parse(text);
+      document = JSON.parse(text);
     } catch (e) {
       errors.show(`Invalid graph file ${file.name}`, `not valid JSON: ${e.message}`);
+      return;
+    }
+    if (jsonKind(document) === 'config') {
+      // The module is given the text just parsed (decoded as UTF-8, without a
+      // byte order mark, which the importer would not take for JSON).
+      await this.#importModel(new File([text], file.name, { type: 'application/json' }), choice, { kind: 'config' });
       return;
     }
     this.#hooks.onNewGraph();
@@ -238,21 +278,27 @@ export class GraphSource {
   }
 
   /**
-   * Imports the model file `file` with the sizes `dims` ({name: size}) for
-   * its dynamic dimensions. Sizes still missing are asked for in the dims
-   * form, which imports again with them; any other refusal is shown in the
-   * error box. The imported graph becomes the source like an uploaded one,
-   * unless another choice (`#choice` is no longer `choice`) came meanwhile,
-   * and is planned. `batch`, when given, sets the first input's leading
-   * dimension. The graph is named after the file, as in the CLI.
+   * Imports the model file `file`, an ONNX model or a Hugging Face config
+   * (`kind`), with the sizes `dims` ({name: size}) for an ONNX model's
+   * dynamic dimensions. Sizes still missing are asked for in the dims form,
+   * which imports again with them; any other refusal is shown in the error
+   * box. The imported graph becomes the source like an uploaded one, unless
+   * another choice (`#choice` is no longer `choice`) came meanwhile, and is
+   * planned. `batch`, when given, sets the first input's leading dimension
+   * (a config's sequences per step), `seq` a config's sequence length. The
+   * graph is named after the file, as in the CLI; a config.json after its
+   * model type (importName()).
    */
-  async #importModel(file, dims, choice, batch = 0) {
+  async #importModel(file, choice, { kind = 'onnx', dims = {}, batch = 0, seq = 0 } = {}) {
     const { errors, setStatus } = this.#hooks;
     this.#hooks.onNewGraph();
     setStatus(`Importing ${file.name}…`);
-    const options = { name: file.name.replace(/\.[^.]*$/, '') || file.name };
+    const options = {};
+    const name = importName(file.name, kind);
+    if (name) options.name = name;
     if (Object.keys(dims).length) options.dims = dims;
     if (batch > 0) options.batch = batch;
+    if (seq > 0) options.seq = seq;
     let result;
     try {
       result = await this.#hooks.importModel(file, options);
@@ -273,10 +319,14 @@ export class GraphSource {
       parameters: result.parameters,
       layers: result.graph.layers.map((layer, i) => ({ name: layer.name, op: layer.op, outputs: result.layer_outputs?.[i] ?? [] })),
       dynamicDims: result.dynamic_dims ?? [],
-      // What importing again (another batch) needs.
+      // A config's hyper-parameters (format "hf-config"), else null.
+      config: result.config ?? null,
+      // What importing again (another batch or sequence length) needs.
       file,
+      kind,
       dims,
-      batch: Object.values(result.graph.inputs ?? {})[0]?.[0] ?? null,
+      batch: result.batch ?? Object.values(result.graph.inputs ?? {})[0]?.[0] ?? null,
+      seq: result.seq ?? null,
     };
     // The graph is planned as a graph document like any upload's (and
     // travels in a shared link the same way).
@@ -298,7 +348,7 @@ export class GraphSource {
       values: given,
       onSubmit: (values) => {
         this.#closeDimsForm();
-        this.#importModel(file, { ...given, ...values }, ++this.#choice, batch);
+        this.#importModel(file, ++this.#choice, { kind: 'onnx', dims: { ...given, ...values }, batch });
       },
       onCancel: () => {
         this.#closeDimsForm();
@@ -314,9 +364,10 @@ export class GraphSource {
 
   #fill() {
     const groups = [
-      el('optgroup', { label: 'Benchmark networks' },
-        this.models.map((m) => el('option', { value: m.name, text: `${displayName(m)} (${m.name})` }))),
+      el('optgroup', { label: 'Benchmark networks' }, this.models.filter((m) => !m.llm).map(modelOption)),
     ];
+    const llms = this.models.filter((m) => m.llm);
+    if (llms.length) groups.push(el('optgroup', { label: 'Language models' }, llms.map(modelOption)));
     if (this.examples.length) {
       groups.push(el('optgroup', { label: 'Example graphs' },
         this.examples.map((name) => el('option', { value: examplePrefix + name, text: `${name}.json` }))));
@@ -329,7 +380,7 @@ export class GraphSource {
     this.#sync();
   }
 
-  /** Reflects the current source in the select, the batch field and the hint. */
+  /** Reflects the current source in the select, the batch and sequence fields and the hint. */
   #sync() {
     const source = this.current;
     const ui = this.#ui;
@@ -338,13 +389,23 @@ export class GraphSource {
       : source.kind === 'example' ? examplePrefix + source.name : uploadValue;
     const isModel = source.kind === 'model';
     const imported = source.imported;
+    const config = imported?.config;
     ui.batch.disabled = !isModel && !imported;
     ui.batch.title = isModel ? ''
-      : imported ? 'The leading dimension of the model\'s first input: a new value imports the model again'
-        : 'A graph file sets its own batch size';
+      : config ? 'Sequences per training step: a new value imports the config again'
+        : imported ? 'The leading dimension of the model\'s first input: a new value imports the model again'
+          : 'A graph file sets its own batch size';
     if (imported && imported.batch) ui.batch.value = imported.batch;
+    // The sequence length: a built-in network's that has one, an imported config's.
+    const seqApplies = this.hasSeq(source) || Boolean(config && imported.seq);
+    ui.seqField.hidden = !seqApplies;
+    ui.seq.disabled = !seqApplies;
+    ui.seq.title = config ? 'Tokens per sequence: a new value imports the config again' : '';
+    if (config) ui.seq.value = imported.seq;
     if (isModel) {
-      ui.description.textContent = this.modelInfo(source.name)?.description ?? '';
+      const info = this.modelInfo(source.name);
+      const parameters = Number.isFinite(info?.parameters) ? ` ${formatCount(info.parameters)} parameters.` : '';
+      ui.description.textContent = info?.description ? `${info.description}.${parameters}` : '';
     } else if (source.kind === 'example') {
       ui.description.textContent = 'An example pase-graph/1 file shipped with the planner.';
     } else if (source.imported) {
@@ -377,6 +438,7 @@ export class GraphSource {
       this.current = { kind: 'model', name: value };
       const info = this.modelInfo(value);
       if (info) ui.batch.value = info.default_batch;
+      ui.seq.value = info?.default_seq ?? '';
     }
     this.#sync();
     this.#hooks.onChange();

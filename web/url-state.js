@@ -1,6 +1,7 @@
 // The page state in the URL, so that a plan can be shared as a link.
 //
 //   ?model=alexnet&batch=128&devices=8&tflops=10&bw=16[&order=bfs][&embed=1]
+//   ?model=llama3-8b&batch=8&seq=2048&devices=8...   a network with a sequence length
 //   ?example=small_cnn&devices=8...           an example graph shipped with the site
 //   ?graph=my-net.json&devices=8...#g=z...    an uploaded graph, carried in the
 //                                             fragment (never sent to a server),
@@ -13,7 +14,7 @@
 export const maxGraphFragment = 48 * 1024;
 
 /**
- * @typedef {{kind: 'model', name: string, batch: number|null}
+ * @typedef {{kind: 'model', name: string, batch: number|null, seq: number|null}
  *         | {kind: 'example', name: string}
  *         | {kind: 'upload', fileName: string, text: string}} Source
  * @typedef {{source: Source|null, devices: number|null, tflops: number|null,
@@ -35,7 +36,7 @@ export async function readState(href) {
   /** @type {Source|null} */
   let source = null;
   if (params.has('model')) {
-    source = { kind: 'model', name: params.get('model'), batch: numberParam(params, 'batch') };
+    source = { kind: 'model', name: params.get('model'), batch: numberParam(params, 'batch'), seq: numberParam(params, 'seq') };
   } else if (params.has('example')) {
     source = { kind: 'example', name: params.get('example') };
   } else if (params.has('graph')) {
@@ -70,6 +71,7 @@ export async function writeState(base, state) {
   if (source?.kind === 'model') {
     params.set('model', source.name);
     if (source.batch != null) params.set('batch', String(source.batch));
+    if (source.seq != null) params.set('seq', String(source.seq));
   } else if (source?.kind === 'example') {
     params.set('example', source.name);
   } else if (source?.kind === 'upload') {

@@ -75,10 +75,13 @@ const actions = {
   // document's own field ("layers[2].filter").
   validate: (pase, payload) => pase.validate(payload),
   models: (pase) => pase.models(),
-  exportModel: (pase, payload) => pase.exportModel(String(payload.name), Number(payload.batch ?? 0)),
-  // payload: {file, options}; the answer is import_model_json()'s document
-  // {graph, parameters, layers, dynamic_dims, layer_outputs}, or an error
-  // with the missing dynamic dimensions (missing_dims) when sizes are needed.
+  // payload: {name, batch?, seq?}; 0 or absent: the network's default.
+  exportModel: (pase, payload) => pase.exportModel(String(payload.name), Number(payload.batch ?? 0), Number(payload.seq ?? 0)),
+  // payload: {file, options}, the file an ONNX model or a Hugging Face
+  // config.json; the answer is import_model_json()'s document {graph,
+  // parameters, layers, format, dynamic_dims, layer_outputs; for a config
+  // also config, batch, seq}, or an error with the missing dynamic
+  // dimensions (missing_dims) when sizes are needed.
   importModel,
   // version() is plain text, not JSON.
   version: (pase) => JSON.stringify(pase.version()),

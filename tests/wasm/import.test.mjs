@@ -50,7 +50,8 @@ function assertError(doc, where, { missing = false } = {}) {
 
 function assertImported(doc, file) {
   assert.equal(doc.error, undefined, JSON.stringify(doc.error));
-  assert.deepEqual(Object.keys(doc), ['graph', 'parameters', 'layers', 'dynamic_dims', 'layer_outputs']);
+  assert.deepEqual(Object.keys(doc), ['graph', 'parameters', 'layers', 'format', 'dynamic_dims', 'layer_outputs']);
+  assert.equal(doc.format, 'onnx');
   assert.equal(doc.graph.format, 'pase-graph/1');
   assert.equal(doc.layers, doc.graph.layers.length);
   assert.equal(doc.layer_outputs.length, doc.layers);

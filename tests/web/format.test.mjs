@@ -2,7 +2,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatCost, formatSeconds, formatShare, formatCount } from '../../web/format.js';
+import { formatCost, formatSeconds, formatShare, formatCount, formatParameters } from '../../web/format.js';
 
 test('format: non-finite values show a dash', () => {
   assert.equal(formatCost(NaN), '—');
@@ -29,4 +29,19 @@ test('format: tiny shares are not shown as zero', () => {
   assert.equal(formatShare(0.0004), '<0.1%');
   assert.equal(formatShare(0.4213), '42.1%');
   assert.equal(formatCount(1234567), '1,234,567');
+});
+
+test('format: parameter counts as people write them', () => {
+  assert.equal(formatParameters(124439808), '124M');
+  assert.equal(formatParameters(8030261248), '8.03B');
+  assert.equal(formatParameters(70553706496), '70.6B');
+  assert.equal(formatParameters(174604259328), '175B');
+  assert.equal(formatParameters(62466080), '62.5M');
+  assert.equal(formatParameters(1000000000), '1B');
+  assert.equal(formatParameters(999999), '1M');
+  assert.equal(formatParameters(999), '999');
+  assert.equal(formatParameters(1234), '1.23k');
+  assert.equal(formatParameters(512), '512');
+  assert.equal(formatParameters(0), '0');
+  assert.equal(formatParameters(NaN), '—');
 });

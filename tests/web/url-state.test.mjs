@@ -29,7 +29,7 @@ test('url-state: a model, its cluster and embed round-trip', async () => {
   });
   assert.equal(written.href, `${base}?model=resnet101&batch=64&devices=16&tflops=15.7&bw=150&order=bfs&embed=1`);
   const state = await readState(written.href);
-  assert.deepEqual(state.source, { kind: 'model', name: 'resnet101', batch: 64 });
+  assert.deepEqual(state.source, { kind: 'model', name: 'resnet101', batch: 64, seq: null });
   assert.equal(state.devices, 16);
   assert.equal(state.order, 'bfs');
   assert.equal(state.embed, true);
@@ -70,4 +70,16 @@ test('url-state: text encoding round-trips non-ASCII', async () => {
   const text = '{"name": "Größe ÷ 8 — 模型"}';
   assert.equal(await decodeText(await encodeText(text)), text);
   assert.match(await encodeText(text), /^[zu][A-Za-z0-9_-]*$/);
+});
+
+test('url-state: a language model keeps its sequence length', async () => {
+  const written = await writeState(base, {
+    source: { kind: 'model', name: 'llama3-8b', batch: 4, seq: 256 }, devices: 8,
+  });
+  assert.equal(written.href, `${base}?model=llama3-8b&batch=4&seq=256&devices=8`);
+  assert.deepEqual((await readState(written.href)).source, { kind: 'model', name: 'llama3-8b', batch: 4, seq: 256 });
+  // Without one (a CNN), none is written or read.
+  const { href } = await writeState(base, { source: { kind: 'model', name: 'alexnet', batch: 128, seq: null } });
+  assert.equal(href, `${base}?model=alexnet&batch=128`);
+  assert.equal((await readState(`${base}?model=gpt2&seq=abc`)).source.seq, null);
 });

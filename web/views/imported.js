@@ -1,9 +1,10 @@
-// An imported model in the Network panel: its parameter count and its layers
-// (op and output shape of each), and the form that asks for the sizes of the
-// dynamic dimensions a model file leaves open.
+// An imported model in the Network panel: its parameter count, a config's
+// hyper-parameters and its layers (op and output shape of each), and the
+// form that asks for the sizes of the dynamic dimensions a model file leaves
+// open.
 
 import { formatCount } from '../format.js';
-import { defaultDimValue, formatShape, parseDimValue } from '../model-file.js';
+import { configSummary, defaultDimValue, formatShape, parseDimValue } from '../model-file.js';
 import { el } from './dom.js';
 
 // Larger models list their first layers only: the list is an overview, and
@@ -12,7 +13,10 @@ const maxListedLayers = 2000;
 
 /**
  * @typedef {{parameters: number, layers: {name: string, op: string, outputs: number[][]}[],
- *            dynamicDims: {name: string, input: string, value: number}[]}} Imported
+ *            dynamicDims: {name: string, input: string, value: number}[],
+ *            config: object|null, batch: number|null, seq: number|null}} Imported
+ *   `config`: the hyper-parameters of an imported Hugging Face config (the
+ *   import result's "config"), null for an ONNX model
  */
 
 /** "25,557,032 parameters" */
@@ -22,13 +26,14 @@ export function parametersText(count) {
 
 /**
  * The summary of the model imported from `fileName` into `container`: the
- * parameter count, the dynamic dimensions' values and the layer list.
+ * parameter count, a config's hyper-parameters and the sizes it was imported
+ * at, the dynamic dimensions' values and the layer list.
  * @param {HTMLElement} container
  * @param {string} fileName
  * @param {Imported} imported
  */
 export function renderImported(container, fileName, imported) {
-  const { layers, dynamicDims } = imported;
+  const { layers, dynamicDims, config } = imported;
   const listed = layers.slice(0, maxListedLayers);
   const items = listed.map((layer, i) => el('li', { dataset: { layer: i } }, [
     el('span', { class: 'imported-layer-name', text: layer.name, title: layer.name }),
@@ -39,6 +44,14 @@ export function renderImported(container, fileName, imported) {
   container.replaceChildren(el('div', {}, [
     el('p', { class: 'imported-title' }, [el('strong', { text: fileName })]),
     el('p', { class: 'imported-parameters', text: parametersText(imported.parameters) }),
+    config
+      ? el('dl', { class: 'imported-config' }, configSummary(config).map(([label, value]) => [
+        el('dt', { text: label }), el('dd', { text: value }),
+      ]))
+      : null,
+    config
+      ? el('p', { class: 'hint imported-sizes', text: `Planned for ${formatCount(imported.batch)} sequence${imported.batch === 1 ? '' : 's'} of ${formatCount(imported.seq)} tokens per step.` })
+      : null,
     dynamicDims.length
       ? el('p', { class: 'hint imported-dims', text: dynamicDims.map((d) => `${d.name} = ${d.value}`).join(', ') })
       : null,
