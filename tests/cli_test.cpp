@@ -409,6 +409,32 @@ TEST_CASE("cli: a binary file, a truncated model and an invalid model give an er
   }
 }
 
+TEST_CASE("cli: every config of tests/invalid/configs is refused by import and plan") {
+  const std::string dir = pase_test::corpus_dir() + "/configs/";
+  const nlohmann::json cases = nlohmann::json::parse(pase_test::read_binary(dir + "cases.json"));
+  REQUIRE(cases["cases"].size() >= 10);
+  for (const nlohmann::json& c : cases["cases"]) {
+    const std::string path = dir + c["file"].get<std::string>();
+    const std::string where = c["where"];
+    CAPTURE(path);
+    for (const char* command : {"import", "plan"}) {
+      std::vector<std::string> args = {command};
+      if (std::string(command) == "plan") args.push_back("--graph");
+      args.push_back(path);
+      if (c.contains("seq")) {
+        args.push_back("--seq");
+        args.push_back(std::to_string(c["seq"].get<int64_t>()));
+      }
+      Run run = run_cli(args);
+      CHECK(run.exit == 1);
+      CHECK(run.out.empty());
+      CHECK(starts_with(run.err,
+                        "pase: error: " + path + ": " + (where.empty() ? "" : where + ": ")));
+      CHECK(contains(run.err, c["message"].get<std::string>()));
+    }
+  }
+}
+
 TEST_CASE("cli: import takes one FILE and the flags of its usage") {
   Run run = run_cli({"import"});
   CHECK(run.exit == 2);

@@ -117,6 +117,22 @@ test('importModel: every invalid model of tests/invalid/models is refused with i
   }
 });
 
+test('importModel: every config of tests/invalid/configs is refused with its place and message', () => {
+  const dir = path.join(repo, 'tests/invalid/configs');
+  const { cases } = JSON.parse(readFileSync(path.join(dir, 'cases.json'), 'utf8'));
+  assert.ok(cases.length >= 10);
+  for (const c of cases) {
+    const buffer = readFileSync(path.join(dir, c.file));
+    const bytes = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    const options = c.seq ? JSON.stringify({ seq: c.seq }) : '{}';
+    for (const source of [bytes, reader(bytes)]) {
+      const doc = importModel(source, options);
+      assertError(doc, c.where);
+      assert.ok(doc.error.message.includes(c.message), `${c.name}: ${JSON.stringify(doc.error.message)} lacks ${JSON.stringify(c.message)}`);
+    }
+  }
+});
+
 test('importModel: a reader that throws or returns the wrong bytes fails the import, not the module', () => {
   const bytes = onnxBytes('resnet50.onnx');
   const bad = [

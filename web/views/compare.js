@@ -73,7 +73,7 @@ function notes(doc, reports) {
     items.push('* uses configurations outside the enumeration PaSE searches (priced by the same cost model).');
   }
   if (!doc.strategies.expert) {
-    items.push('No expert strategy for custom graphs: only the built-in networks have one.');
+    items.push('No expert strategy here: only the paper\'s five networks have one.');
   }
   // The core's own findings, except the one the line above already says.
   for (const note of doc.notes ?? []) if (!/^no expert strategy/i.test(note)) items.push(note);

@@ -92,7 +92,7 @@ Result<GraphSpec> llm_spec(const LlmConfig& config, const std::string& name, int
 
 // parse_llm_config() then llm_spec() with the options' batch, seq and name
 // (empty: the config's model_type). `dims` has no meaning for a config and
-// is an error at "dims".
+// is an error at "dims.<its first name>".
 Result<GraphSpec> import_llm_config(std::string_view json_text, const ImportOptions& options);
 
 }  // namespace pase

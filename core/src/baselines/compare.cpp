@@ -150,7 +150,7 @@ Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
     c.expert = std::move(*expert);
   } else {
     c.notes.push_back("no expert strategy: '" + graph.name +
-                      "' is not one of the built-in networks (alexnet, resnet101, inception3, "
+                      "' is not one of the paper's networks (alexnet, resnet101, inception3, "
                       "rnnlm, transformer), which alone have one");
   }
 
