@@ -378,6 +378,29 @@ TEST_CASE("dp: plan equals exhaustive search on random graphs") {
   CHECK(multi_dep > 20);
 }
 
+TEST_CASE("dp: plan equals exhaustive search on random graphs with nodes (core/docs/cluster.md)") {
+  RandomGraphs gen(7654321);
+  std::mt19937 rng(99);
+  int tested = 0;
+  for (int attempt = 0; tested < 80 && attempt < 2000; ++attempt) {
+    GraphSpec s = gen.next(3 + static_cast<int>(rng() % 6));
+    Result<Graph> g = build_graph(s);
+    REQUIRE_MESSAGE(g.ok(), why(g));
+    const int64_t devices_choice[] = {4, 4, 6, 8};
+    const int64_t per_node_choice[] = {1, 2, 2, 3, 4};
+    Cluster cluster{.devices = devices_choice[rng() % 4], .bandwidth_gbps = 1.0};
+    cluster.gpus_per_node = per_node_choice[rng() % 5];
+    cluster.intra_node_gbps = rng() % 2 ? 10.0 : 100.0;
+    if (combinations(*g, cluster.devices) > 300000) continue;
+    CAPTURE(attempt);
+    CAPTURE(cluster.devices);
+    CAPTURE(cluster.gpus_per_node);
+    check_against_brute_force(*g, cluster);
+    ++tested;
+  }
+  CHECK(tested == 80);
+}
+
 TEST_CASE("dp: enumeration options restrict the search space") {
   RandomGraphs gen(99);
   int tested = 0;

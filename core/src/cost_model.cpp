@@ -58,7 +58,63 @@ Machine make_machine(const Cluster& cluster) {
   m.devices = cluster.devices;
   m.tflops = cluster.tflops;
   m.r = (cluster.tflops * 1000) / (cluster.bandwidth_gbps / 8);
+  if (cluster.hierarchical()) {
+    m.gpus_per_node = cluster.gpus_per_node;
+    m.r1 = (cluster.tflops * 1000) / (cluster.intra_node_gbps / 8);
+  }
   return m;
+}
+
+namespace {
+
+// The group of device 0 over `group` (core/docs/cluster.md, "Collectives
+// inside a layer"): the devices sum(i_k * sigma_k) over the positions k of
+// the group, the last dimension innermost. `nodes` is how many distinct
+// nodes hold them and `most` the most members on one node.
+void group_nodes(const int64_t* c, size_t n, const std::vector<int>& group, int64_t per_node,
+                 int64_t& nodes, int64_t& most) {
+  std::vector<int64_t> sigma(n, 1);
+  for (size_t k = n; k-- > 1;) sigma[k - 1] = sigma[k] * c[k];
+  // Walk every member: a mixed-radix counter over the group's positions.
+  std::vector<int64_t> index(group.size(), 0);
+  std::vector<std::pair<int64_t, int64_t>> count;  // (node, members), nodes ascending
+  for (;;) {
+    int64_t device = 0;
+    for (size_t j = 0; j < group.size(); ++j) device += index[j] * sigma[group[j]];
+    const int64_t node = device / per_node;
+    auto it = std::lower_bound(count.begin(), count.end(), std::pair<int64_t, int64_t>{node, 0});
+    if (it != count.end() && it->first == node) {
+      ++it->second;
+    } else {
+      count.insert(it, {node, 1});
+    }
+    size_t j = 0;
+    while (j < group.size() && ++index[j] == c[group[j]]) index[j++] = 0;
+    if (j == group.size()) break;
+  }
+  nodes = static_cast<int64_t>(count.size());
+  most = 0;
+  for (const auto& [node, members] : count) most = std::max(most, members);
+}
+
+}  // namespace
+
+double Machine::allreduce_over(double w, double p, const int64_t* c, size_t n,
+                               const std::vector<int>& group) const {
+  if (gpus_per_node == 0 || p <= 1) return allreduce(w, p);
+  int64_t nodes = 0, most = 0;
+  group_nodes(c, n, group, gpus_per_node, nodes, most);
+  if (nodes == 1) return r1 * (w / p) * 2 * (p - 1);
+  const double l = static_cast<double>(most), m = static_cast<double>(nodes);
+  return r1 * (w / l) * 2 * (l - 1) + r * (w / (l * m)) * 2 * (m - 1);
+}
+
+double Machine::words_over(double w, const int64_t* c, size_t n,
+                           const std::vector<int>& group) const {
+  if (gpus_per_node == 0) return words(w);
+  int64_t nodes = 0, most = 0;
+  group_nodes(c, n, group, gpus_per_node, nodes, most);
+  return (nodes == 1 ? r1 : r) * w;
 }
 
 double per_device_points(const Vertex& v, const int64_t* c) {
@@ -104,7 +160,10 @@ LayerCost gemm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
   K *= static_cast<double>(g.k_scale);
   double m = M / cm, n = N / cn, k = K / ck;
   double comp = 3 * m * n * k + (g.pw > 0 ? 3 * static_cast<double>(g.pw) * m * n : 0);
-  double comm = mc.allreduce(m * n, ck) + mc.allreduce(m * k, cn) + mc.allreduce(n * k, cm);
+  const size_t dims = v.dom.size();
+  double comm = mc.allreduce_over(m * n, ck, c, dims, g.k) +
+                mc.allreduce_over(m * k, cn, c, dims, g.n) +
+                mc.allreduce_over(n * k, cm, c, dims, g.m);
   LayerCost out;
   out.total = bpp * (comp + comm);
   out.compute = bpp * comp;

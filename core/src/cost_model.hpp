@@ -36,10 +36,26 @@ namespace ops {
 struct Machine {
   int64_t devices = 8;
   double tflops = 10;
-  double r = 5000;  // FLOPs per word moved: (F * 1000) / (B / 8)
+  double r = 5000;  // FLOPs per word moved: (F * 1000) / (B / 8); between nodes with nodes
+
+  // Nodes (core/docs/cluster.md): gpus_per_node > 0, and r1 the rate inside a
+  // node. 0: the flat model, where the *_over functions are words() and
+  // allreduce().
+  int64_t gpus_per_node = 0;
+  double r1 = 0;
 
   double words(double w) const { return r * w; }
   double allreduce(double w, double p) const { return p <= 1 ? 0.0 : r * (w / p) * 2 * (p - 1); }
+
+  // allreduce(w, p) among the devices of a vertex of `n` dimensions at
+  // configuration `c` that differ only in the block indices of positions
+  // `group` (p is the product of their splits): hierarchical when the
+  // cluster has nodes.
+  double allreduce_over(double w, double p, const int64_t* c, size_t n,
+                        const std::vector<int>& group) const;
+  // words(w) for an exchange among that group: at the rate inside a node
+  // when the group of device 0 lies on one node, else between nodes.
+  double words_over(double w, const int64_t* c, size_t n, const std::vector<int>& group) const;
 };
 
 Machine make_machine(const Cluster& cluster);

@@ -14,6 +14,84 @@ std::vector<double> vertex_cost_vector(const Graph& g, int vertex, const ConfigS
   return out;
 }
 
+namespace {
+
+// Where a producer's tensor lives, as far as the hierarchical edge needs
+// (core/docs/cluster.md, "Re-distribution between layers"): its tensor
+// configuration and the cells, other than (0,..,0), that the devices of node
+// 0 hold, sorted and distinct.
+struct Placement {
+  std::vector<int64_t> split;
+  std::vector<std::vector<int64_t>> near_cells;
+  bool operator<(const Placement& o) const {
+    return split != o.split ? split < o.split : near_cells < o.near_cells;
+  }
+};
+
+// The producer of a vertex of `n` dimensions at configuration `c`, writing a
+// tensor through `map`: device d holds the layer block whose indices are d
+// in mixed radix over c, the last dimension innermost; its cell in tensor
+// dimension i combines the block indices of map[i]'s positions, the first
+// outermost.
+Placement placement(const TensorMap& map, const int64_t* c, size_t n, int64_t per_node) {
+  Placement p;
+  p.split.resize(map.size());
+  ops::tensor_config(map, c, p.split.data());
+  int64_t q = 1;
+  for (size_t k = 0; k < n; ++k) q *= c[k];
+  const int64_t devices = std::min(per_node, q);
+  std::vector<int64_t> block(n), cell(map.size());
+  for (int64_t d = 1; d < devices; ++d) {
+    int64_t rest = d;
+    for (size_t k = n; k-- > 0;) {
+      block[k] = rest % c[k];
+      rest /= c[k];
+    }
+    bool origin = true;
+    for (size_t i = 0; i < map.size(); ++i) {
+      int64_t index = 0;
+      for (int pos : map[i]) index = index * c[pos] + block[pos];
+      cell[i] = index;
+      origin = origin && index == 0;
+    }
+    if (!origin) p.near_cells.push_back(cell);
+  }
+  std::sort(p.near_cells.begin(), p.near_cells.end());
+  p.near_cells.erase(std::unique(p.near_cells.begin(), p.near_cells.end()), p.near_cells.end());
+  return p;
+}
+
+// The hierarchical edge cost: the flat edge's words, priced by the share
+// `phi` of the missing data that lives off device 0's node.
+double hierarchical_edge(const Shape& shape, const Placement& src, const int64_t* t,
+                         const ops::Machine& m) {
+  const double x = ops::redistribution_words(shape, src.split.data(), t);
+  if (x == 0) return 0;
+  double need = 1, own = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const double box = static_cast<double>(shape[i]) / static_cast<double>(t[i]);
+    const double width = static_cast<double>(shape[i]) / static_cast<double>(src.split[i]);
+    need *= box;
+    own *= std::min(box, width);
+  }
+  double near = 0;
+  for (const std::vector<int64_t>& cell : src.near_cells) {
+    double overlap = 1;
+    for (size_t i = 0; i < shape.size() && overlap > 0; ++i) {
+      const double box = static_cast<double>(shape[i]) / static_cast<double>(t[i]);
+      const double width = static_cast<double>(shape[i]) / static_cast<double>(src.split[i]);
+      const double lo = static_cast<double>(cell[i]) * width;
+      overlap *= std::max(0.0, std::min(box, lo + width) - lo);
+    }
+    near += overlap;
+  }
+  const double missing = need - own;
+  const double phi = missing > 0 ? (need - own - near) / missing : 0;
+  return 2 * x * (m.r1 * (1 - phi) + m.r * phi);
+}
+
+}  // namespace
+
 double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int64_t* c_dst,
                  const ops::Machine& m) {
   const Shape& shape = g.vertices[e.src].outputs[e.src_output].shape;
@@ -22,6 +100,10 @@ double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int6
   std::vector<int64_t> s(out.size()), t(in.size());
   ops::tensor_config(out, c_src, s.data());
   ops::tensor_config(in, c_dst, t.data());
+  if (m.gpus_per_node > 0) {
+    const Placement src = placement(out, c_src, g.vertices[e.src].dom.size(), m.gpus_per_node);
+    return hierarchical_edge(shape, src, t.data(), m);
+  }
   return m.words(2 * ops::redistribution_words(shape, s.data(), t.data()));
 }
 
@@ -66,13 +148,35 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
     const Shape& shape = g.vertices[e.src].outputs[e.src_output].shape;
     std::vector<std::vector<int64_t>> us, ud;
     std::vector<int> is, id_dst;
-    distinct_tensor_configs(model_of(g, e.src).out_maps[e.src_output], configs[e.src], us, is);
     distinct_tensor_configs(model_of(g, e.dst).in_maps[e.dst_slot], configs[e.dst], ud, id_dst);
-    std::vector<double> small(us.size() * ud.size());
-    for (size_t a = 0; a < us.size(); ++a)
-      for (size_t b = 0; b < ud.size(); ++b)
-        small[a * ud.size() + b] =
-            m.words(2 * ops::redistribution_words(shape, us[a].data(), ud[b].data()));
+    std::vector<double> small;
+    if (m.gpus_per_node > 0) {
+      // The producer's placements, not only its tensor configurations, tell
+      // its configurations apart (core/docs/cluster.md).
+      const ConfigSet& set = configs[e.src];
+      const TensorMap& map = model_of(g, e.src).out_maps[e.src_output];
+      std::map<Placement, int> seen;
+      std::vector<const Placement*> unique;
+      is.resize(set.size());
+      for (size_t i = 0; i < set.size(); ++i) {
+        auto [it, fresh] = seen.emplace(placement(map, set.at(i), set.dims, m.gpus_per_node),
+                                        static_cast<int>(unique.size()));
+        if (fresh) unique.push_back(&it->first);
+        is[i] = it->second;
+      }
+      us.resize(unique.size());
+      small.resize(unique.size() * ud.size());
+      for (size_t a = 0; a < unique.size(); ++a)
+        for (size_t b = 0; b < ud.size(); ++b)
+          small[a * ud.size() + b] = hierarchical_edge(shape, *unique[a], ud[b].data(), m);
+    } else {
+      distinct_tensor_configs(model_of(g, e.src).out_maps[e.src_output], configs[e.src], us, is);
+      small.resize(us.size() * ud.size());
+      for (size_t a = 0; a < us.size(); ++a)
+        for (size_t b = 0; b < ud.size(); ++b)
+          small[a * ud.size() + b] =
+              m.words(2 * ops::redistribution_words(shape, us[a].data(), ud[b].data()));
+    }
     bool src_outer = e.src == outer;
     for (size_t i = 0; i < n_outer; ++i)
       for (size_t j = 0; j < n_inner; ++j) {

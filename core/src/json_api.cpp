@@ -38,7 +38,8 @@ using json_detail::with_prefix;
 Result<Cluster> cluster_from_json(const Json& value, const std::string& where) {
   if (!value.is_object()) return type_error("an object", value, where);
   ObjectReader reader(value, where);
-  reader.allow_only({"devices", "tflops", "bandwidth_gbps"});
+  reader.allow_only(
+      {"devices", "tflops", "bandwidth_gbps", "gpus_per_node", "intra_node_gbps", "memory_gib"});
   Cluster cluster;
   if (reader.read("devices", cluster.devices, json_detail::to_positive_int) &&
       cluster.devices > kMaxDevices) {
@@ -48,6 +49,16 @@ Result<Cluster> cluster_from_json(const Json& value, const std::string& where) {
   }
   reader.read("tflops", cluster.tflops, json_detail::to_positive_number);
   reader.read("bandwidth_gbps", cluster.bandwidth_gbps, json_detail::to_positive_number);
+  // Nodes (core/docs/cluster.md): both fields or neither.
+  const bool nodes =
+      reader.read("gpus_per_node", cluster.gpus_per_node, json_detail::to_positive_int);
+  const bool intra =
+      reader.read("intra_node_gbps", cluster.intra_node_gbps, json_detail::to_positive_number);
+  if (reader.ok() && nodes != intra) {
+    reader.fail(Error{"gpus_per_node and intra_node_gbps come together",
+                      reader.path(nodes ? "intra_node_gbps" : "gpus_per_node")});
+  }
+  reader.read("memory_gib", cluster.memory_gib, json_detail::to_positive_number);
   if (!reader.ok()) return reader.error();
   return cluster;
 }

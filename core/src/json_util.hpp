@@ -296,6 +296,13 @@ inline Json cluster_to_json(const Cluster& cluster) {
   j["devices"] = cluster.devices;
   j["tflops"] = cluster.tflops;
   j["bandwidth_gbps"] = cluster.bandwidth_gbps;
+  // The fields of core/docs/cluster.md only when set, so that a flat
+  // cluster's documents are as before.
+  if (cluster.hierarchical()) {
+    j["gpus_per_node"] = cluster.gpus_per_node;
+    j["intra_node_gbps"] = cluster.intra_node_gbps;
+  }
+  if (cluster.memory_gib > 0) j["memory_gib"] = cluster.memory_gib;
   return j;
 }
 

@@ -40,6 +40,18 @@ std::optional<Error> check_cluster(const Cluster& c) {
     return Error{"must be a positive number", "cluster.tflops"};
   if (!(c.bandwidth_gbps > 0) || !std::isfinite(c.bandwidth_gbps))
     return Error{"must be a positive number", "cluster.bandwidth_gbps"};
+  // Nodes: both fields or neither.
+  const bool nodes = c.gpus_per_node != 0, intra = c.intra_node_gbps != 0;
+  if (nodes && c.gpus_per_node < 1)
+    return Error{"must be a positive integer, got " + std::to_string(c.gpus_per_node),
+                 "cluster.gpus_per_node"};
+  if (intra && (!(c.intra_node_gbps > 0) || !std::isfinite(c.intra_node_gbps)))
+    return Error{"must be a positive number", "cluster.intra_node_gbps"};
+  if (nodes != intra)
+    return Error{"gpus_per_node and intra_node_gbps come together",
+                 nodes ? "cluster.intra_node_gbps" : "cluster.gpus_per_node"};
+  if (c.memory_gib != 0 && (!(c.memory_gib > 0) || !std::isfinite(c.memory_gib)))
+    return Error{"must be a positive number", "cluster.memory_gib"};
   return std::nullopt;
 }
 

@@ -54,7 +54,17 @@ namespace pase {
 struct Cluster {
   int64_t devices = 8;
   double tflops = 10.0;
+  // Per-device link bandwidth; with nodes (below), the bandwidth between nodes.
   double bandwidth_gbps = 16.0;
+  // Nodes of gpus_per_node devices whose links inside a node have
+  // intra_node_gbps (core/docs/cluster.md). Both 0: the flat model of
+  // core/docs/cost-model.md, unchanged; they are given together.
+  int64_t gpus_per_node = 0;
+  double intra_node_gbps = 0;
+  // Usable memory per device in GiB; 0: unlimited.
+  double memory_gib = 0;
+
+  bool hierarchical() const { return gpus_per_node > 0; }
 };
 
 inline constexpr int64_t kMaxDevices = 65536;

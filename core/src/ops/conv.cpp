@@ -120,7 +120,7 @@ LayerCost pool_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
   double ghost = (hh * ww - ipp[2] * ipp[3]) * ipp[0] * ipp[1];
   LayerCost out;
   out.compute = ops::per_device_points(v, c);
-  out.total = out.compute + mc.words(ghost);
+  out.total = out.compute + mc.words_over(ghost, c, v.dom.size(), {2, 3});  // among the h, w blocks
   out.comm = out.total - out.compute;
   return out;
 }

@@ -18,7 +18,9 @@ LayerCost lstm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
   Shape state{v.dom[2], v.dom[3]};
   int64_t from[2] = {c[2], c[3]}, to[2] = {c[2], c[4]};
   double x = ops::redistribution_words(state, from, to);
-  out.total += static_cast<double>(v.dom[0]) * static_cast<double>(v.dom[1]) * mc.words(x);
+  // The re-layout is among the devices of the n and k blocks (core/docs/cluster.md).
+  out.total += static_cast<double>(v.dom[0]) * static_cast<double>(v.dom[1]) *
+               mc.words_over(x, c, v.dom.size(), {3, 4});
   out.comm = out.total - out.compute;
   return out;
 }

@@ -17,12 +17,17 @@ LayerCost norm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
   double e = ops::per_device_points(v, c);
   double dpp_axis = static_cast<double>(v.dom[a]) / static_cast<double>(c[a]);
   int64_t others = 1;
+  std::vector<int> rest;  // every dimension but the axis
   for (size_t i = 0; i < v.dom.size(); ++i)
-    if (static_cast<int>(i) != a) others *= c[i];
+    if (static_cast<int>(i) != a) {
+      others *= c[i];
+      rest.push_back(static_cast<int>(i));
+    }
+  const size_t n = v.dom.size();
   LayerCost out;
   out.compute = 16 * e;
-  out.total = 16 * e + 4 * mc.allreduce(e / dpp_axis, static_cast<double>(c[a])) +
-              4 * mc.allreduce(dpp_axis, static_cast<double>(others));
+  out.total = 16 * e + 4 * mc.allreduce_over(e / dpp_axis, static_cast<double>(c[a]), c, n, {a}) +
+              4 * mc.allreduce_over(dpp_axis, static_cast<double>(others), c, n, rest);
   out.comm = out.total - out.compute;
   return out;
 }
@@ -36,7 +41,8 @@ LayerCost reduce_mean_cost(const Vertex& v, const VertexModel& model, const int6
   int64_t p = 1;
   for (int a : model.axes) p *= c[a];
   LayerCost out;
-  out.total = mc.allreduce(ops::per_device_points(v, c), static_cast<double>(p));
+  out.total = mc.allreduce_over(ops::per_device_points(v, c), static_cast<double>(p), c,
+                                v.dom.size(), model.axes);
   out.comm = out.total;
   return out;
 }
@@ -86,7 +92,10 @@ LayerCost softmax_cost(const Vertex& v, const VertexModel& model, const int64_t*
   out.compute = 4 * e + e * d;
   // Forward partial sums, backward gather of rows, backward reduction: the
   // allreduce(o, P) term appears twice on purpose.
-  out.total = 4 * e + e * d + mc.allreduce(o, p) + mc.allreduce(o * d, p) + mc.allreduce(o, p);
+  const size_t n = v.dom.size();
+  const std::vector<int> axis{a};
+  out.total = 4 * e + e * d + mc.allreduce_over(o, p, c, n, axis) +
+              mc.allreduce_over(o * d, p, c, n, axis) + mc.allreduce_over(o, p, c, n, axis);
   out.comm = out.total - out.compute;
   return out;
 }
@@ -103,7 +112,8 @@ LayerCost sce_cost(const Vertex& v, const VertexModel&, const int64_t* c, const 
   for (size_t i = 0; i < last; ++i) bt *= static_cast<double>(v.dom[i]) / static_cast<double>(c[i]);
   LayerCost out;
   out.compute = 4 * e + 2 * bt;
-  out.total = 4 * e + 2 * bt + (c[last] > 1 ? mc.words(2 * bt) : 0);
+  out.total = 4 * e + 2 * bt +
+              (c[last] > 1 ? mc.words_over(2 * bt, c, v.dom.size(), {static_cast<int>(last)}) : 0);
   out.comm = out.total - out.compute;
   return out;
 }
