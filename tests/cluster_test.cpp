@@ -36,6 +36,18 @@ Cluster cluster_of(const json& j) {
   return c;
 }
 
+// The cluster of a golden case with its training settings.
+Cluster training_cluster(const json& golden_case) {
+  Cluster c = cluster_of(golden_case["cluster"]);
+  const json& t = golden_case["training"];
+  c.training.zero = t.value("zero", int64_t{0});
+  c.training.param_bytes = t.value("param_bytes", int64_t{2});
+  c.training.grad_bytes = t.value("grad_bytes", int64_t{2});
+  c.training.optimizer_bytes = t.value("optimizer_bytes", int64_t{12});
+  c.training.activation_bytes = t.value("activation_bytes", int64_t{2});
+  return c;
+}
+
 Strategy strategy_of(const json& j) {
   Strategy s;
   for (const json& c : j) s.push_back(c.get<Config>());
@@ -68,21 +80,19 @@ double cost(const Graph& g, const Cluster& c, const Strategy& s) {
 
 }  // namespace
 
-TEST_CASE("cluster: the golden costs of the FC3 network on nodes") {
+TEST_CASE("cluster: the golden costs and memory of the FC3 network on nodes") {
   const json golden = read_golden("fc3_cluster_pipeline.json");
   Result<Graph> g = load_graph(golden["graph"].dump());
   REQUIRE(g.ok());
-  int checked = 0;
+  REQUIRE(golden["cluster_memory"].size() == 3);
   for (const json& c : golden["cluster_memory"]) {
-    // ZeRO stage 3 adds weight gathers to the cost (section 5), priced with
-    // the memory model; stages 0 to 2 leave the cost as it is.
-    if (c["training"].value("zero", 0) == 3) continue;
     CAPTURE(c["cluster"].dump());
-    CHECK(close(cost(*g, cluster_of(c["cluster"]), strategy_of(c["strategy"])),
-                c["cost"].get<double>(), 1e-9));
-    ++checked;
+    CAPTURE(c["training"].dump());
+    Result<Plan> p = evaluate(*g, training_cluster(c), strategy_of(c["strategy"]));
+    REQUIRE_MESSAGE(p.ok(), testing::why(p));
+    CHECK(close(p->cost, c["cost"].get<double>(), 1e-9));
+    CHECK(close(p->memory.total(), c["memory_per_device_bytes"].get<double>(), 1e-9));
   }
-  CHECK(checked == 2);
 }
 
 TEST_CASE("cluster: one node is the flat model at the intra-node bandwidth") {
@@ -263,4 +273,209 @@ TEST_CASE("cluster: the nodes' fields in JSON, with errors that name them") {
   Cluster c{.devices = 8};
   c.gpus_per_node = 4;
   CHECK(check_cluster(c)->where == "cluster.intra_node_gbps");
+}
+
+// ---- Memory per device (core/docs/cluster.md) ------------------------------------------------
+
+namespace {
+
+// Device 0's memory of vertex `id` of `g` at `config` for each ZeRO stage,
+// against a weight of `e` elements per device held by `replicas` devices and
+// `saved` activation elements (bytes: 2 + 2 + 12 per parameter, 2 per
+// activation).
+void check_memory(const Graph& g, int id, const Config& config, double e, double replicas,
+                  double saved) {
+  for (int64_t zero = 0; zero <= 3; ++zero) {
+    CAPTURE(zero);
+    Cluster cluster{.devices = 16};
+    cluster.training.zero = zero;
+    const MemoryBytes b =
+        ops::vertex_memory(g, g.vertices[id], config.data(), ops::make_machine(cluster));
+    CHECK(b.params == doctest::Approx(2 * e / (zero >= 3 ? replicas : 1)));
+    CHECK(b.grads == doctest::Approx(2 * e / (zero >= 2 ? replicas : 1)));
+    CHECK(b.optimizer == doctest::Approx(12 * e / (zero >= 1 ? replicas : 1)));
+    CHECK(b.activations == doctest::Approx(2 * saved));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cluster: memory by hand for each op family and ZeRO stage") {
+  GraphSpec spec = testing::spec_with({{"x", {4, 6}}, {"img", {4, 3, 8, 8}}, {"tok", {4, 5}}}, {});
+  LayerSpec fc = testing::layer("fc", "FC", {"x"});
+  fc.units = 8;
+  LayerSpec conv = testing::layer("conv", "Conv", {"img"});
+  conv.filter = {16, 3, 3, 3};
+  LayerSpec embed = testing::layer("embed", "Embedding", {"tok"});
+  embed.vocab = 10;
+  embed.dim = 6;
+  LayerSpec lstm = testing::layer("lstm", "LSTM", {"embed"});
+  lstm.units = 6;
+  lstm.layers = 2;
+  LayerSpec einsum = testing::layer("proj", "Einsum", {"lstm"});
+  einsum.inputs.push_back(testing::weight({6, 4}));
+  einsum.equation = "bse,ef->bsf";
+  LayerSpec scores = testing::layer("scores", "Einsum", {"proj", "proj"});
+  scores.equation = "bsf,btf->bst";
+  LayerSpec transpose = testing::layer("t", "Transpose", {"scores"});
+  transpose.perm = {0, 2, 1};
+  LayerSpec norm = testing::layer("norm", "Norm", {"t"});
+  norm.axis = -1;
+  spec.layers = {fc, conv, embed, lstm, einsum, scores, transpose, norm};
+  Result<Graph> g = build_graph(spec);
+  REQUIRE_MESSAGE(g.ok(), testing::why(g));
+
+  // FC (b, n, k) at (2, 2, 1): W (8, 6) split 2 ways, on 4 devices: 2
+  // replicas; output (4, 8) split (2, 2).
+  check_memory(*g, 0, {2, 2, 1}, 48.0 / 2, 2, 32.0 / 4);
+  // Conv (b, c, h, w, r, s, n) at (2, 1, 1, 1, 1, 1, 4): filter 16*3*3*3
+  // split 4 ways, 2 replicas; output (4, 16, 6, 6) split (2, 4).
+  check_memory(*g, 1, {2, 1, 1, 1, 1, 1, 4}, 432.0 / 4, 2, 4.0 * 16 * 36 / 8);
+  // Embedding (b, s, d, v) at (1, 1, 2, 2): the table 10 x 6 split 4 ways,
+  // 1 replica; output (4, 5, 6) split along d.
+  check_memory(*g, 2, {1, 1, 2, 2}, 60.0 / 4, 1, 120.0 / 2);
+  // LSTM (l, s, b, n, k) at (2, 1, 2, 1, 1): 2 * 12 * 24 weights split along
+  // l, 2 replicas (the batch); output (4, 5, 6) split along b.
+  check_memory(*g, 3, {2, 1, 2, 1, 1}, 576.0 / 2, 2, 120.0 / 2);
+  // Einsum with a weight (b, s, f, e) at (4, 1, 1, 2): W (6, 4) split along e,
+  // 4 replicas; output (4, 5, 4) split along b.
+  check_memory(*g, 4, {4, 1, 1, 2}, 24.0 / 2, 4, 80.0 / 4);
+  // Einsum of two activations (b, s, t, f): no weight; output (4, 5, 5).
+  check_memory(*g, 5, {2, 1, 1, 1}, 0, 1, 100.0 / 2);
+  // A Transpose is a view: nothing.
+  check_memory(*g, 6, {2, 1, 1}, 0, 1, 0);
+  // Norm keeps its output.
+  check_memory(*g, 7, {1, 1, 1}, 0, 1, 100.0);
+}
+
+TEST_CASE("cluster: ZeRO stage 3 adds half the weight gradient's all-reduce") {
+  GraphSpec spec = testing::spec_with({{"x", {8, 6}}}, {});
+  LayerSpec fc = testing::layer("fc", "FC", {"x"});
+  fc.units = 8;
+  spec.layers = {fc};
+  Result<Graph> g = build_graph(spec);
+  REQUIRE(g.ok());
+  Cluster cluster{.devices = 4, .tflops = 1, .bandwidth_gbps = 8};
+  const Config c{4, 1, 1};  // data parallel: the weight gradient all-reduced 4 ways
+  const ops::Machine m = ops::make_machine(cluster);
+  const double grad = m.allreduce(8.0 * 6, 4);
+  const double zero0 = ops::layer_cost(*g, g->vertices[0], c.data(), m).total;
+  for (int64_t zero : {1, 2}) {
+    cluster.training.zero = zero;
+    CHECK(ops::layer_cost(*g, g->vertices[0], c.data(), ops::make_machine(cluster)).total == zero0);
+  }
+  cluster.training.zero = 3;
+  CHECK(ops::layer_cost(*g, g->vertices[0], c.data(), ops::make_machine(cluster)).total ==
+        doctest::Approx(zero0 + 0.5 * grad));
+}
+
+TEST_CASE("cluster: tightening the memory cap never lowers the cost on the built-in networks") {
+  for (const char* name : {"alexnet", "rnnlm", "transformer", "resnet101"}) {
+    CAPTURE(name);
+    Result<Graph> g = build_model(name);
+    REQUIRE(g.ok());
+    Cluster cluster{.devices = 8};
+    Result<Plan> free = plan(*g, cluster);
+    REQUIRE(free.ok());
+    double previous = free->cost;
+    int capped = 0;
+    for (double share : {1.0, 0.9, 0.75, 0.6, 0.45, 0.3}) {
+      CAPTURE(share);
+      cluster.memory_gib = free->memory.total() * share / 0x1p30;
+      Result<Plan> p = plan(*g, cluster);
+      if (!p) {
+        // Once nothing fits, a tighter cap fits nothing either.
+        CHECK(p.error().where == "cluster.memory_gib");
+        break;
+      }
+      CHECK(p->memory.total() <= p->capacity_bytes);
+      CHECK(p->lower_bound <= p->cost);
+      CHECK(p->cost >= previous * (1 - 1e-12));
+      previous = p->cost;
+      ++capped;
+    }
+    CHECK(capped >= 2);
+  }
+}
+
+TEST_CASE("cluster: plan results carry memory, training and the cap's bound") {
+  json r = json::parse(plan_json(R"({"model": "alexnet", "cluster": {"devices": 8}})"));
+  REQUIRE_MESSAGE(!r.contains("error"), r.dump());
+  const json& m = r["memory"];
+  CHECK(m["per_device_bytes"].get<double>() ==
+        doctest::Approx(m["params"].get<double>() + m["grads"].get<double>() +
+                        m["optimizer"].get<double>() + m["activations"].get<double>()));
+  CHECK(m["capacity_bytes"].is_null());
+  CHECK(m["fits"] == true);
+  CHECK(m["lower_bound"].is_null());
+  double summed = 0;
+  for (const json& v : r["vertices"]) summed += v["memory_bytes"].get<double>();
+  CHECK(summed == doctest::Approx(m["per_device_bytes"].get<double>()));
+  CHECK(r["training"] == json{{"param_bytes", 2},
+                              {"grad_bytes", 2},
+                              {"optimizer_bytes", 12},
+                              {"activation_bytes", 2},
+                              {"zero", 0}});
+
+  // ZeRO 3 shards the weights' three kinds over their replicas: less memory.
+  json z = json::parse(
+      plan_json(R"({"model": "alexnet", "cluster": {"devices": 8}, "training": {"zero": 3}})"));
+  REQUIRE_MESSAGE(!z.contains("error"), z.dump());
+  CHECK(z["memory"]["per_device_bytes"].get<double>() < m["per_device_bytes"].get<double>());
+
+  // Under a cap: the capacity, the bound, whether it is proven optimal.
+  const double half = m["per_device_bytes"].get<double>() * 0.85 / 0x1p30;  // binds
+  json capped = json::parse(plan_json(
+      json{{"model", "alexnet"}, {"cluster", {{"devices", 8}, {"memory_gib", half}}}}.dump()));
+  REQUIRE_MESSAGE(!capped.contains("error"), capped.dump());
+  CHECK(capped["memory"]["capacity_bytes"].get<double>() == doctest::Approx(half * 0x1p30));
+  CHECK(capped["memory"]["per_device_bytes"].get<double>() <= half * 0x1p30);
+  CHECK(capped["memory"]["lower_bound"].get<double>() <= capped["cost"].get<double>());
+  CHECK(capped["memory"]["optimal"].is_boolean());
+  CHECK(capped["cost"].get<double>() >= r["cost"].get<double>());
+
+  // Nothing fits: the least memory reachable.
+  json none = json::parse(
+      plan_json(R"({"model": "alexnet", "cluster": {"devices": 8, "memory_gib": 0.001}})"));
+  CHECK(none["error"]["where"] == "cluster.memory_gib");
+  CHECK(testing::contains(none["error"]["message"], "the least memory any strategy reaches is"));
+}
+
+TEST_CASE("cluster: training settings and presets in requests, with errors that name them") {
+  for (const auto& [training, where] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"zero": 4})", "training.zero"},
+           {R"({"param_bytes": -1})", "training.param_bytes"},
+           {R"({"grad_bytes": 1.5})", "training.grad_bytes"},
+           {R"({"optimiser_bytes": 4})", "training.optimiser_bytes"},
+           {R"([])", "training"},
+       }) {
+    CAPTURE(training);
+    json bad = json::parse(plan_json(R"({"model": "alexnet", "training": )" + training + "}"));
+    CHECK(bad["error"]["where"] == where);
+  }
+  // A preset fills the cluster; explicit fields win.
+  json h100 = json::parse(
+      plan_json(R"({"model": "alexnet", "preset": "h100", "cluster": {"devices": 16}})"));
+  REQUIRE_MESSAGE(!h100.contains("error"), h100.dump());
+  CHECK(h100["cluster"] == json{{"devices", 16},
+                                {"tflops", 989.0},
+                                {"bandwidth_gbps", 50.0},
+                                {"gpus_per_node", 8},
+                                {"intra_node_gbps", 450.0},
+                                {"memory_gib", 80.0}});
+  json edited = json::parse(plan_json(
+      R"({"model": "alexnet", "preset": "a100-80gb", "cluster": {"devices": 8, "memory_gib": 40, "gpus_per_node": 4}})"));
+  REQUIRE_MESSAGE(!edited.contains("error"), edited.dump());
+  CHECK(edited["cluster"]["memory_gib"] == 40.0);
+  CHECK(edited["cluster"]["gpus_per_node"] == 4);
+  CHECK(edited["cluster"]["intra_node_gbps"] == 300.0);
+  json unknown = json::parse(plan_json(R"({"model": "alexnet", "preset": "h800"})"));
+  CHECK(unknown["error"]["where"] == "preset");
+  CHECK(testing::contains(unknown["error"]["message"], "v100, a100-40gb, a100-80gb, h100"));
+  // The list the page and the module show.
+  json presets = json::parse(presets_to_json());
+  REQUIRE(presets.size() == 9);
+  CHECK(presets[3]["id"] == "h100");
+  CHECK(presets[3]["tflops"] == 989.0);
+  CHECK(presets[8]["id"] == "rtx4090");
 }

@@ -58,6 +58,7 @@ Machine make_machine(const Cluster& cluster) {
   m.devices = cluster.devices;
   m.tflops = cluster.tflops;
   m.r = (cluster.tflops * 1000) / (cluster.bandwidth_gbps / 8);
+  m.training = cluster.training;
   if (cluster.hierarchical()) {
     m.gpus_per_node = cluster.gpus_per_node;
     m.r1 = (cluster.tflops * 1000) / (cluster.intra_node_gbps / 8);
@@ -161,9 +162,12 @@ LayerCost gemm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
   double m = M / cm, n = N / cn, k = K / ck;
   double comp = 3 * m * n * k + (g.pw > 0 ? 3 * static_cast<double>(g.pw) * m * n : 0);
   const size_t dims = v.dom.size();
+  // ZeRO stage 3 gathers a layer's weight again in the forward and backward
+  // passes: half as much again as the weight gradient's all-reduce.
+  const double gather = mc.training.zero == 3 && model.weight_elements > 0 ? 1.5 : 1.0;
   double comm = mc.allreduce_over(m * n, ck, c, dims, g.k) +
                 mc.allreduce_over(m * k, cn, c, dims, g.n) +
-                mc.allreduce_over(n * k, cm, c, dims, g.m);
+                gather * mc.allreduce_over(n * k, cm, c, dims, g.m);
   LayerCost out;
   out.total = bpp * (comp + comm);
   out.compute = bpp * comp;
@@ -180,6 +184,37 @@ LayerCost pointwise_cost(const Vertex& v, const VertexModel& model, const int64_
 }
 
 LayerCost no_cost(const Vertex&, const VertexModel&, const int64_t*, const Machine&) { return {}; }
+
+MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, const Machine& mc) {
+  const VertexModel& model = model_of(g, v.id);
+  const Training& t = mc.training;
+  MemoryBytes out;
+  if (model.weight_elements > 0) {
+    double q = 1, split = 1;
+    for (size_t i = 0; i < v.dom.size(); ++i) q *= static_cast<double>(c[i]);
+    for (int i : model.weight_dims) split *= static_cast<double>(c[i]);
+    const double e = static_cast<double>(model.weight_elements) / split;  // elements per device
+    const double replicas = q / split;
+    out.params = e * static_cast<double>(t.param_bytes) / (t.zero >= 3 ? replicas : 1);
+    out.grads = e * static_cast<double>(t.grad_bytes) / (t.zero >= 2 ? replicas : 1);
+    out.optimizer = e * static_cast<double>(t.optimizer_bytes) / (t.zero >= 1 ? replicas : 1);
+  }
+  static const char* const kViews[] = {"Ravel", "Unravel", "Transpose", "Concat",
+                                       "Split", "Stack",   "Unstack"};
+  for (const char* view : kViews)
+    if (v.op == view) return out;
+  for (size_t o = 0; o < v.outputs.size(); ++o) {
+    const Shape& shape = v.outputs[o].shape;
+    const TensorMap& map = model.out_maps[o];
+    std::vector<int64_t> split(map.size());
+    tensor_config(map, c, split.data());
+    double elements = 1;
+    for (size_t i = 0; i < shape.size(); ++i)
+      elements *= static_cast<double>(shape[i]) / static_cast<double>(split[i]);
+    out.activations += static_cast<double>(t.activation_bytes) * elements;
+  }
+  return out;
+}
 
 }  // namespace ops
 }  // namespace pase

@@ -43,6 +43,12 @@ struct Machine {
   // allreduce().
   int64_t gpus_per_node = 0;
   double r1 = 0;
+  Training training;  // the memory model's bytes and the ZeRO stage
+  // The search's objective: cost_weight * cost + memory_weight * device 0's
+  // memory in bytes (planning under a memory cap, core/docs/cluster.md). The
+  // defaults are the cost alone.
+  double cost_weight = 1;
+  double memory_weight = 0;
 
   double words(double w) const { return r * w; }
   double allreduce(double w, double p) const { return p <= 1 ? 0.0 : r * (w / p) * 2 * (p - 1); }
@@ -90,6 +96,11 @@ struct VertexModel {
   // Embedding, LSTM), plus the layer's `{"shape"}` operands, added by the
   // graph builder. Graph::parameters sums them.
   int64_t weight_elements = 0;
+  // The positions of the vertex's dimensions that the weight spans, for the
+  // memory model (core/docs/cluster.md, "Memory per device"): a weight block
+  // is split by their splits and replicated over the others. Empty: the
+  // weight (if any) is whole on every device.
+  std::vector<int> weight_dims;
 };
 
 // The op table's view of every vertex of a Graph (Graph::model).
@@ -136,6 +147,12 @@ LayerCost gemm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
 // point-wise operations per element beyond the first (Elementwise, Activation).
 LayerCost pointwise_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
                          const Machine& m);
+
+// Device 0's memory for vertex `v` at configuration `c`: its weight's
+// parameters, gradients and optimizer state under the training's ZeRO stage,
+// and its saved outputs (none for the views: Ravel, Unravel, Transpose,
+// Concat, Split, Stack, Unstack).
+MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m);
 
 // No compute and no communication of its own: the edges carry the cost of
 // pure data movement (Ravel, Unravel, Transpose, Concat, Split, Stack, Unstack).

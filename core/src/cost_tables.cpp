@@ -9,8 +9,16 @@ namespace pase {
 std::vector<double> vertex_cost_vector(const Graph& g, int vertex, const ConfigSet& set,
                                        const ops::Machine& m) {
   std::vector<double> out(set.size());
-  for (size_t i = 0; i < set.size(); ++i)
-    out[i] = ops::layer_cost(g, g.vertices[vertex], set.at(i), m).total;
+  const Vertex& v = g.vertices[vertex];
+  for (size_t i = 0; i < set.size(); ++i) {
+    out[i] = ops::layer_cost(g, v, set.at(i), m).total;
+    // Planning under a memory cap weighs the two (Machine); the plain search
+    // keeps the cost as it is.
+    if (m.cost_weight != 1 || m.memory_weight != 0) {
+      out[i] =
+          m.cost_weight * out[i] + m.memory_weight * ops::vertex_memory(g, v, set.at(i), m).total();
+    }
+  }
   return out;
 }
 
@@ -184,6 +192,8 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
         out[i * n_inner + j] += small[a * ud.size() + b];
       }
   }
+  if (m.cost_weight != 1)
+    for (double& x : out) x *= m.cost_weight;
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "pase/presets.hpp"
 
 namespace pase {
 namespace {
@@ -35,12 +36,15 @@ using json_detail::with_prefix;
 
 // ---- Readers ------------------------------------------------------------------
 
-Result<Cluster> cluster_from_json(const Json& value, const std::string& where) {
+// The cluster object; absent fields keep those of `base` (the defaults, or a
+// preset's).
+Result<Cluster> cluster_over(const Json& value, const std::string& where, const Cluster& base) {
   if (!value.is_object()) return type_error("an object", value, where);
   ObjectReader reader(value, where);
   reader.allow_only(
       {"devices", "tflops", "bandwidth_gbps", "gpus_per_node", "intra_node_gbps", "memory_gib"});
-  Cluster cluster;
+  Cluster cluster = base;
+  const bool had_nodes = cluster.hierarchical();
   if (reader.read("devices", cluster.devices, json_detail::to_positive_int) &&
       cluster.devices > kMaxDevices) {
     reader.fail(Error{"must be at most " + std::to_string(kMaxDevices) + ", not " +
@@ -54,13 +58,36 @@ Result<Cluster> cluster_from_json(const Json& value, const std::string& where) {
       reader.read("gpus_per_node", cluster.gpus_per_node, json_detail::to_positive_int);
   const bool intra =
       reader.read("intra_node_gbps", cluster.intra_node_gbps, json_detail::to_positive_number);
-  if (reader.ok() && nodes != intra) {
+  if (reader.ok() && nodes != intra && !had_nodes) {
     reader.fail(Error{"gpus_per_node and intra_node_gbps come together",
                       reader.path(nodes ? "intra_node_gbps" : "gpus_per_node")});
   }
   reader.read("memory_gib", cluster.memory_gib, json_detail::to_positive_number);
   if (!reader.ok()) return reader.error();
   return cluster;
+}
+
+Result<Cluster> cluster_from_json(const Json& value, const std::string& where) {
+  return cluster_over(value, where, Cluster{});
+}
+
+// The request's "training" (core/docs/cluster.md): byte counts are
+// non-negative integers, the ZeRO stage 0 to 3; absent fields keep the
+// defaults.
+Result<Training> training_from_json(const Json& value, const std::string& where) {
+  if (!value.is_object()) return type_error("an object", value, where);
+  ObjectReader reader(value, where);
+  reader.allow_only({"param_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes", "zero"});
+  Training t;
+  reader.read("param_bytes", t.param_bytes, json_detail::to_non_negative_int);
+  reader.read("grad_bytes", t.grad_bytes, json_detail::to_non_negative_int);
+  reader.read("optimizer_bytes", t.optimizer_bytes, json_detail::to_non_negative_int);
+  reader.read("activation_bytes", t.activation_bytes, json_detail::to_non_negative_int);
+  if (reader.read("zero", t.zero, json_detail::to_non_negative_int) && t.zero > 3) {
+    reader.fail(Error{"must be 0, 1, 2 or 3, not " + std::to_string(t.zero), reader.path("zero")});
+  }
+  if (!reader.ok()) return reader.error();
+  return t;
 }
 
 Result<Config> config_from_json(const Json& value, const std::string& where) {
@@ -130,8 +157,8 @@ Result<uint64_t> bytes_from_json(const Json& value, const std::string& where) {
 Result<PlanRequest> request_from_json(const Json& value) {
   if (!value.is_object()) return Error{"the request must be a JSON object", ""};
   ObjectReader reader(value, "");
-  reader.allow_only({"graph", "model", "batch", "seq", "cluster", "order", "max_memory", "strategy",
-                     "pow2_only", "all_devices"});
+  reader.allow_only({"graph", "model", "batch", "seq", "preset", "cluster", "training", "order",
+                     "max_memory", "strategy", "pow2_only", "all_devices"});
 
   PlanRequest request;
   const Json* graph = reader.find("graph");
@@ -153,7 +180,21 @@ Result<PlanRequest> request_from_json(const Json& value) {
   }
   // The small fields come before the graph so that their errors do not wait
   // for a large graph to be built.
-  reader.read("cluster", request.cluster, cluster_from_json);
+  // A preset fills the cluster; the cluster's own fields win.
+  Cluster base;
+  std::string preset;
+  if (reader.read("preset", preset, json_detail::to_non_empty_string)) {
+    if (const GpuPreset* p = find_preset(preset)) {
+      base = apply_preset(base, *p);
+    } else {
+      reader.fail(Error{"unknown preset '" + preset + "'; known: " + preset_ids(), "preset"});
+    }
+  }
+  request.cluster = base;
+  reader.read("cluster", request.cluster, [&](const Json& value, const std::string& where) {
+    return cluster_over(value, where, base);
+  });
+  reader.read("training", request.cluster.training, training_from_json);
   reader.read("order", request.options.order, order_from_json);
   reader.read("max_memory", request.options.max_memory, bytes_from_json);
   reader.read("pow2_only", request.options.enumeration.pow2_only, json_detail::to_bool);
@@ -245,6 +286,7 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
     v["cost"] = cost.total;
     v["compute"] = cost.compute;
     v["comm"] = cost.comm;
+    v["memory_bytes"] = i < plan.vertex_memory.size() ? plan.vertex_memory[i] : 0.0;
     vertices.push_back(std::move(v));
   }
   j["vertices"] = std::move(vertices);
@@ -259,6 +301,25 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
 
   j["breakdown"] =
       Json{{"compute", plan.compute}, {"comm", plan.comm}, {"redistribution", plan.redistribution}};
+  // Device 0's memory (core/docs/cluster.md); the capacity and the bound of a
+  // plan under a cap, null without one.
+  const MemoryBytes& mb = plan.memory;
+  const bool capped = plan.capacity_bytes > 0;
+  j["memory"] = Json{{"per_device_bytes", mb.total()},
+                     {"params", mb.params},
+                     {"grads", mb.grads},
+                     {"optimizer", mb.optimizer},
+                     {"activations", mb.activations},
+                     {"capacity_bytes", capped ? Json(plan.capacity_bytes) : Json()},
+                     {"fits", plan.fits},
+                     {"lower_bound", capped ? Json(plan.lower_bound) : Json()},
+                     {"optimal", capped ? Json(plan.optimal) : Json()}};
+  const Training& t = cluster.training;
+  j["training"] = Json{{"param_bytes", t.param_bytes},
+                       {"grad_bytes", t.grad_bytes},
+                       {"optimizer_bytes", t.optimizer_bytes},
+                       {"activation_bytes", t.activation_bytes},
+                       {"zero", t.zero}};
   const SearchStats& s = plan.search;
   j["search"] = Json{{"order", order_name(s.order)},
                      {"max_dependent_set", s.max_dependent_set},
@@ -299,6 +360,22 @@ std::string models_to_json() {
         m["error"] = graph.error().to_string();
       }
       list.push_back(std::move(m));
+    }
+    return json_detail::dump_pretty(list) + "\n";
+  });
+}
+
+std::string presets_to_json() {
+  return guarded([] {
+    Json list = Json::array();
+    for (const GpuPreset& p : gpu_presets()) {
+      list.push_back(Json{{"id", p.id},
+                          {"name", p.name},
+                          {"tflops", p.tflops},
+                          {"memory_gib", p.memory_gib},
+                          {"gpus_per_node", p.gpus_per_node},
+                          {"intra_node_gbps", p.intra_node_gbps},
+                          {"bandwidth_gbps", p.inter_node_gbps}});
     }
     return json_detail::dump_pretty(list) + "\n";
   });

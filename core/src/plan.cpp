@@ -52,6 +52,15 @@ std::optional<Error> check_cluster(const Cluster& c) {
                  nodes ? "cluster.intra_node_gbps" : "cluster.gpus_per_node"};
   if (c.memory_gib != 0 && (!(c.memory_gib > 0) || !std::isfinite(c.memory_gib)))
     return Error{"must be a positive number", "cluster.memory_gib"};
+  const std::pair<int64_t, const char*> bytes[] = {
+      {c.training.param_bytes, "training.param_bytes"},
+      {c.training.grad_bytes, "training.grad_bytes"},
+      {c.training.optimizer_bytes, "training.optimizer_bytes"},
+      {c.training.activation_bytes, "training.activation_bytes"}};
+  for (const auto& [value, where] : bytes)
+    if (value < 0) return Error{"must be a non-negative integer", where};
+  if (c.training.zero < 0 || c.training.zero > 3)
+    return Error{"must be 0, 1, 2 or 3, got " + std::to_string(c.training.zero), "training.zero"};
   return std::nullopt;
 }
 
@@ -116,6 +125,15 @@ Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy
     p.compute += p.layers[i].compute;
     p.comm += p.layers[i].comm;
   }
+  p.vertex_memory.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const MemoryBytes b = ops::vertex_memory(graph, graph.vertices[i], strategy[i].data(), m);
+    p.memory.params += b.params;
+    p.memory.grads += b.grads;
+    p.memory.optimizer += b.optimizer;
+    p.memory.activations += b.activations;
+    p.vertex_memory[i] = b.total();
+  }
   p.edge_costs.resize(graph.edges.size());
   for (size_t i = 0; i < graph.edges.size(); ++i) {
     const Edge& e = graph.edges[i];
@@ -124,6 +142,12 @@ Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy
     p.redistribution += p.edge_costs[i];
   }
   p.step_time_s = p.cost / (cluster.tflops * 1e12);
+  p.lower_bound = p.cost;
+  if (cluster.memory_gib > 0) {
+    p.capacity_bytes = cluster.memory_gib * 0x1p30;
+    p.fits = p.memory.total() <= p.capacity_bytes;
+    p.optimal = false;  // a given strategy proves nothing
+  }
   return p;
 }
 
@@ -194,20 +218,92 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
                      "; raise the memory limit (max_memory), use fewer devices or another order",
                  "max_memory"};
   }
-  ops::Machine m = ops::make_machine(cluster);
-  auto dp = run_dp(graph, prep->configs, prep->ord, m, est, options);
-  if (!dp) return dp.error();
-  Strategy s(graph.vertices.size());
-  for (size_t v = 0; v < s.size(); ++v) {
-    const ConfigSet& set = prep->configs[v];
-    const int64_t* c = set.at(dp->choice[v]);
-    s[v].assign(c, c + set.dims);
+  const ops::Machine machine = ops::make_machine(cluster);
+  // One search with the objective cost_weight * cost + memory_weight * memory:
+  // its strategy evaluated, and the objective's optimum.
+  struct Searched {
+    Plan plan;
+    double objective = 0;
+  };
+  auto search = [&](double cost_weight, double memory_weight) -> Result<Searched> {
+    ops::Machine m = machine;
+    m.cost_weight = cost_weight;
+    m.memory_weight = memory_weight;
+    auto dp = run_dp(graph, prep->configs, prep->ord, m, est, options);
+    if (!dp) return dp.error();
+    Strategy s(graph.vertices.size());
+    for (size_t v = 0; v < s.size(); ++v) {
+      const ConfigSet& set = prep->configs[v];
+      const int64_t* c = set.at(dp->choice[v]);
+      s[v].assign(c, c + set.dims);
+    }
+    auto result = evaluate(graph, cluster, s);
+    if (!result) return result.error();
+    return Searched{std::move(*result), dp->cost};
+  };
+  auto finish = [&](Plan p) {
+    p.search = stats_of(*prep, options.order);
+    p.search.time_s = seconds_since(start);
+    return p;
+  };
+
+  Result<Searched> first = search(1, 0);
+  if (!first) return first.error();
+  Plan best = std::move(first->plan);
+  best.lower_bound = best.cost;
+  if (cluster.memory_gib <= 0) return finish(std::move(best));
+
+  // Under a cap C: every search of cost + lambda * memory gives the bound
+  // DP(lambda) - lambda * C, and a bisection on lambda finds fitting plans
+  // (core/docs/cluster.md, "Planning under a memory cap").
+  const double cap = cluster.memory_gib * 0x1p30;
+  double bound = best.cost;
+  auto fits = [&](const Plan& p) { return p.memory.total() <= cap; };
+  if (!fits(best)) {
+    Result<Searched> least = search(0, 1);
+    if (!least) return least.error();
+    if (!fits(least->plan)) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "no strategy fits in %.4g GiB per device: the least memory any strategy "
+                    "reaches is %.4g GiB",
+                    cluster.memory_gib, least->plan.memory.total() / 0x1p30);
+      return Error{text, "cluster.memory_gib"};
+    }
+    Plan fitting = std::move(least->plan);
+    // A lambda large enough to fit: from the scale of cost per byte, doubled.
+    double lo = 0, hi = std::max(best.cost, 1.0) / cap;
+    for (int i = 0; i < 200; ++i) {
+      Result<Searched> r = search(1, hi);
+      if (!r) return r.error();
+      bound = std::max(bound, r->objective - hi * cap);
+      if (fits(r->plan)) {
+        if (r->plan.cost < fitting.cost) fitting = std::move(r->plan);
+        break;
+      }
+      lo = hi;
+      hi *= 2;
+    }
+    for (int i = 0; i < 40 && fitting.cost > bound * (1 + 1e-12); ++i) {
+      const double mid = lo > 0 ? std::sqrt(lo * hi) : hi / 2;
+      Result<Searched> r = search(1, mid);
+      if (!r) return r.error();
+      bound = std::max(bound, r->objective - mid * cap);
+      if (fits(r->plan)) {
+        if (r->plan.cost < fitting.cost) fitting = std::move(r->plan);
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+      if (hi / std::max(lo, 1e-300) < 1 + 1e-9) break;
+    }
+    best = std::move(fitting);
   }
-  auto result = evaluate(graph, cluster, s);
-  if (!result) return result.error();
-  result->search = stats_of(*prep, options.order);
-  result->search.time_s = seconds_since(start);
-  return result;
+  best.capacity_bytes = cap;
+  best.fits = true;
+  best.lower_bound = std::min(bound, best.cost);
+  best.optimal = best.cost <= bound * (1 + 1e-12);
+  return finish(std::move(best));
 }
 
 Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
@@ -221,9 +317,15 @@ Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
   if (combos > static_cast<double>(max_combinations))
     return Error{"too many combinations for exhaustive search", "graph"};
   ops::Machine m = ops::make_machine(cluster);
-  std::vector<std::vector<double>> vc(n);
-  for (size_t v = 0; v < n; ++v)
+  std::vector<std::vector<double>> vc(n), mem(n);
+  for (size_t v = 0; v < n; ++v) {
     vc[v] = vertex_cost_vector(graph, static_cast<int>(v), (*configs)[v], m);
+    for (size_t i = 0; i < (*configs)[v].size(); ++i)
+      mem[v].push_back(
+          ops::vertex_memory(graph, graph.vertices[v], (*configs)[v].at(i), m).total());
+  }
+  // Under a memory cap only the strategies that fit count.
+  const double cap = cluster.memory_gib > 0 ? cluster.memory_gib * 0x1p30 : INFINITY;
   std::vector<PairEdges> pairs = group_edges(graph);
   std::vector<std::vector<double>> mat;
   for (const PairEdges& pe : pairs)
@@ -235,7 +337,9 @@ Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
     for (size_t v = 0; v < n; ++v) cost += vc[v][cur[v]];
     for (size_t k = 0; k < pairs.size(); ++k)
       cost += mat[k][cur[pairs[k].a] * (*configs)[pairs[k].b].size() + cur[pairs[k].b]];
-    if (cost < best) {
+    double bytes = 0;
+    for (size_t v = 0; v < n; ++v) bytes += mem[v][cur[v]];
+    if (cost < best && bytes <= cap) {
       best = cost;
       best_choice = cur;
     }
@@ -243,6 +347,7 @@ Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
     while (v < n && ++cur[v] == static_cast<int>((*configs)[v].size())) cur[v++] = 0;
     if (v == n) break;
   }
+  if (best == INFINITY) return Error{"no strategy fits", "cluster.memory_gib"};
   Strategy s(n);
   for (size_t v = 0; v < n; ++v) {
     const int64_t* c = (*configs)[v].at(best_choice[v]);

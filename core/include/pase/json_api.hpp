@@ -23,6 +23,7 @@
 namespace pase {
 
 // A plan (or evaluate) request: {"graph": {...} | "model": "name", "batch": B, "seq": S,
+// "preset": "h100" (fills the cluster; its own fields win), "training": {...},
 // "cluster": {...}, "order": "genseq", "max_memory": bytes, "strategy": [...]}.
 struct PlanRequest {
   Graph graph;
@@ -55,6 +56,11 @@ std::string error_to_json(const Error& error);
 //   without a sequence), "llm", "cutoff", "vertices", "edges", "parameters"}, ...]
 // Never throws (like the functions below).
 std::string models_to_json();
+
+// [{"id", "name", "tflops", "memory_gib", "gpus_per_node", "intra_node_gbps",
+//   "bandwidth_gbps"}, ...]: the GPU presets (presets.hpp), whose ids a
+// request's "preset" names. Never throws.
+std::string presets_to_json();
 
 // Whole requests as the module and tools use them: the result document or an
 // error document, never an exception. Bad input is the error of the parse or

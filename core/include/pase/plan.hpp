@@ -51,6 +51,18 @@ namespace pase {
 
 // The machine: `devices` identical devices of `tflops` peak each, joined by
 // links of `bandwidth_gbps`. core/docs/cost-model.md section 1.
+// How the job trains (core/docs/cluster.md, "Memory per device"): bytes per
+// element of the weights, their gradients, the optimizer state and the saved
+// activations, and the ZeRO stage (0 to 3). The defaults are mixed-precision
+// Adam: 2 + 2 + 12 bytes per parameter, 2 per activation.
+struct Training {
+  int64_t param_bytes = 2;
+  int64_t grad_bytes = 2;
+  int64_t optimizer_bytes = 12;
+  int64_t activation_bytes = 2;
+  int64_t zero = 0;
+};
+
 struct Cluster {
   int64_t devices = 8;
   double tflops = 10.0;
@@ -63,6 +75,9 @@ struct Cluster {
   double intra_node_gbps = 0;
   // Usable memory per device in GiB; 0: unlimited.
   double memory_gib = 0;
+  // How the devices train: what the memory model counts, and ZeRO stage 3's
+  // extra traffic (a request's "training" in JSON).
+  Training training{};
 
   bool hierarchical() const { return gpus_per_node > 0; }
 };
@@ -130,6 +145,13 @@ struct LayerCost {
   double comm = 0;     // intra-layer communication (all-reduces, halos, gathers)
 };
 
+// Device 0's memory in bytes, by kind (core/docs/cluster.md, "Memory per
+// device"); device 0 takes part in every layer.
+struct MemoryBytes {
+  double params = 0, grads = 0, optimizer = 0, activations = 0;
+  double total() const { return params + grads + optimizer + activations; }
+};
+
 struct Plan {
   double cost = 0;                                   // F(G, strategy), FLOP-equivalents
   double step_time_s = 0;                            // cost / (tflops * 1e12)
@@ -137,10 +159,24 @@ struct Plan {
   std::vector<LayerCost> layers;                     // by vertex id
   std::vector<double> edge_costs;                    // by Graph::edges index
   double compute = 0, comm = 0, redistribution = 0;  // the total, by part
+  MemoryBytes memory;                                // device 0's, summed over vertices
+  std::vector<double> vertex_memory;                 // device 0's bytes, by vertex id
+  // Planned under a memory cap (Cluster::memory_gib): the capacity in bytes,
+  // whether the plan fits, a proven lower bound on the cost of every
+  // enumerated strategy that fits, and whether the plan's cost meets it.
+  // Without a cap: capacity 0, fits, bound = cost, optimal.
+  double capacity_bytes = 0;
+  bool fits = true;
+  double lower_bound = 0;
+  bool optimal = true;
   SearchStats search;
 };
 
-// The strategy of least cost. Errors: invalid cluster, a vertex with more
+// The strategy of least cost; with Cluster::memory_gib, the least-cost
+// strategy found whose device-0 memory fits, with the bound of Plan
+// (core/docs/cluster.md, "Planning under a memory cap"); no strategy that
+// fits is an error at "cluster.memory_gib" naming the least memory reachable.
+// Errors: invalid cluster, a vertex with more
 // than kMaxConfigurations configurations, configurations or tables over
 // max_memory (where "max_memory": "the bfs order needs 28.0 GiB of tables
 // (largest dependent set 7, ...), more than the limit of 4.0 GiB; ..."),

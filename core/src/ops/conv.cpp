@@ -102,6 +102,12 @@ std::optional<Error> lower_conv(Lowering& lo) {
   if (auto e = lo.check_dom(p.dom)) return e;
   // The filter [n, c / group, r, s]: a sub-product of dom, so below 2^62.
   m.weight_elements = l.filter[0] * l.filter[1] * l.filter[2] * l.filter[3];
+  // The filter spans (n, c, r, s), and the groups of a grouped Conv.
+  if (p.dims.size() == 8) {
+    m.weight_dims = {1, 2, 5, 6, 7};
+  } else {
+    m.weight_dims = {1, 4, 5, 6};
+  }
   lo.publish(lo.emit(std::move(p)), false);
   return std::nullopt;
 }

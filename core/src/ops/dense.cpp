@@ -53,6 +53,7 @@ std::optional<Error> lower_fc(Lowering& lo) {
   m.gemm.k = {static_cast<int>(a + 1)};
   m.gemm.pw = l.pw;
   m.weight_elements = l.units * x.back();  // W is (units, K); below 2^62 as dom is
+  m.weight_dims = {static_cast<int>(a), static_cast<int>(a + 1)};
   lo.publish(lo.emit(std::move(p)), false);
   return std::nullopt;
 }
@@ -187,7 +188,10 @@ std::optional<Error> lower_einsum(Lowering& lo) {
   for (char c : red) vm.gemm.k.push_back(pos(c));
   vm.gemm.pw = l.pw;
   // A weight operand ({"shape": [..]}) is counted by the graph builder, as
-  // for every op: an Einsum has no weight of its own.
+  // for every op: an Einsum has no weight of its own. The memory model
+  // splits a second operand that is one along its letters.
+  if (l.inputs.size() == 2 && l.inputs[1].is_weight())
+    for (char c : t[1]) vm.weight_dims.push_back(pos(c));
   lo.publish(lo.emit(std::move(p)), false);
   return std::nullopt;
 }
@@ -220,6 +224,7 @@ std::optional<Error> lower_embedding(Lowering& lo) {
   p.model.gemm.n = {2};
   p.model.gemm.k = {3};
   p.model.weight_elements = l.vocab * l.dim;  // the table; below 2^62 as dom is
+  p.model.weight_dims = {2, 3};
   lo.publish(lo.emit(std::move(p)), false);
   return std::nullopt;
 }

@@ -62,6 +62,7 @@ std::optional<Error> lower_lstm(Lowering& lo) {
   // below 2^62, not eight times it, so a count past the limit saturates.
   m.weight_elements = element_count({l.layers, 2 * l.units, 4 * l.units})
                           .value_or(std::numeric_limits<int64_t>::max());
+  m.weight_dims = {0, 4, 3};  // (L, k, n)
   lo.publish(lo.emit(std::move(p)), false);
   return std::nullopt;
 }

@@ -1,0 +1,38 @@
+// GPU presets (core/docs/cluster.md, "Presets"): starting points for a
+// cluster's compute, links, node size and memory, one list shared by the
+// CLI (--preset), the JSON requests ("preset") and the page (the module's
+// presets()). A preset fills the cluster; fields given explicitly win.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pase/plan.hpp"
+
+namespace pase {
+
+struct GpuPreset {
+  std::string id;              // what --preset and "preset" accept: "h100"
+  std::string name;            // "H100 SXM"
+  double tflops = 0;           // dense BF16/FP16 peak
+  double memory_gib = 0;       // per device
+  int64_t gpus_per_node = 0;   // devices per node
+  double intra_node_gbps = 0;  // per-GPU bandwidth inside a node
+  double inter_node_gbps = 0;  // per-GPU bandwidth between nodes
+};
+
+// The presets, in the order of core/docs/cluster.md.
+const std::vector<GpuPreset>& gpu_presets();
+
+// The preset `id`, or nullptr.
+const GpuPreset* find_preset(std::string_view id);
+
+// `cluster` with the preset's tflops, bandwidths, node size and memory
+// (devices unchanged).
+Cluster apply_preset(Cluster cluster, const GpuPreset& preset);
+
+// "v100, a100-40gb, ..." for messages.
+std::string preset_ids();
+
+}  // namespace pase
