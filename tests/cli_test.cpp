@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -362,6 +363,31 @@ TEST_CASE("cli: a dynamic dimension needs --dim (or --batch), and --dim is check
   CHECK(nlohmann::json::parse(run.out)["vertices"][0]["sizes"][0] == 64);
 }
 
+// Every case of tests/invalid/<kind>/cases.json (tests/invalid/README.md)
+// through each command line `commands(path, case)` gives: exit 1, nothing on
+// standard output, the error inside the file at the case's `where`.
+void check_file_corpus(const std::string& kind,
+                       const std::function<std::vector<std::vector<std::string>>(
+                           const std::string&, const nlohmann::json&)>& commands) {
+  const std::string dir = pase_test::corpus_dir() + "/" + kind + "/";
+  const nlohmann::json cases = nlohmann::json::parse(pase_test::read_binary(dir + "cases.json"));
+  REQUIRE(cases["cases"].size() >= 10);
+  for (const nlohmann::json& c : cases["cases"]) {
+    const std::string path = dir + c["file"].get<std::string>();
+    const std::string where = c["where"];
+    CAPTURE(path);
+    for (const std::vector<std::string>& args : commands(path, c)) {
+      CAPTURE(args.front());
+      Run run = run_cli(args);
+      CHECK(run.exit == 1);
+      CHECK(run.out.empty());
+      CHECK(starts_with(run.err,
+                        "pase: error: " + path + ": " + (where.empty() ? "" : where + ": ")));
+      CHECK(contains(run.err, c["message"].get<std::string>()));
+    }
+  }
+}
+
 TEST_CASE("cli: a binary file, a truncated model and an invalid model give an error, no crash") {
   const std::string resnet = pase_test::read_binary(kOnnxDir + "resnet50.onnx");
   std::string binary(300, '\0');
@@ -393,46 +419,22 @@ TEST_CASE("cli: a binary file, a truncated model and an invalid model give an er
   }
 
   // tests/invalid/models (tests/invalid/README.md): pase import FILE, exit 1.
-  const std::string dir = pase_test::corpus_dir() + "/models/";
-  const nlohmann::json cases = nlohmann::json::parse(pase_test::read_binary(dir + "cases.json"));
-  REQUIRE(cases["cases"].size() >= 10);
-  for (const nlohmann::json& c : cases["cases"]) {
-    const std::string path = dir + c["file"].get<std::string>();
-    const std::string where = c["where"];
-    CAPTURE(path);
-    run = run_cli({"import", path});
-    CHECK(run.exit == 1);
-    CHECK(run.out.empty());
-    CHECK(
-        starts_with(run.err, "pase: error: " + path + ": " + (where.empty() ? "" : where + ": ")));
-    CHECK(contains(run.err, c["message"].get<std::string>()));
-  }
+  check_file_corpus("models", [](const std::string& path, const nlohmann::json&) {
+    return std::vector<std::vector<std::string>>{{"import", path}};
+  });
 }
 
 TEST_CASE("cli: every config of tests/invalid/configs is refused by import and plan") {
-  const std::string dir = pase_test::corpus_dir() + "/configs/";
-  const nlohmann::json cases = nlohmann::json::parse(pase_test::read_binary(dir + "cases.json"));
-  REQUIRE(cases["cases"].size() >= 10);
-  for (const nlohmann::json& c : cases["cases"]) {
-    const std::string path = dir + c["file"].get<std::string>();
-    const std::string where = c["where"];
-    CAPTURE(path);
-    for (const char* command : {"import", "plan"}) {
-      std::vector<std::string> args = {command};
-      if (std::string(command) == "plan") args.push_back("--graph");
-      args.push_back(path);
-      if (c.contains("seq")) {
+  check_file_corpus("configs", [](const std::string& path, const nlohmann::json& c) {
+    std::vector<std::vector<std::string>> commands = {{"import", path}, {"plan", "--graph", path}};
+    if (c.contains("seq")) {
+      for (std::vector<std::string>& args : commands) {
         args.push_back("--seq");
         args.push_back(std::to_string(c["seq"].get<int64_t>()));
       }
-      Run run = run_cli(args);
-      CHECK(run.exit == 1);
-      CHECK(run.out.empty());
-      CHECK(starts_with(run.err,
-                        "pase: error: " + path + ": " + (where.empty() ? "" : where + ": ")));
-      CHECK(contains(run.err, c["message"].get<std::string>()));
     }
-  }
+    return commands;
+  });
 }
 
 TEST_CASE("cli: import takes one FILE and the flags of its usage") {

@@ -301,9 +301,8 @@ TEST_CASE("llm: a small GPT-2, layer by layer") {
           {"loss", "SoftmaxCrossEntropy", {"lm_head"}, {}, "", 0},
       });
   CHECK(spec.layers[1].vocab == 8);  // the position table has n_positions rows
-  // 9*6 + 8*6 + 1 layer of (2*12 + 4*36+4*6 bias-free ... ) counted by hand:
-  // table 54, positions 48, norms 4*6 + final 12, attention 4*36 + 3*6 + 6,
-  // MLP 2*144 + 24 + 6.
+  // Counted by hand: table 54, positions 48, norms 2*12 + final 12,
+  // attention 4*36 + biases 3*6 + 6, MLP 2*144 + biases 24 + 6.
   CHECK(spec.parameters == 54 + 48 + 24 + 12 + 144 + 18 + 6 + 288 + 24 + 6);
 }
 
@@ -325,9 +324,8 @@ TEST_CASE("llm: a small Mixtral, layer by layer, with experts as a dimension") {
       {"layer0_gate_up", "Elementwise", {"layer0_gate", "layer0_up"}, {}, "", 0},
       {"layer0_down", "Einsum", {"layer0_gate_up"}, {4, 10, 8}, "bxtf,xfe->bxte", 0},
       {"layer0_combine", "Einsum", {"layer0_slots", "layer0_down"}, {}, "blxt,bxte->ble", 0},
-      {"layer0_mlp_add", "Elementwise", {"layer0_attn_add", "layer0_down"}, {}, "", 0},
+      {"layer0_mlp_add", "Elementwise", {"layer0_attn_add", "layer0_combine"}, {}, "", 0},
   };
-  moe.back().inputs = {"layer0_attn_add", "layer0_combine"};
   // The attention part is the Llama one (checked above): 8 layers from the
   // embedding on, then the mixture of experts, then the head.
   REQUIRE(spec.layers.size() == 1 + 8 + moe.size() + 3);

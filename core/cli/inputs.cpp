@@ -112,17 +112,6 @@ std::optional<Kind> file_kind(const std::string& path) {
   return text_kind(*text);
 }
 
-// A text that starts as a JSON object does (after a UTF-8 byte order mark,
-// which editors may write before a config).
-bool starts_as_object(std::string_view text) {
-  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
-  if (text.substr(0, kByteOrderMark.size()) == kByteOrderMark) {
-    text.remove_prefix(kByteOrderMark.size());
-  }
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  return first != std::string_view::npos && text[first] == '{';
-}
-
 // import_llm_config() of the config `text` of the file `path`, named by
 // config_graph_name() unless options.name says; errors under the file name.
 pase::Result<pase::GraphSpec> import_config(const std::string& text, const std::string& path,
@@ -344,7 +333,7 @@ pase::Result<pase::GraphSpec> import_file(const std::string& path, pase::ImportO
   bool whole = path == "-";
   if (!whole) {
     std::optional<std::string> prefix = file_prefix(path);
-    whole = prefix && !looks_like_onnx(*prefix) && starts_as_object(*prefix);
+    whole = prefix && !looks_like_onnx(*prefix) && pase::starts_like_json_object(*prefix);
   }
   std::optional<std::string> text;
   if (whole) {
@@ -352,7 +341,7 @@ pase::Result<pase::GraphSpec> import_file(const std::string& path, pase::ImportO
     if (!read) return read.error();
     text = std::move(*read);
   }
-  if (text && !looks_like_onnx(*text) && starts_as_object(*text)) {
+  if (text && !looks_like_onnx(*text) && pase::starts_like_json_object(*text)) {
     if (!pase::looks_like_llm_config(*text) && pase::parse_graph_spec(*text)) {
       return pase::Error{"already a pase-graph/1 document: plan it with --graph",
                          display_name(path)};

@@ -199,10 +199,8 @@ MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, con
     out.grads = e * static_cast<double>(t.grad_bytes) / (t.zero >= 2 ? replicas : 1);
     out.optimizer = e * static_cast<double>(t.optimizer_bytes) / (t.zero >= 1 ? replicas : 1);
   }
-  static const char* const kViews[] = {"Ravel", "Unravel", "Transpose", "Concat",
-                                       "Split", "Stack",   "Unstack"};
-  for (const char* view : kViews)
-    if (v.op == view) return out;
+  // The views (the ops of no_cost) keep nothing of their own.
+  if (model.cost == no_cost) return out;
   for (size_t o = 0; o < v.outputs.size(); ++o) {
     const Shape& shape = v.outputs[o].shape;
     const TensorMap& map = model.out_maps[o];

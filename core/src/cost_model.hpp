@@ -150,8 +150,8 @@ LayerCost pointwise_cost(const Vertex& v, const VertexModel& model, const int64_
 
 // Device 0's memory for vertex `v` at configuration `c`: its weight's
 // parameters, gradients and optimizer state under the training's ZeRO stage,
-// and its saved outputs (none for the views: Ravel, Unravel, Transpose,
-// Concat, Split, Stack, Unstack).
+// and its saved outputs (none for the views, the vertices priced by
+// no_cost() below: Ravel, Unravel, Transpose, Concat, Split, Stack, Unstack).
 MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m);
 
 // No compute and no communication of its own: the edges carry the cost of

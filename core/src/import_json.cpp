@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "json_util.hpp"
+#include "llm/llm_json.hpp"
 #include "pase/graph.hpp"
 #include "pase/import.hpp"
 #include "pase/json_api.hpp"
@@ -103,16 +104,12 @@ std::string import_error_to_json(const std::vector<DynamicDim>& dynamic,
   return json_detail::dump_pretty(j) + "\n";
 }
 
-// Whether the source starts like a JSON document ('{' after white space)
-// rather than a binary ONNX file, and its first bytes for the check.
+// Whether the source starts like a JSON object (a config) rather than a
+// binary ONNX file, from its first bytes.
 bool starts_like_json(ByteSource& source) {
   std::string prefix;
   const uint64_t n = source.size() < 4096 ? source.size() : 4096;
-  if (!source.read(0, static_cast<size_t>(n), prefix)) return false;
-  // A UTF-8 byte order mark may come first; no ONNX file starts with one.
-  const size_t first = prefix.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
-  const size_t start = prefix.find_first_not_of(" \t\r\n", first);
-  return start != std::string::npos && prefix[start] == '{';
+  return source.read(0, static_cast<size_t>(n), prefix) && starts_like_json_object(prefix);
 }
 
 // The hyper-parameters of an imported config, for the page to show.
@@ -179,21 +176,18 @@ void add_layer_outputs(const GraphSpec& spec, const Graph& graph, Json& j) {
 std::string import_config_json(ByteSource& source, const ImportOptions& options) {
   Result<std::string> text = read_text(source);
   if (!text) return error_to_json(text.error());
-  if (!looks_like_llm_config(*text)) {
-    Result<Json> document = json_detail::parse_document(*text);
-    if (!document) return error_to_json(document.error());
-    if (document->is_object() && document->contains("layers")) {
-      return error_to_json(Error{
-          "this is a pase-graph/1 document, which plans as it is; import takes an ONNX model or a "
-          "Hugging Face config.json",
-          ""});
-    }
+  Result<Json> document = json_detail::parse_document(*text);
+  if (!document) return error_to_json(document.error());
+  if (document->is_object() && document->contains("layers")) {
+    return error_to_json(Error{
+        "this is a pase-graph/1 document, which plans as it is; import takes an ONNX model or "
+        "a Hugging Face config.json",
+        ""});
   }
-  Result<GraphSpec> spec = import_llm_config(*text, options);
-  if (!spec) return error_to_json(spec.error());
-  // Parsed again for the hyper-parameters the result shows (a config is small).
-  Result<LlmConfig> config = parse_llm_config(*text);
+  Result<LlmConfig> config = llm_config_from_json(*document);
   if (!config) return error_to_json(config.error());
+  Result<GraphSpec> spec = import_llm_config(*config, options);
+  if (!spec) return error_to_json(spec.error());
   Result<Graph> graph = build_graph(*spec);
   if (!graph) return error_to_json(json_detail::with_prefix(graph.error(), "graph"));
   Json j = import_result(*spec, *graph);

@@ -144,7 +144,7 @@ Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy
   p.step_time_s = p.cost / (cluster.tflops * 1e12);
   p.lower_bound = p.cost;
   if (cluster.memory_gib > 0) {
-    p.capacity_bytes = cluster.memory_gib * 0x1p30;
+    p.capacity_bytes = cluster.capacity_bytes();
     p.fits = p.memory.total() <= p.capacity_bytes;
     p.optimal = false;  // a given strategy proves nothing
   }
@@ -256,7 +256,7 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
   // Under a cap C: every search of cost + lambda * memory gives the bound
   // DP(lambda) - lambda * C, and a bisection on lambda finds fitting plans
   // (core/docs/cluster.md, "Planning under a memory cap").
-  const double cap = cluster.memory_gib * 0x1p30;
+  const double cap = cluster.capacity_bytes();
   double bound = best.cost;
   auto fits = [&](const Plan& p) { return p.memory.total() <= cap; };
   if (!fits(best)) {
@@ -271,30 +271,31 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
       return Error{text, "cluster.memory_gib"};
     }
     Plan fitting = std::move(least->plan);
-    // A lambda large enough to fit: from the scale of cost per byte, doubled.
+    // One search at `lambda`: raises the bound, keeps the cheapest fitting
+    // plan, and says whether its plan fits.
+    auto try_lambda = [&](double lambda) -> Result<bool> {
+      Result<Searched> r = search(1, lambda);
+      if (!r) return r.error();
+      bound = std::max(bound, r->objective - lambda * cap);
+      if (!fits(r->plan)) return false;
+      if (r->plan.cost < fitting.cost) fitting = std::move(r->plan);
+      return true;
+    };
+    // A lambda large enough to fit: from the scale of cost per byte, doubled;
+    // then bisection between the last that did not fit and the first that did.
     double lo = 0, hi = std::max(best.cost, 1.0) / cap;
     for (int i = 0; i < 200; ++i) {
-      Result<Searched> r = search(1, hi);
-      if (!r) return r.error();
-      bound = std::max(bound, r->objective - hi * cap);
-      if (fits(r->plan)) {
-        if (r->plan.cost < fitting.cost) fitting = std::move(r->plan);
-        break;
-      }
+      Result<bool> fit = try_lambda(hi);
+      if (!fit) return fit.error();
+      if (*fit) break;
       lo = hi;
       hi *= 2;
     }
     for (int i = 0; i < 40 && fitting.cost > bound * (1 + 1e-12); ++i) {
       const double mid = lo > 0 ? std::sqrt(lo * hi) : hi / 2;
-      Result<Searched> r = search(1, mid);
-      if (!r) return r.error();
-      bound = std::max(bound, r->objective - mid * cap);
-      if (fits(r->plan)) {
-        if (r->plan.cost < fitting.cost) fitting = std::move(r->plan);
-        hi = mid;
-      } else {
-        lo = mid;
-      }
+      Result<bool> fit = try_lambda(mid);
+      if (!fit) return fit.error();
+      (*fit ? hi : lo) = mid;
       if (hi / std::max(lo, 1e-300) < 1 + 1e-9) break;
     }
     best = std::move(fitting);
@@ -325,7 +326,7 @@ Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
           ops::vertex_memory(graph, graph.vertices[v], (*configs)[v].at(i), m).total());
   }
   // Under a memory cap only the strategies that fit count.
-  const double cap = cluster.memory_gib > 0 ? cluster.memory_gib * 0x1p30 : INFINITY;
+  const double cap = cluster.memory_gib > 0 ? cluster.capacity_bytes() : INFINITY;
   std::vector<PairEdges> pairs = group_edges(graph);
   std::vector<std::vector<double>> mat;
   for (const PairEdges& pe : pairs)

@@ -101,24 +101,10 @@ test('importModel: a source that is neither bytes nor a reader is refused', () =
   }
 });
 
-test('importModel: every invalid model of tests/invalid/models is refused with its place and message', () => {
-  const dir = path.join(repo, 'tests/invalid/models');
-  const { cases } = JSON.parse(readFileSync(path.join(dir, 'cases.json'), 'utf8'));
-  assert.ok(cases.length >= 10);
-  for (const c of cases) {
-    const buffer = readFileSync(path.join(dir, c.file));
-    const bytes = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-    for (const source of [bytes, reader(bytes)]) {
-      const doc = importModel(source);
-      // A dynamic dimension without a size also lists what to ask for.
-      assertError(doc, c.where, { missing: c.where.startsWith('dims.') });
-      assert.ok(doc.error.message.includes(c.message), `${c.name}: ${JSON.stringify(doc.error.message)} lacks ${JSON.stringify(c.message)}`);
-    }
-  }
-});
-
-test('importModel: every config of tests/invalid/configs is refused with its place and message', () => {
-  const dir = path.join(repo, 'tests/invalid/configs');
+// Every case of tests/invalid/<kind>/cases.json (tests/invalid/README.md),
+// from bytes and from a reader, with the case's seq when it has one.
+function checkCorpus(kind) {
+  const dir = path.join(repo, 'tests/invalid', kind);
   const { cases } = JSON.parse(readFileSync(path.join(dir, 'cases.json'), 'utf8'));
   assert.ok(cases.length >= 10);
   for (const c of cases) {
@@ -127,10 +113,19 @@ test('importModel: every config of tests/invalid/configs is refused with its pla
     const options = c.seq ? JSON.stringify({ seq: c.seq }) : '{}';
     for (const source of [bytes, reader(bytes)]) {
       const doc = importModel(source, options);
-      assertError(doc, c.where);
+      // A dynamic dimension without a size also lists what to ask for.
+      assertError(doc, c.where, { missing: c.where.startsWith('dims.') });
       assert.ok(doc.error.message.includes(c.message), `${c.name}: ${JSON.stringify(doc.error.message)} lacks ${JSON.stringify(c.message)}`);
     }
   }
+}
+
+test('importModel: every invalid model of tests/invalid/models is refused with its place and message', () => {
+  checkCorpus('models');
+});
+
+test('importModel: every config of tests/invalid/configs is refused with its place and message', () => {
+  checkCorpus('configs');
 });
 
 test('importModel: a reader that throws or returns the wrong bytes fails the import, not the module', () => {

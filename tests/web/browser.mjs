@@ -34,3 +34,21 @@ export async function startSiteAndBrowser() {
   });
   return { server, url, browser };
 }
+
+/**
+ * `url` in a fresh browser context; `problems` collects console errors and
+ * page errors. With `ready` it waits until the page can plan (the module
+ * loaded).
+ */
+export async function openSitePage(browser, url, { viewport = { width: 1400, height: 1000 }, ready = true } = {}) {
+  const context = await browser.newContext({ viewport, acceptDownloads: true });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  await page.goto(url);
+  if (ready) await page.waitForSelector('#plan-button:not([disabled])', { timeout: 30_000 });
+  return { page, problems, close: () => context.close() };
+}

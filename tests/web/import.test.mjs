@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { browserSkip, startSiteAndBrowser } from './browser.mjs';
+import { browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
 import { loadModule, repo } from '../wasm/load-module.mjs';
 import { dynamicOnnxModel, onnxBytes, onnxModel, onnxPath } from '../wasm/onnx-fixtures.mjs';
 
@@ -44,18 +44,7 @@ after(async () => {
 // ---- Helpers --------------------------------------------------------------------
 
 /** A page in a fresh context, ready to plan; `problems` collects console and page errors. */
-async function openPage() {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  await page.goto(baseUrl);
-  await page.waitForSelector('#plan-button:not([disabled])', { timeout: 30_000 });
-  return { page, problems, close: () => context.close() };
-}
+const openPage = () => openSitePage(browser, baseUrl);
 
 /** The module's import of `bytes` under Node: what the page must show and plan. */
 function imported(bytes, options = {}) {

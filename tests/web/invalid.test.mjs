@@ -12,7 +12,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { caseBytes, loadCases } from '../invalid/corpus.mjs';
-import { browserSkip, startSiteAndBrowser } from './browser.mjs';
+import { browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
 
 
 const skip = browserSkip;
@@ -35,19 +35,8 @@ after(async () => {
   server?.close();
 });
 
-/** A page in a fresh context; `problems` collects console and page errors. */
-async function openPage() {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  await page.goto(baseUrl);
-  await page.waitForSelector('#plan-button:not([disabled])', { timeout: 30_000 });
-  return { page, problems, close: () => context.close() };
-}
+/** A page in a fresh context, ready to plan; `problems` collects console and page errors. */
+const openPage = () => openSitePage(browser, baseUrl);
 
 /** The visible error box: title, the `where` in its <code> ('' if none) and the whole message. */
 async function shownError(page) {

@@ -15,7 +15,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { browserSkip, startSiteAndBrowser } from './browser.mjs';
+import { browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
 import { loadModule, repo } from '../wasm/load-module.mjs';
 import { formatParameters } from '../../web/format.js';
 
@@ -45,18 +45,7 @@ after(async () => {
 // ---- Helpers --------------------------------------------------------------------
 
 /** A page in a fresh context, ready to plan; `problems` collects console and page errors. */
-async function openPage(query = '') {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  await page.goto(baseUrl + query);
-  await page.waitForSelector('#plan-button:not([disabled])', { timeout: 30_000 });
-  return { page, problems, close: () => context.close() };
-}
+const openPage = (query = '') => openSitePage(browser, baseUrl + query);
 
 function configText(model) {
   return readFileSync(path.join(hfDir, model, 'config.json'), 'utf8');

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { browserSkip, startSiteAndBrowser } from './browser.mjs';
+import { browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
 import { repo, siteDir } from '../wasm/load-module.mjs';
 
 const resultsDir = path.join(repo, 'test-results');
@@ -41,18 +41,9 @@ after(async () => {
 
 // ---- Helpers --------------------------------------------------------------------
 
-/** A page in a fresh context; `problems` collects console errors, page errors and CSP reports. */
-async function openPage(query = '', { viewport = { width: 1400, height: 1000 } } = {}) {
-  const context = await browser.newContext({ viewport, acceptDownloads: true });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-  await page.goto(baseUrl + query);
-  return { page, problems, close: () => context.close() };
-}
+/** A page in a fresh context (not waiting for the module); `problems` collects console and page errors. */
+const openPage = (query = '', { viewport } = {}) =>
+  openSitePage(browser, baseUrl + query, { viewport, ready: false });
 
 async function waitReady(page) {
   await page.waitForSelector('#plan-button:not([disabled])', { timeout: 30_000 });

@@ -45,8 +45,9 @@ Result<Strategy> parse_strategy(std::string_view json_text);
 // Order names: "genseq", "bfs", "mintable".
 Result<Order> parse_order(std::string_view name);
 
-// The plan-result document of core/docs/formats.md, plus per-vertex "compute" and
-// "comm", per-edge costs and the cost breakdown.
+// The plan-result document of core/docs/formats.md, plus per-vertex "compute",
+// "comm" and "memory_bytes", per-edge costs, the cost breakdown, "memory"
+// and "training".
 std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan& plan);
 
 // {"error": {"message": ..., "where": ...}}

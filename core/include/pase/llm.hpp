@@ -75,6 +75,11 @@ Result<LlmConfig> parse_llm_config(std::string_view json_text);
 // divisible by key-value heads, and so on; the same checks as parsing.
 std::optional<Error> check_llm_config(const LlmConfig& config);
 
+// True when `prefix` (a file's first bytes) starts with '{' after an
+// optional UTF-8 byte order mark and white space: a JSON object, which no
+// ONNX file is (content detection of the importers).
+bool starts_like_json_object(std::string_view prefix);
+
 // True when `text` is a JSON object with a string "model_type" and no
 // pase-graph/1 "layers": a Hugging Face config rather than a graph document.
 bool looks_like_llm_config(std::string_view text);
@@ -94,5 +99,6 @@ Result<GraphSpec> llm_spec(const LlmConfig& config, const std::string& name, int
 // (empty: the config's model_type). `dims` has no meaning for a config and
 // is an error at "dims.<its first name>".
 Result<GraphSpec> import_llm_config(std::string_view json_text, const ImportOptions& options);
+Result<GraphSpec> import_llm_config(const LlmConfig& config, const ImportOptions& options);
 
 }  // namespace pase

@@ -80,6 +80,8 @@ struct Cluster {
   Training training{};
 
   bool hierarchical() const { return gpus_per_node > 0; }
+  // memory_gib in bytes (0: no cap).
+  double capacity_bytes() const { return memory_gib * 0x1p30; }
 };
 
 inline constexpr int64_t kMaxDevices = 65536;
@@ -189,7 +191,9 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
 Result<SearchStats> estimate(const Graph& graph, const Cluster& cluster,
                              const PlanOptions& options = {});
 
-// The cost of a given strategy. Every configuration must have one split per
+// The cost and memory of a given strategy (under a cap: whether it fits;
+// `optimal` is false and `lower_bound` its cost, as a given strategy proves
+// nothing). Every configuration must have one split per
 // dimension, each split a positive divisor of its dimension (1 for pinned
 // dimensions), and their product at most the number of devices; it need not be
 // one the enumeration yields. Errors name the entry: "strategy[3][1]".

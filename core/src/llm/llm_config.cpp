@@ -5,8 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "json_util.hpp"
-#include "pase/llm.hpp"
+#include "llm/llm_json.hpp"
 
 namespace pase {
 namespace {
@@ -80,33 +79,27 @@ class ConfigReader {
   }
 
   // The first of `keys` present (a field and its alias, e.g. n_embd and
-  // hidden_size in a gpt2 config) read as a positive integer into `out`.
-  void positive(std::initializer_list<std::string_view> keys, int64_t& out) {
+  // hidden_size in a gpt2 config) read with `convert` (a json_detail reader)
+  // into `out`.
+  template <class T, class Convert>
+  void read(std::initializer_list<std::string_view> keys, T& out, Convert convert) {
+    if (error_) return;
     for (std::string_view key : keys) {
-      if (error_) return;
       const Json* value = find(key);
       if (value == nullptr) continue;
-      Result<int64_t> n = json_detail::to_positive_int(*value, std::string(key));
-      if (!n) {
-        error_ = n.error();
+      auto converted = convert(*value, std::string(key));
+      if (!converted) {
+        error_ = converted.error();
       } else {
-        out = *n;
+        out = *converted;
       }
       return;
     }
   }
-
-  void boolean(std::string_view key, bool& out) {
-    if (error_) return;
-    const Json* value = find(key);
-    if (value == nullptr) return;
-    Result<bool> b = json_detail::to_bool(*value, std::string(key));
-    if (!b) {
-      error_ = b.error();
-    } else {
-      out = *b;
-    }
+  void positive(std::initializer_list<std::string_view> keys, int64_t& out) {
+    read(keys, out, json_detail::to_positive_int);
   }
+  void boolean(std::string_view key, bool& out) { read({key}, out, json_detail::to_bool); }
 
   const std::optional<Error>& error() const { return error_; }
 
@@ -171,10 +164,14 @@ std::optional<Error> check_llm_config(const LlmConfig& c) {
 Result<LlmConfig> parse_llm_config(std::string_view json_text) {
   Result<Json> document = json_detail::parse_document(json_text);
   if (!document) return document.error();
-  if (!document->is_object()) {
-    return json_detail::type_error("a JSON object (a Hugging Face config.json)", *document, "");
+  return llm_config_from_json(*document);
+}
+
+Result<LlmConfig> llm_config_from_json(const Json& document) {
+  if (!document.is_object()) {
+    return json_detail::type_error("a JSON object (a Hugging Face config.json)", document, "");
   }
-  ConfigReader reader(*document);
+  ConfigReader reader(document);
   const Json* type = reader.find("model_type");
   if (type == nullptr) {
     return Error{"missing required field 'model_type' (one of " + supported_types() + ")",
@@ -233,11 +230,17 @@ Result<LlmConfig> parse_llm_config(std::string_view json_text) {
   return c;
 }
 
-bool looks_like_llm_config(std::string_view text) {
+bool starts_like_json_object(std::string_view prefix) {
   constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
-  if (text.substr(0, kByteOrderMark.size()) == kByteOrderMark) text.remove_prefix(3);
-  const size_t start = text.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos || text[start] != '{') return false;
+  if (prefix.substr(0, kByteOrderMark.size()) == kByteOrderMark) {
+    prefix.remove_prefix(kByteOrderMark.size());
+  }
+  const size_t start = prefix.find_first_not_of(" \t\r\n");
+  return start != std::string_view::npos && prefix[start] == '{';
+}
+
+bool looks_like_llm_config(std::string_view text) {
+  if (!starts_like_json_object(text)) return false;
   Result<Json> document = json_detail::parse_document(text);
   if (!document || !document->is_object()) return false;
   auto type = document->find("model_type");
@@ -290,13 +293,17 @@ int64_t llm_parameters(const LlmConfig& c) {
 }
 
 Result<GraphSpec> import_llm_config(std::string_view json_text, const ImportOptions& options) {
+  Result<LlmConfig> config = parse_llm_config(json_text);
+  if (!config) return config.error();
+  return import_llm_config(*config, options);
+}
+
+Result<GraphSpec> import_llm_config(const LlmConfig& config, const ImportOptions& options) {
   if (!options.dims.empty()) {
     return Error{"a Hugging Face config has no named dimensions; give batch and seq",
                  "dims." + options.dims.front().first};
   }
-  Result<LlmConfig> config = parse_llm_config(json_text);
-  if (!config) return config.error();
-  return llm_spec(*config, options.name.empty() ? config->model_type : options.name, options.batch,
+  return llm_spec(config, options.name.empty() ? config.model_type : options.name, options.batch,
                   options.seq);
 }
 

@@ -54,32 +54,30 @@ class LlmBuilder {
   // key-value head h and the query head within its group r.
   std::string attention(const std::string& x) {
     const int64_t d = c_.hidden_size, g = c_.num_kv_heads, k = c_.head_dim;
-    const int64_t r = c_.num_heads / c_.num_kv_heads;
     const int64_t rotary = c_.learned_positions ? 0 : 1;
-    const std::string n = b_.named("attn_norm").ln(x);
-    std::string q;
+    // The query heads per key-value head: a letter `r` of the queries' terms
+    // and a dimension of their weights, left out when there is one.
+    const std::string r = grouped_ ? "r" : "";
+    Shape q_weight{d, g}, o_weight{g};
     if (grouped_) {
-      q = b_.named("q").einsum(n, Shape{d, g, r, k}, "ble,ehrk->bhrlk",
-                               bias_pw(c_.qkv_bias) + rotary);
-    } else {
-      q = b_.named("q").einsum(n, Shape{d, g, k}, "ble,ehk->bhlk", bias_pw(c_.qkv_bias) + rotary);
+      q_weight.push_back(c_.num_heads / c_.num_kv_heads);
+      o_weight.push_back(c_.num_heads / c_.num_kv_heads);
     }
+    q_weight.push_back(k);
+    o_weight.insert(o_weight.end(), {k, d});
+    const std::string n = b_.named("attn_norm").ln(x);
+    const std::string q = b_.named("q").einsum(n, q_weight, "ble,eh" + r + "k->bh" + r + "lk",
+                                               bias_pw(c_.qkv_bias) + rotary);
     const std::string key =
         b_.named("k").einsum(n, Shape{d, g, k}, "ble,ehk->bhlk", bias_pw(c_.qkv_bias) + rotary);
     const std::string value =
         b_.named("v").einsum(n, Shape{d, g, k}, "ble,ehk->bhlk", bias_pw(c_.qkv_bias));
     // Scores over every key position with the softmax over the keys m fused
     // in, as attention kernels do (core/docs/llm.md, "Attention").
-    std::string y;
-    if (grouped_) {
-      y = b_.named("scores").einsum(q, key, "bhrlk,bhmk->bhrlm", kSoftmaxPw);
-      y = b_.named("context").einsum(y, value, "bhrlm,bhmk->bhrlk");
-      y = b_.named("o").einsum(y, Shape{g, r, k, d}, "bhrlk,hrke->ble", bias_pw(c_.out_bias));
-    } else {
-      y = b_.named("scores").einsum(q, key, "bhlk,bhmk->bhlm", kSoftmaxPw);
-      y = b_.named("context").einsum(y, value, "bhlm,bhmk->bhlk");
-      y = b_.named("o").einsum(y, Shape{g, k, d}, "bhlk,hke->ble", bias_pw(c_.out_bias));
-    }
+    const std::string h = "bh" + r;  // the leading letters of the queries' terms
+    std::string y = b_.named("scores").einsum(q, key, h + "lk,bhmk->" + h + "lm", kSoftmaxPw);
+    y = b_.named("context").einsum(y, value, h + "lm,bhmk->" + h + "lk");
+    y = b_.named("o").einsum(y, o_weight, h + "lk,h" + r + "ke->ble", bias_pw(c_.out_bias));
     return b_.named("attn_add").elementwise(x, y);
   }
 

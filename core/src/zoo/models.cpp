@@ -136,11 +136,7 @@ Result<GraphSpec> model_spec(std::string_view name, int64_t batch, int64_t seq) 
   if (seq < 0) return Error{"seq must be a positive integer", "seq"};
   for (const Entry& e : entries()) {
     if (e.info.name != name) continue;
-    if (e.llm) {
-      Result<GraphSpec> spec = llm_spec(*e.llm, e.info.name, batch, seq);
-      if (spec) spec->meta_json = "{}";  // the name says what it is
-      return spec;
-    }
+    if (e.llm) return llm_spec(*e.llm, e.info.name, batch, seq);
     if (seq > 0 && e.info.default_seq == 0) {
       return Error{"model '" + e.info.name + "' has no sequence length", "seq"};
     }
