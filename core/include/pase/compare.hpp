@@ -26,6 +26,13 @@
 // formula F(G, strategy) of core/docs/cost-model.md section 3. Speedups are
 // data-parallel cost / strategy cost.
 //
+// UNDER A MEMORY CAP (Cluster::memory_gib, core/docs/cluster.md)
+//   pase is the cheapest strategy plan() finds that fits; the baselines are
+//   built and searched without the cap and report whether they fit
+//   (Plan::fits). A baseline cheaper than pase is then noted as not fitting,
+//   or, when it fits and pase's plan is not proven optimal, as a strategy the
+//   search under the cap missed.
+//
 // OUTSIDE THE ENUMERATION
 //   The cost formulas are defined for any split that divides, but plan() only
 //   searches the enumeration (core/docs/cost-model.md section 2: a split e of a size d

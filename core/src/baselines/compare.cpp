@@ -135,8 +135,13 @@ Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
   Result<Plan> best = plan(graph, cluster, options.plan);
   if (!best) return best.error();
   c.pase.name = "pase";
-  c.pase.description = std::string("PaSE: the least-cost strategy of the dynamic program (") +
-                       order_name(options.plan.order) + " order)";
+  c.pase.description =
+      cluster.memory_gib > 0
+          ? std::string("PaSE: the cheapest strategy the dynamic program finds that fits in ") +
+                baselines::number_text(cluster.memory_gib) + " GiB per device (" +
+                order_name(options.plan.order) + " order)"
+          : std::string("PaSE: the least-cost strategy of the dynamic program (") +
+                order_name(options.plan.order) + " order)";
   c.pase.plan = std::move(*best);
 
   Result<StrategyReport> dp = data_parallel(graph, cluster, options);
@@ -172,19 +177,32 @@ Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
   for (StrategyReport* r : all) r->speedup = speedup(r->plan.cost);
 
   // A baseline cheaper than the optimum can only use configurations the
-  // enumeration leaves out; say so rather than hide it.
+  // enumeration leaves out; say so rather than hide it. Under a memory cap
+  // (core/docs/cluster.md, "Planning under a memory cap") the baselines are
+  // priced without it: one cheaper than the plan may not fit, or, when the
+  // plan is not proven optimal, be a fitting strategy the search missed.
   const double optimum = c.pase.plan.cost;
+  const bool capped = c.pase.plan.capacity_bytes > 0;
+  const std::string cap_text =
+      capped ? baselines::number_text(cluster.memory_gib) + " GiB per device" : "";
   for (size_t i = 1; i < all.size(); ++i) {
     const StrategyReport& r = *all[i];
     if (!(r.plan.cost < optimum * (1 - 1e-12))) continue;
     const std::string by = baselines::number_text(100 * (optimum - r.plan.cost) / optimum);
-    if (!r.in_enumeration()) {
+    if (!r.plan.fits) {
+      c.notes.push_back(r.name + " costs " + by + "% less than pase but does not fit in " +
+                        cap_text + " (it needs " + bytes_text(r.plan.memory.total()) + ")");
+    } else if (!r.in_enumeration()) {
       c.notes.push_back(r.name + " costs " + by +
                         "% less than pase: it uses configurations outside the enumeration that "
                         "plan() searches (" +
                         std::to_string(r.outside_enumeration.size()) +
                         " vertices; see its notes); with the cutoff lowered, plan() would find "
                         "them");
+    } else if (capped && !c.pase.plan.optimal) {
+      c.notes.push_back(r.name + " costs " + by + "% less than pase and fits in " + cap_text +
+                        ": the search under the memory cap did not find it (pase's plan is not "
+                        "proven optimal)");
     } else {
       c.notes.push_back("internal inconsistency: " + r.name + " costs " + by +
                         "% less than pase although every configuration is in the enumeration");
