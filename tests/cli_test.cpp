@@ -15,18 +15,25 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "invalid_corpus.hpp"
 #include "pase/graph.hpp"
+#include "pase/json_api.hpp"
+#include "pase/models.hpp"
+#include "pase/plan.hpp"
+#include "pase/presets.hpp"
 #include "pase/version.hpp"
 #include "test_util.hpp"
+#include "text.hpp"
 
 using pase_test::InvalidCase;
 namespace fs = std::filesystem;
@@ -746,4 +753,514 @@ TEST_CASE("cli: models lists the language models with their parameters in aligne
       CHECK(m["parameters"] == int64_t{8030261248});
     }
   }
+}
+
+// ---- Clusters of nodes, memory and presets (core/docs/cluster.md) ---------------------
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = text.find('\n', start);
+    lines.push_back(text.substr(start, end - start));
+    start = end == std::string::npos ? text.size() : end + 1;
+  }
+  return lines;
+}
+
+// The first line of `text` that starts with `prefix`, or "".
+std::string line_starting(const std::string& text, const std::string& prefix) {
+  for (const std::string& line : lines_of(text))
+    if (starts_with(line, prefix)) return line;
+  return "";
+}
+
+// `text` padded with spaces to `width`.
+std::string pad_to(std::string text, size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+// " " + text, built piece by piece: GCC 12 warns falsely (-Wrestrict) on
+// `" " + text`.
+std::string after_space(const std::string& text) {
+  std::string out(1, ' ');
+  out += text;
+  return out;
+}
+
+// The text form of a double as snprintf writes it.
+std::string printf_text(const char* pattern, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, pattern, value);
+  return buffer;
+}
+
+constexpr double kGiB = 1073741824.0;
+
+}  // namespace
+
+TEST_CASE("cli: --preset fills the cluster and explicit flags override it") {
+  pase::Result<pase::Graph> alexnet = pase::build_model("alexnet");
+  REQUIRE(alexnet.ok());
+  const pase::GpuPreset* h100 = pase::find_preset("h100");
+  REQUIRE(h100 != nullptr);
+
+  Run run = run_cli(
+      {"plan", "--model", "alexnet", "--preset", "h100", "--procs", "16", "--format", "json"});
+  REQUIRE(run.exit == 0);
+  nlohmann::json doc = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(doc.is_object());
+  CHECK(doc["cluster"]["devices"] == 16);
+  CHECK(doc["cluster"]["tflops"] == h100->tflops);
+  CHECK(doc["cluster"]["bandwidth_gbps"] == h100->inter_node_gbps);
+  CHECK(doc["cluster"]["gpus_per_node"] == h100->gpus_per_node);
+  CHECK(doc["cluster"]["intra_node_gbps"] == h100->intra_node_gbps);
+  CHECK(doc["cluster"]["memory_gib"] == h100->memory_gib);
+  // The plan is the library's on the preset's cluster.
+  pase::Cluster cluster = pase::apply_preset(pase::Cluster{}, *h100);
+  cluster.devices = 16;
+  pase::Result<pase::Plan> expected = pase::plan(*alexnet, cluster);
+  REQUIRE(expected.ok());
+  CHECK(pase::testing::close(doc["cost"].get<double>(), expected->cost));
+  CHECK(doc["memory"]["capacity_bytes"] == 80 * kGiB);
+
+  // Every flag given wins over the preset, the training's too.
+  run = run_cli({"plan",    "--model",
+                 "alexnet", "--preset",
+                 "h100",    "--procs",
+                 "16",      "--flops",
+                 "500",     "--bandwidth",
+                 "25",      "--gpus-per-node",
+                 "4",       "--intra-bandwidth",
+                 "300",     "--memory",
+                 "40",      "--zero",
+                 "1",       "--param-bytes",
+                 "4",       "--grad-bytes",
+                 "4",       "--optimizer-bytes",
+                 "8",       "--activation-bytes",
+                 "4",       "--format",
+                 "json"});
+  REQUIRE(run.exit == 0);
+  doc = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(doc.is_object());
+  CHECK(doc["cluster"]["tflops"] == 500);
+  CHECK(doc["cluster"]["bandwidth_gbps"] == 25);
+  CHECK(doc["cluster"]["gpus_per_node"] == 4);
+  CHECK(doc["cluster"]["intra_node_gbps"] == 300);
+  CHECK(doc["cluster"]["memory_gib"] == 40);
+  CHECK(doc["training"] == nlohmann::json{{"param_bytes", 4},
+                                          {"grad_bytes", 4},
+                                          {"optimizer_bytes", 8},
+                                          {"activation_bytes", 4},
+                                          {"zero", 1}});
+  cluster = pase::Cluster{.devices = 16,
+                          .tflops = 500,
+                          .bandwidth_gbps = 25,
+                          .gpus_per_node = 4,
+                          .intra_node_gbps = 300,
+                          .memory_gib = 40,
+                          .training = {4, 4, 8, 4, 1}};
+  expected = pase::plan(*alexnet, cluster);
+  REQUIRE(expected.ok());
+  CHECK(pase::testing::close(doc["cost"].get<double>(), expected->cost));
+  CHECK(pase::testing::close(doc["memory"]["per_device_bytes"].get<double>(),
+                             expected->memory.total()));
+
+  // --memory 0 drops the preset's cap.
+  run = run_cli(
+      {"plan", "--model", "alexnet", "--preset", "h100", "--memory", "0", "--format", "json"});
+  REQUIRE(run.exit == 0);
+  doc = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(doc.is_object());
+  CHECK(doc["memory"]["capacity_bytes"].is_null());
+  CHECK(doc["cluster"]["gpus_per_node"] == 8);
+}
+
+TEST_CASE("cli: the header names the nodes and keeps the flat form without them") {
+  const std::string flat =
+      "alexnet: 14 vertices, 13 edges, 62,466,080 parameters on 8 devices (10 TFLOP/s, 16 GB/s "
+      "links)\n";
+  Run run = run_cli({"plan", "--model", "alexnet"});
+  REQUIRE(run.exit == 0);
+  CHECK(starts_with(run.out, flat));
+
+  const std::pair<std::string, std::string> cases[] = {
+      {"16", "on 16 devices as 2 nodes x 8 (10 TFLOP/s, 300 GB/s inside nodes, 16 GB/s between)\n"},
+      {"12",
+       "on 12 devices as 2 nodes of up to 8 (10 TFLOP/s, 300 GB/s inside nodes, 16 GB/s "
+       "between)\n"},
+      {"4", "on 4 devices in one node (10 TFLOP/s, 300 GB/s inside nodes, 16 GB/s between)\n"}};
+  for (const auto& [procs, header] : cases) {
+    CAPTURE(procs);
+    run = run_cli({"plan", "--model", "alexnet", "--procs", procs, "--gpus-per-node", "8",
+                   "--intra-bandwidth", "300"});
+    REQUIRE(run.exit == 0);
+    CHECK(starts_with(run.out, "alexnet: 14 vertices, 13 edges, 62,466,080 parameters " + header));
+  }
+
+  // eval and compare say the same.
+  const std::string strategy = (scratch() / "alexnet-nodes.json").string();
+  run = run_cli({"plan", "--model", "alexnet", "--procs", "16", "--gpus-per-node", "8",
+                 "--intra-bandwidth", "300", "--format", "json"});
+  REQUIRE(run.exit == 0);
+  std::ofstream(strategy, std::ios::binary) << run.out;
+  run = run_cli({"eval", "--model", "alexnet", "--procs", "16", "--gpus-per-node", "8",
+                 "--intra-bandwidth", "300", "--strategy", strategy});
+  REQUIRE(run.exit == 0);
+  CHECK(contains(lines_of(run.out).front(), std::get<1>(cases[0]).substr(0, 40)));
+  run = run_cli({"compare", "--model", "alexnet", "--procs", "16", "--gpus-per-node", "8",
+                 "--intra-bandwidth", "300", "--mcmc-iterations", "0"});
+  REQUIRE(run.exit == 0);
+  CHECK(contains(lines_of(run.out).front(), std::get<1>(cases[0]).substr(0, 40)));
+  run = run_cli({"compare", "--model", "alexnet", "--mcmc-iterations", "0"});
+  REQUIRE(run.exit == 0);
+  CHECK(starts_with(run.out, flat));
+}
+
+TEST_CASE("cli: plan prints the memory per device and per layer as its JSON has them") {
+  for (const std::string zero : {"0", "2"}) {
+    CAPTURE(zero);
+    const std::vector<std::string> args = {"plan", "--model", "rnnlm", "--zero", zero};
+    Run text = run_cli(args);
+    std::vector<std::string> json_args = args;
+    json_args.insert(json_args.end(), {"--format", "json"});
+    Run json = run_cli(json_args);
+    REQUIRE(text.exit == 0);
+    REQUIRE(json.exit == 0);
+    const nlohmann::json doc = nlohmann::json::parse(json.out, nullptr, false);
+    REQUIRE(doc.is_object());
+    const nlohmann::json& memory = doc["memory"];
+
+    CHECK(line_starting(text.out, "memory ") ==
+          "memory           " + pase::bytes_text(memory["per_device_bytes"].get<double>()) +
+              " per device (2+2+12 bytes per parameter, 2 per activation, ZeRO " + zero + ")");
+    const std::pair<std::string, std::string> parts[] = {{"  parameters ", "params"},
+                                                         {"  gradients ", "grads"},
+                                                         {"  optimizer ", "optimizer"},
+                                                         {"  activations ", "activations"}};
+    for (const auto& [label, key] : parts) {
+      CAPTURE(label);
+      const double bytes = memory[key].get<double>();
+      const std::string line = line_starting(text.out, label);
+      CHECK(starts_with(line, pad_to(label, 17) + pase::bytes_text(bytes) + " "));
+      CHECK(contains(
+          line, printf_text("%.1f%%", 100 * bytes / memory["per_device_bytes"].get<double>())));
+    }
+    // No cap: no capacity, no bound.
+    CHECK(line_starting(text.out, "  capacity").empty());
+    CHECK(line_starting(text.out, "lower bound").empty());
+
+    // The layer table: each vertex's memory right-aligned under "memory".
+    const std::string header = line_starting(text.out, "   id  layer");
+    const size_t memory_end = header.find(" memory  configuration");
+    REQUIRE(memory_end != std::string::npos);
+    for (const nlohmann::json& v : doc["vertices"]) {
+      const std::string name = v["name"].get<std::string>();
+      CAPTURE(name);
+      const std::string row =
+          line_starting(text.out, printf_text("%5.0f", v["id"].get<double>()) + "  " + name + " ");
+      const std::string cell =
+          after_space(pase::bytes_text(v["memory_bytes"].get<double>())) + "  ";
+      REQUIRE(row.size() > memory_end + 7);
+      CHECK(row.substr(memory_end + 7 - (cell.size() - 2), cell.size()) == cell);
+    }
+    if (zero == "2") {
+      // ZeRO 2 shards gradients and optimizer state over the replicas.
+      CHECK(memory["grads"].get<double>() < memory["params"].get<double>());
+    }
+  }
+}
+
+TEST_CASE("cli: under a cap plan reports the capacity, the fit and its lower bound") {
+  // A loose cap: the plan without it fits, so it is optimal.
+  Run run = run_cli({"plan", "--model", "rnnlm", "--memory", "80"});
+  REQUIRE(run.exit == 0);
+  CHECK(line_starting(run.out, "  capacity") == "  capacity       80 GiB: fits");
+  const std::string bound = line_starting(run.out, "lower bound ");
+  CHECK(contains(bound, ": the plan is proven optimal among the strategies that fit"));
+  CHECK(contains(bound, line_starting(run.out, "cost ").substr(17, 12)));
+
+  // A cap that binds: a dearer plan that fits, with the bound the search proved.
+  Run free = run_cli({"plan", "--model", "rnnlm", "--format", "json"});
+  Run text = run_cli({"plan", "--model", "rnnlm", "--memory", "1.5"});
+  Run json = run_cli({"plan", "--model", "rnnlm", "--memory", "1.5", "--format", "json"});
+  REQUIRE(free.exit == 0);
+  REQUIRE(text.exit == 0);
+  REQUIRE(json.exit == 0);
+  const nlohmann::json unlimited = nlohmann::json::parse(free.out, nullptr, false);
+  const nlohmann::json doc = nlohmann::json::parse(json.out, nullptr, false);
+  REQUIRE(unlimited.is_object());
+  REQUIRE(doc.is_object());
+  REQUIRE(unlimited["memory"]["per_device_bytes"].get<double>() > 1.5 * kGiB);
+  CHECK(doc["memory"]["per_device_bytes"].get<double>() <= 1.5 * kGiB);
+  CHECK(doc["cost"].get<double>() > unlimited["cost"].get<double>());
+  CHECK(line_starting(text.out, "  capacity") == "  capacity       1.5 GiB: fits");
+  const double lower = doc["memory"]["lower_bound"].get<double>();
+  CHECK(lower <= doc["cost"].get<double>());
+  CHECK(lower >= unlimited["cost"].get<double>());
+  const std::string line = line_starting(text.out, "lower bound ");
+  CHECK(starts_with(line, "lower bound      " + printf_text("%.6e", lower) + ": "));
+  if (doc["memory"]["optimal"].get<bool>()) {
+    CHECK(contains(line, "the plan is proven optimal among the strategies that fit"));
+  } else {
+    CHECK(contains(line,
+                   "not proven optimal; every strategy that fits costs at least this, the "
+                   "plan " +
+                       printf_text("%.1f%%", 100 * (doc["cost"].get<double>() - lower) / lower) +
+                       " more"));
+  }
+}
+
+TEST_CASE("cli: plan under an unreachable cap names the least memory, which is reachable") {
+  Run run = run_cli({"plan", "--model", "alexnet", "--memory", "0.001"});
+  CHECK(run.exit == 1);
+  CHECK(run.out.empty());
+  const std::string prefix =
+      "pase: error: cluster.memory_gib: no strategy fits in 0.001 GiB per device: the least "
+      "memory any strategy reaches is ";
+  REQUIRE(starts_with(run.err, prefix));
+  CHECK(contains(run.err,
+                 " GiB; more devices (--procs) or a higher ZeRO stage (--zero) can "
+                 "lower it\n"));
+  const double least = std::stod(run.err.substr(prefix.size()));
+  CHECK(least > 0.001);
+  // A cap just above it fits (the message rounds to four digits).
+  const std::string cap = printf_text("%.6g", least * 1.001);
+  run = run_cli({"plan", "--model", "alexnet", "--memory", cap, "--format", "json"});
+  REQUIRE(run.exit == 0);
+  const nlohmann::json doc = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(doc.is_object());
+  CHECK(doc["memory"]["fits"] == true);
+  CHECK(doc["memory"]["per_device_bytes"].get<double>() <= std::stod(cap) * kGiB);
+  CHECK(doc["memory"]["per_device_bytes"].get<double>() >= least * 0.999 * kGiB);
+}
+
+TEST_CASE("cli: eval says whether the strategy fits the cap and claims no bound") {
+  const std::string strategy = (scratch() / "rnnlm-plan.json").string();
+  Run run = run_cli({"plan", "--model", "rnnlm", "--format", "json"});
+  REQUIRE(run.exit == 0);
+  std::ofstream(strategy, std::ios::binary) << run.out;
+  const nlohmann::json planned = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(planned.is_object());
+  const double bytes = planned["memory"]["per_device_bytes"].get<double>();
+  REQUIRE(bytes > 1.5 * kGiB);
+
+  run = run_cli({"eval", "--model", "rnnlm", "--strategy", strategy, "--memory", "1.5"});
+  REQUIRE(run.exit == 0);
+  CHECK(line_starting(run.out, "  capacity") == "  capacity       1.5 GiB: does not fit (" +
+                                                    pase::bytes_text(bytes - 1.5 * kGiB) +
+                                                    " over)");
+  CHECK(line_starting(run.out, "lower bound").empty());
+  run = run_cli({"eval", "--model", "rnnlm", "--strategy", strategy, "--memory", "80"});
+  REQUIRE(run.exit == 0);
+  CHECK(line_starting(run.out, "  capacity") == "  capacity       80 GiB: fits");
+  CHECK(line_starting(run.out, "lower bound").empty());
+  CHECK(line_starting(run.out, "memory ") ==
+        "memory           " + pase::bytes_text(bytes) +
+            " per device (2+2+12 bytes per parameter, 2 per activation, ZeRO 0)");
+  run = run_cli(
+      {"eval", "--model", "rnnlm", "--strategy", strategy, "--memory", "1.5", "--format", "json"});
+  REQUIRE(run.exit == 0);
+  const nlohmann::json doc = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(doc.is_object());
+  CHECK(doc["memory"]["fits"] == false);
+  CHECK(doc["memory"]["optimal"] == false);
+}
+
+TEST_CASE("cli: presets lists every preset and --format json is presets_to_json") {
+  Run run = run_cli({"presets"});
+  REQUIRE(run.exit == 0);
+  const std::vector<std::string> lines = lines_of(run.out);
+  REQUIRE(lines.size() == pase::gpu_presets().size() + 1);
+  CHECK(lines.front() ==
+        "id         name             TFLOP/s  memory GiB  GPUs/node  intra GB/s  inter GB/s");
+  for (size_t i = 0; i < pase::gpu_presets().size(); ++i) {
+    const pase::GpuPreset& p = pase::gpu_presets()[i];
+    CAPTURE(p.id);
+    const std::string& line = lines[i + 1];
+    CHECK(starts_with(line, p.id + " "));
+    CHECK(contains(line, "  " + p.name + " "));
+    // The numbers right-aligned under their headings.
+    const std::pair<std::string, double> columns[] = {
+        {"TFLOP/s", p.tflops},
+        {"memory GiB", p.memory_gib},
+        {"GPUs/node", static_cast<double>(p.gpus_per_node)},
+        {"intra GB/s", p.intra_node_gbps},
+        {"inter GB/s", p.inter_node_gbps}};
+    for (const auto& [heading, value] : columns) {
+      const size_t end = lines.front().find(heading) + heading.size();
+      const std::string number = printf_text("%g", value);
+      REQUIRE(line.size() >= end);
+      CHECK(line.substr(end - number.size() - 1, number.size() + 1) == " " + number);
+    }
+  }
+  CHECK(contains(run.out,
+                 "h100       H100 SXM             989          80          8         "
+                 "450          50\n"));
+
+  run = run_cli({"presets", "--format", "json"});
+  REQUIRE(run.exit == 0);
+  CHECK(run.out == pase::presets_to_json());
+  run = run_cli({"presets", "--format", "yaml"});
+  CHECK(run.exit == 2);
+  run = run_cli({"help"});
+  REQUIRE(run.exit == 0);
+  CHECK(contains(run.out, "  presets   list the GPU presets of --preset\n"));
+  run = run_cli({"help", "presets"});
+  REQUIRE(run.exit == 0);
+  CHECK(starts_with(run.out, "usage: pase presets [--format text|json]"));
+}
+
+TEST_CASE("cli: plan, eval, compare and bench document the cluster and training flags") {
+  const std::vector<std::string> flags = {
+      "--preset NAME",         "--flops TF",        "--bandwidth GBS",   "--gpus-per-node G",
+      "--intra-bandwidth GBS", "--memory GIB",      "--zero Z",          "--param-bytes N",
+      "--grad-bytes",          "--optimizer-bytes", "--activation-bytes"};
+  for (const std::string command : {"plan", "eval", "compare", "bench"}) {
+    CAPTURE(command);
+    const Run run = run_cli({command, "--help"});
+    REQUIRE(run.exit == 0);
+    for (const std::string& flag : flags) {
+      CAPTURE(flag);
+      const bool in_bench = flag.rfind("--preset", 0) == 0 || flag.rfind("--flops", 0) == 0 ||
+                            flag.rfind("--bandwidth", 0) == 0 ||
+                            flag.rfind("--gpus-per-node", 0) == 0 ||
+                            flag.rfind("--intra-bandwidth", 0) == 0;
+      CHECK(contains(run.out, flag) == (command != "bench" || in_bench));
+    }
+  }
+}
+
+TEST_CASE("cli: compare shows data parallelism over 80 GiB for Llama 3 8B on 8 H100s") {
+  // 8,030,261,248 parameters at 2+2+12 bytes each are 119.6 GiB on every
+  // device that holds the whole model, before any activation.
+  const std::vector<std::string> args = {
+      "compare", "--model", "llama3-8b", "--batch", "8",           "--seq", "2048",
+      "--procs", "8",       "--preset",  "h100",    "--mcmc-time", "0"};
+  Run text = run_cli(args);
+  std::vector<std::string> json_args = args;
+  json_args.insert(json_args.end(), {"--format", "json"});
+  Run json = run_cli(json_args);
+  REQUIRE(text.exit == 0);
+  REQUIRE(json.exit == 0);
+  const nlohmann::json doc = nlohmann::json::parse(json.out, nullptr, false);
+  REQUIRE(doc.is_object());
+  const nlohmann::json& dp = doc["strategies"]["data_parallel"]["memory"];
+  const nlohmann::json& pase_memory = doc["strategies"]["pase"]["memory"];
+  const double parameters = 8030261248.0;
+  CHECK(dp["fits"] == false);
+  CHECK(dp["capacity_bytes"] == 80 * kGiB);
+  CHECK(dp["params"].get<double>() >= 2 * parameters * 0.999);
+  CHECK(dp["params"].get<double>() + dp["grads"].get<double>() + dp["optimizer"].get<double>() >=
+        16 * parameters * 0.999);
+  CHECK(dp["per_device_bytes"].get<double>() > 80 * kGiB);
+  CHECK(pase_memory["fits"] == true);
+  CHECK(pase_memory["per_device_bytes"].get<double>() <= 80 * kGiB);
+
+  CHECK(contains(lines_of(text.out).front(), "on 8 devices in one node (989 TFLOP/s"));
+  const std::string dp_row = line_starting(text.out, "data_parallel ");
+  CHECK(contains(dp_row, after_space(pase::bytes_text(dp["per_device_bytes"].get<double>())) +
+                             "  does not fit"));
+  const std::string pase_row = line_starting(text.out, "pase ");
+  CHECK(contains(pase_row,
+                 after_space(pase::bytes_text(pase_memory["per_device_bytes"].get<double>()))));
+  CHECK(!contains(pase_row, "does not fit"));
+  CHECK(contains(text.out, "capacity 80 GiB per device\n"));
+  CHECK(contains(text.out, "pase: the cheapest strategy found that fits, "));
+}
+
+TEST_CASE("cli: compare under a cap notes a cheaper baseline that does not fit") {
+  // RNNLM at 8 devices needs 2.1 GiB at its optimum; under 2 GiB the MCMC
+  // search, which knows no cap, ends cheaper than PaSE and over it.
+  const Run run = run_cli(
+      {"compare", "--model", "rnnlm", "--memory", "2", "--mcmc-time", "0", "--format", "json"});
+  REQUIRE(run.exit == 0);
+  const nlohmann::json doc = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(doc.is_object());
+  const double pase_cost = doc["strategies"]["pase"]["cost"].get<double>();
+  CHECK(doc["strategies"]["pase"]["memory"]["fits"] == true);
+  int cheaper = 0;
+  for (const auto& [name, s] : doc["strategies"].items()) {
+    CAPTURE(name);
+    if (name == "pase" || !(s["cost"].get<double>() < pase_cost * (1 - 1e-12))) continue;
+    ++cheaper;
+    CHECK(s["memory"]["fits"] == false);
+    bool noted = false;
+    for (const nlohmann::json& note : doc["notes"])
+      noted |= starts_with(note.get<std::string>(), name + " costs ") &&
+               contains(note.get<std::string>(),
+                        "% less than pase but does not fit in 2 GiB per "
+                        "device (it needs ");
+    CHECK(noted);
+  }
+  CHECK(cheaper >= 1);
+  for (const nlohmann::json& note : doc["notes"])
+    CHECK(!contains(note.get<std::string>(), "internal inconsistency"));
+  CHECK(contains(doc["strategies"]["pase"]["description"].get<std::string>(),
+                 "fits in 2 GiB per device"));
+}
+
+TEST_CASE("cli: a compare sweep under a cap marks the strategies that do not fit") {
+  Run run = run_cli({"compare", "--model", "rnnlm", "--sweep", "8,16", "--memory", "2",
+                     "--mcmc-iterations", "0"});
+  REQUIRE(run.exit == 0);
+  CHECK(starts_with(run.out, "rnnlm (10 TFLOP/s, 16 GB/s links, 2 GiB per device): speedup"));
+  // Data parallelism needs 7.5 GiB at 8 devices.
+  CHECK(contains(line_starting(run.out, "      8 "), "e+12 !"));
+  CHECK(contains(run.out,
+                 "!: does not fit in 2 GiB per device (2+2+12 bytes per parameter, 2 "
+                 "per activation, ZeRO 0)\n"));
+  // Without a cap, no marks.
+  run = run_cli({"compare", "--model", "rnnlm", "--sweep", "8,16", "--mcmc-iterations", "0"});
+  REQUIRE(run.exit == 0);
+  CHECK(!contains(run.out, "!"));
+}
+
+TEST_CASE("cli: transformer on 64 H100s plans on 8 nodes and reports its memory") {
+  // The acceptance check of issue 12: the preset's nodes and memory.
+  Run run = run_cli({"plan", "--model", "transformer", "--procs", "64", "--preset", "h100"});
+  REQUIRE(run.exit == 0);
+  CHECK(starts_with(run.out,
+                    "transformer: 204 vertices, 280 edges, 120,840,192 parameters on 64 devices as "
+                    "8 nodes x 8 (989 TFLOP/s, 450 GB/s inside nodes, 50 GB/s between)\n"));
+  CHECK(starts_with(line_starting(run.out, "memory "), "memory           "));
+  CHECK(contains(line_starting(run.out, "memory "), " per device (2+2+12 bytes per parameter"));
+  CHECK(line_starting(run.out, "  capacity") == "  capacity       80 GiB: fits");
+  CHECK(contains(line_starting(run.out, "lower bound"), "proven optimal"));
+
+  // Under 0.1 GiB nothing fits: the error names the least memory reachable.
+  run = run_cli(
+      {"plan", "--model", "transformer", "--procs", "64", "--preset", "h100", "--memory", "0.1"});
+  CHECK(run.exit == 1);
+  CHECK(run.out.empty());
+  const std::string prefix =
+      "pase: error: cluster.memory_gib: no strategy fits in 0.1 GiB per device: the least memory "
+      "any strategy reaches is ";
+  const size_t at = run.err.find(prefix);
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(run.err.substr(at + prefix.size())) > 0.1);
+}
+
+TEST_CASE("cli: bench takes a preset's machine and nodes but not its memory cap") {
+  Run run = run_cli(
+      {"bench", "--models", "rnnlm", "--procs", "8", "--preset", "h100", "--format", "json"});
+  REQUIRE(run.exit == 0);
+  const nlohmann::json doc = nlohmann::json::parse(run.out, nullptr, false);
+  REQUIRE(doc.is_object());
+  REQUIRE(doc["cases"].size() == 1);
+  pase::Result<pase::Graph> rnnlm = pase::build_model("rnnlm");
+  REQUIRE(rnnlm.ok());
+  pase::Cluster cluster = pase::apply_preset(pase::Cluster{}, *pase::find_preset("h100"));
+  cluster.memory_gib = 0;
+  pase::Result<pase::Plan> expected = pase::plan(*rnnlm, cluster);
+  REQUIRE(expected.ok());
+  CHECK(pase::testing::close(doc["cases"][0]["cost"].get<double>(), expected->cost));
+  // The nodes count: the flat cluster at the preset's speeds costs otherwise.
+  cluster.gpus_per_node = 0;
+  cluster.intra_node_gbps = 0;
+  pase::Result<pase::Plan> flat = pase::plan(*rnnlm, cluster);
+  REQUIRE(flat.ok());
+  CHECK(!pase::testing::close(flat->cost, expected->cost));
 }

@@ -155,26 +155,39 @@ std::string bench_usage() {
          "                      name the language models of 'pase models' to add them)\n"
          "  --procs LIST        comma-separated device counts (default 4,8,16,32,64)\n"
          "  --order LIST        comma-separated orders: genseq, bfs, mintable (default genseq)\n"
+         "  --preset NAME       a GPU's TFLOP/s, bandwidths and node size (see 'pase\n"
+         "                      presets'; not its memory: bench times single searches,\n"
+         "                      without a memory cap); the flags below override it\n"
          "  --flops TF          peak TFLOP/s of one device (default 10)\n"
-         "  --bandwidth GBS     link bandwidth in GB/s (default 16)\n"
+         "  --bandwidth GBS     link bandwidth in GB/s (default 16); with nodes, the\n"
+         "                      bandwidth between nodes\n"
+         "  --gpus-per-node G   devices per node, with --intra-bandwidth (default: one\n"
+         "                      flat network)\n"
+         "  --intra-bandwidth GBS\n"
+         "                      bandwidth inside a node in GB/s\n"
          "  --max-memory SIZE   table limit per case (default 4GiB)\n"
          "  --format FORMAT     text (default) or json\n";
 }
 
 int run_bench(const Args& args) {
   Flags flags;
-  const std::vector<FlagSpec> specs = {
-      {"--models", true},    {"--procs", true},      {"--order", true}, {"--flops", true},
-      {"--bandwidth", true}, {"--max-memory", true}, {"--format", true}};
+  const std::vector<FlagSpec> specs = {{"--models", true},        {"--procs", true},
+                                       {"--order", true},         {"--preset", true},
+                                       {"--flops", true},         {"--bandwidth", true},
+                                       {"--gpus-per-node", true}, {"--intra-bandwidth", true},
+                                       {"--max-memory", true},    {"--format", true}};
   if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
   bool json = false;
   if (auto failure = format_from_flags(flags, json)) return failure->report("bench");
-  // --procs is a list here: only the machine's speeds go through the shared parser.
+  // --procs is a list here: only the machine's speeds and nodes go through the
+  // shared parser. Each case is one search: a preset's memory is no cap here.
   Flags machine;
-  for (std::string_view name : {"--flops", "--bandwidth"})
+  for (std::string_view name :
+       {"--preset", "--flops", "--bandwidth", "--gpus-per-node", "--intra-bandwidth"})
     if (auto value = flags.get(name)) machine.set(name, *value);
   pase::Cluster cluster;
   if (auto failure = cluster_from_flags(machine, cluster)) return failure->report("bench");
+  cluster.memory_gib = 0;
   // The grid of core/docs/performance.md: the paper's networks.
   std::vector<std::string> models;
   for (const pase::ModelInfo& m : pase::list_models())

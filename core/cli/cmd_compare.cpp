@@ -26,13 +26,42 @@
 #include "pase/result.hpp"
 #include "plan_text.hpp"
 #include "report.hpp"
+#include "text.hpp"
 
 namespace pase_cli {
 
 namespace {
 
+// Under a memory cap: "!" after a strategy that does not fit (a space when
+// it does); nothing without a cap.
+std::string fit_mark(const pase::StrategyReport& r) {
+  if (!(r.plan.capacity_bytes > 0)) return "";
+  return r.plan.fits ? " " : "!";
+}
+
 std::string speedup_text(const pase::StrategyReport& r) {
-  return format("%.2fx", r.speedup) + (r.in_enumeration() ? " " : "*");
+  return format("%.2fx", r.speedup) + (r.in_enumeration() ? " " : "*") + fit_mark(r);
+}
+
+// "61.2 GiB" and, under a cap, "does not fit" after a strategy over it.
+std::string memory_cell(const pase::StrategyReport& r) {
+  return pad_left(pase::bytes_text(r.plan.memory.total()), 12) +
+         (r.plan.capacity_bytes > 0 && !r.plan.fits ? "  does not fit" : "");
+}
+
+// The memory lines under the table: what the model counts, and under a cap
+// the capacity and what PaSE's plan proves.
+std::string memory_notes(const pase::Comparison& c) {
+  std::string out = "memory: device 0's (" + training_text(c.cluster.training) + ")";
+  const pase::Plan& p = c.pase.plan;
+  if (!(p.capacity_bytes > 0)) return out + "\n";
+  out += "; capacity " + format("%g", c.cluster.memory_gib) +
+         " GiB per device\npase: the cheapest strategy found that fits, " +
+         (p.optimal ? std::string("proven optimal among those that fit")
+                    : "not proven optimal (every strategy that fits costs at least " +
+                          format("%.4e", p.lower_bound) + ")") +
+         "\n";
+  return out;
 }
 
 std::vector<const pase::StrategyReport*> reports(const pase::Comparison& c) {
@@ -59,13 +88,16 @@ std::string comparison_text(const pase::Graph& graph, const pase::Comparison& c,
   const auto all = reports(c);
   bool outside = false;
   out += pad_right("strategy", 15) + pad_left("cost", 12) + pad_left("step time", 13) +
-         pad_left("speedup", 10) + "\n";
+         pad_left("speedup", 10) + pad_left("memory", 12) + "\n";
   for (const pase::StrategyReport* r : all) {
     outside |= !r->in_enumeration();
     out += pad_right(r->name, 15) + pad_left(format("%.4e", r->plan.cost), 12) +
-           pad_left(seconds_text(r->plan.step_time_s), 13) + pad_left(speedup_text(*r), 10) + "\n";
+           pad_left(seconds_text(r->plan.step_time_s), 13) +
+           pad_left(format("%.2fx", r->speedup) + (r->in_enumeration() ? " " : "*"), 10) +
+           memory_cell(*r) + "\n";
   }
   out += "\nspeedup: data-parallel cost / strategy cost (predicted step time = cost / peak)\n";
+  out += memory_notes(c);
   if (outside) {
     out +=
         "*: uses configurations outside the enumeration that plan() searches (priced all "
@@ -98,20 +130,24 @@ std::string comparison_text(const pase::Graph& graph, const pase::Comparison& c,
 
 std::string sweep_text(const pase::Graph& graph, const std::vector<pase::Comparison>& rows) {
   const pase::Cluster& k = rows.front().cluster;
-  std::string out = graph.name + " (" + format("%g", k.tflops) + " TFLOP/s, " +
-                    format("%g", k.bandwidth_gbps) +
-                    " GB/s links): speedup over data parallelism\n" + graph_text(graph) + "\n\n";
+  const bool capped = k.memory_gib > 0;
+  std::string out = graph.name + " (" + machine_text(k) +
+                    (capped ? ", " + format("%g", k.memory_gib) + " GiB per device" : "") +
+                    "): speedup over data parallelism\n" + graph_text(graph) + "\n\n";
   const bool expert = rows.front().expert.has_value();
   const bool mcmc = rows.front().mcmc.has_value();
   out += pad_left("devices", 7) + pad_left("data_parallel", 15) + pad_left("step time", 12) +
          pad_left("pase", 9) + (expert ? pad_left("expert", 9) : "") +
          (mcmc ? pad_left("mcmc", 9) : "") + "\n";
-  bool outside = false;
+  bool outside = false, over = false;
   for (const pase::Comparison& c : rows) {
-    for (const pase::StrategyReport* r : reports(c)) outside |= !r->in_enumeration();
+    for (const pase::StrategyReport* r : reports(c)) {
+      outside |= !r->in_enumeration();
+      over |= !r->plan.fits;
+    }
     out += pad_left(std::to_string(c.cluster.devices), 7) +
            pad_left(format("%.4e", c.data_parallel.plan.cost) +
-                        (c.data_parallel.in_enumeration() ? " " : "*"),
+                        (c.data_parallel.in_enumeration() ? " " : "*") + fit_mark(c.data_parallel),
                     15) +
            pad_left(seconds_text(c.data_parallel.plan.step_time_s), 12) +
            pad_left(speedup_text(c.pase), 9) +
@@ -123,6 +159,10 @@ std::string sweep_text(const pase::Graph& graph, const std::vector<pase::Compari
     out +=
         "*: uses configurations outside the enumeration that plan() searches (the cutoff "
         "forbids them); priced all the same\n";
+  }
+  if (over) {
+    out += "!: does not fit in " + format("%g", k.memory_gib) + " GiB per device (" +
+           training_text(k.training) + ")\n";
   }
   // The findings per device count; the missing expert strategy only once.
   for (const pase::Comparison& c : rows)
@@ -139,7 +179,8 @@ std::string compare_usage() {
          "                    [--batch B] [--seq S] [options]\n\n"
          "Compares the PaSE plan with data parallelism, the expert strategy (built-in\n"
          "networks only) and a FlexFlow-style MCMC search, on the same cost model and\n"
-         "machine: cost, predicted step time and speedup over data parallelism.\n\n"
+         "machine: cost, predicted step time, speedup over data parallelism and memory\n"
+         "per device.\n\n"
          "  --model NAME          a built-in network (see 'pase models')\n"
          "  --graph FILE          a pase-graph/1 document, an ONNX model or a Hugging Face\n"
          "                        config.json, told apart by content ('-': standard input)\n"
@@ -150,8 +191,21 @@ std::string compare_usage() {
          "  --dim NAME=SIZE       size of a named (dynamic) dimension of an ONNX --graph;\n"
          "                        repeatable\n"
          "  --procs P             number of devices (default 8)\n"
+         "  --preset NAME         a GPU's TFLOP/s, bandwidths, node size and memory (see\n"
+         "                        'pase presets'); the flags below override it\n"
          "  --flops TF            peak TFLOP/s of one device (default 10)\n"
-         "  --bandwidth GBS       link bandwidth in GB/s (default 16)\n"
+         "  --bandwidth GBS       link bandwidth in GB/s (default 16); with nodes, the\n"
+         "                        bandwidth between nodes\n"
+         "  --gpus-per-node G     devices per node, with --intra-bandwidth (default: one\n"
+         "                        flat network)\n"
+         "  --intra-bandwidth GBS bandwidth inside a node in GB/s\n"
+         "  --memory GIB          memory of one device in GiB: PaSE plans the cheapest\n"
+         "                        strategy found that fits, and every strategy that\n"
+         "                        does not is marked (default: no limit; 0: none)\n"
+         "  --zero Z              ZeRO stage, 0 to 3 (default 0)\n"
+         "  --param-bytes N       bytes per weight element (default 2); likewise\n"
+         "                        --grad-bytes (2), --optimizer-bytes (12) and\n"
+         "                        --activation-bytes (2, per saved activation element)\n"
          "  --sweep P1,P2,...     compare at each device count (instead of --procs) and\n"
          "                        print the table of speedups (the paper's Fig. 6)\n"
          "  --mcmc-iterations N   MCMC proposals (default 100000; 0: no MCMC)\n"
@@ -239,7 +293,7 @@ int run_compare(const Args& args) {
     c.devices = p;
     pase::Result<pase::Comparison> result = pase::compare(*graph, c, options);
     if (!result) {
-      pase::Error e = result.error();
+      pase::Error e = with_memory_hint(result.error(), c);
       if (sweeping) e.message += " (at " + std::to_string(p) + " devices)";
       return input_error(e);
     }

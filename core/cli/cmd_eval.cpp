@@ -22,6 +22,9 @@ std::string eval_usage() {
          "Evaluates a strategy: a JSON list of configurations in vertex order, or a\n"
          "plan-result document (as written by 'pase plan --format json').\n\n" +
          std::string(kGraphHelp) + std::string(kClusterHelp) +
+         "  --memory GIB        memory of one device in GiB: says whether the strategy\n"
+         "                      fits (default: no limit; 0: none)\n" +
+         std::string(kTrainingHelp) +
          "  --strategy FILE     the strategy ('-': standard input)\n"
          "  --format FORMAT     text (default) or json\n";
 }
@@ -51,9 +54,10 @@ int run_eval(const Args& args) {
   pase::Result<pase::Plan> result = pase::evaluate(*graph, cluster, *strategy);
   if (!result) return input_error(in_file(*strategy_path, result.error()));
 
-  const std::string out = json ? pase::plan_to_json(*graph, cluster, *result)
-                               : plan_text(*graph, cluster, *result) + pad_right("strategy", 17) +
-                                     display_name(*strategy_path) + "\n";
+  const std::string out = json
+                              ? pase::plan_to_json(*graph, cluster, *result)
+                              : plan_text(*graph, cluster, *result, PlanSource::kEvaluated) +
+                                    pad_right("strategy", 17) + display_name(*strategy_path) + "\n";
   if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
   return kExitOk;
 }

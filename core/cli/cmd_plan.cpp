@@ -25,20 +25,27 @@ namespace {
 // Prints "planning: 120/245 vertices (48%)" on stderr for plans that run
 // longer than a second, at most twice a second. On a terminal the line is
 // redrawn in place and erased at the end; elsewhere (a log) each report is a line.
+// Under a memory cap plan() may run several searches (core/docs/cluster.md,
+// "Planning under a memory cap"), each reported from 0 to 1: from the second
+// on, the line says which ("planning: search 3 under the memory cap: ...").
 class ProgressPrinter {
  public:
   ProgressPrinter() : tty_(isatty(fileno(stderr)) != 0) {}
 
   void operator()(const pase::Progress& p) {
     if (p.fraction >= 1) {
+      ++searches_;
       finish();
       return;
     }
     const Clock::time_point now = Clock::now();
     if (now - start_ < std::chrono::seconds(1)) return;
     if (printed_ && now - last_ < std::chrono::milliseconds(500)) return;
-    std::fprintf(stderr, "%splanning: %d/%d vertices (%.0f%%)%s", tty_ ? "\r\033[K" : "",
-                 p.vertices_done, p.vertices_total, 100 * p.fraction, tty_ ? "" : "\n");
+    const std::string search =
+        searches_ > 0 ? "search " + std::to_string(searches_ + 1) + " under the memory cap: " : "";
+    std::fprintf(stderr, "%splanning: %s%d/%d vertices (%.0f%%)%s", tty_ ? "\r\033[K" : "",
+                 search.c_str(), p.vertices_done, p.vertices_total, 100 * p.fraction,
+                 tty_ ? "" : "\n");
     std::fflush(stderr);
     printed_ = true;
     last_ = now;
@@ -54,6 +61,7 @@ class ProgressPrinter {
   using Clock = std::chrono::steady_clock;
   bool tty_;
   bool printed_ = false;
+  int searches_ = 0;  // finished so far
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_;
 };
@@ -64,10 +72,11 @@ std::string plan_usage() {
   return "usage: pase plan (--model NAME | --graph FILE [--dim NAME=SIZE ...])\n"
          "                 [--batch B] [--seq S] [options]\n\n"
          "Finds the per-layer parallelization of least cost (the PaSE search).\n\n" +
-         std::string(kGraphHelp) + std::string(kClusterHelp) +
+         std::string(kGraphHelp) + std::string(kClusterHelp) + std::string(kMemoryHelp) +
+         std::string(kTrainingHelp) +
          "  --order ORDER       vertex order: genseq (default), bfs, mintable\n"
-         "  --max-memory SIZE   limit for the search tables (default 4GiB; 0: none);\n"
-         "                      bytes or e.g. 512M, 4GiB, 2GB\n"
+         "  --max-memory SIZE   limit for the search tables, the planner's own memory\n"
+         "                      (default 4GiB; 0: none); bytes or e.g. 512M, 4GiB, 2GB\n"
          "  --pow2-only         only power-of-two splits\n"
          "  --all-devices       only configurations that use every device\n"
          "  --format FORMAT     text (default) or json (the plan-result document)\n";
@@ -114,10 +123,11 @@ int run_plan(const Args& args) {
   options.on_progress = [&progress](const pase::Progress& p) { progress(p); };
   pase::Result<pase::Plan> plan = pase::plan(*graph, cluster, options);
   progress.finish();
-  if (!plan) return input_error(plan.error());
+  if (!plan) return input_error(with_memory_hint(plan.error(), cluster));
 
-  const std::string out = json ? pase::plan_to_json(*graph, cluster, *plan)
-                               : plan_text(*graph, cluster, *plan) + search_text(plan->search);
+  const std::string out =
+      json ? pase::plan_to_json(*graph, cluster, *plan)
+           : plan_text(*graph, cluster, *plan, PlanSource::kSearched) + search_text(plan->search);
   if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
   return kExitOk;
 }

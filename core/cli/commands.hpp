@@ -36,6 +36,10 @@ std::string import_usage();
 int run_models(const Args& args);
 std::string models_usage();
 
+// pase presets: the GPU presets of --preset (cmd_presets.cpp).
+int run_presets(const Args& args);
+std::string presets_usage();
+
 // pase compare: the plan next to the baselines (cmd_compare.cpp).
 int run_compare(const Args& args);
 std::string compare_usage();

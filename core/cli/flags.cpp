@@ -146,7 +146,12 @@ const std::vector<FlagSpec> kGraphFlags = {{"--model", true},
                                            {"--graph", true},
                                            {"--dim", true, true}};
 const std::vector<FlagSpec> kClusterFlags = {
-    {"--procs", true}, {"--flops", true}, {"--bandwidth", true}};
+    {"--procs", true},           {"--preset", true},
+    {"--flops", true},           {"--bandwidth", true},
+    {"--gpus-per-node", true},   {"--intra-bandwidth", true},
+    {"--memory", true},          {"--zero", true},
+    {"--param-bytes", true},     {"--grad-bytes", true},
+    {"--optimizer-bytes", true}, {"--activation-bytes", true}};
 
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) {
   std::vector<FlagSpec> all;

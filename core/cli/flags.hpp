@@ -62,7 +62,10 @@ std::vector<std::string> split_list(std::string_view text);
 // --model NAME, --batch B, --seq S, --graph FILE, --dim NAME=SIZE
 // (inputs.hpp: graph_source_from_flags()).
 extern const std::vector<FlagSpec> kGraphFlags;
-// --procs P, --flops TF, --bandwidth GBS (inputs.hpp: cluster_from_flags()).
+// --procs P, --preset NAME, --flops TF, --bandwidth GBS, --gpus-per-node G,
+// --intra-bandwidth GBS, --memory GIB and the training's --zero Z,
+// --param-bytes N, --grad-bytes N, --optimizer-bytes N, --activation-bytes N
+// (inputs.hpp: cluster_from_flags()).
 extern const std::vector<FlagSpec> kClusterFlags;
 
 // Their lines in the usage texts of plan and eval.
@@ -76,10 +79,27 @@ constexpr std::string_view kGraphHelp =
     "                      model's; none for the CNNs)\n"
     "  --dim NAME=SIZE     size of a named (dynamic) dimension of an ONNX --graph;\n"
     "                      repeatable\n";
+// The cluster's lines but --memory, which each command words itself
+// (kMemoryHelp: plan and compare), then the training's (kTrainingHelp).
 constexpr std::string_view kClusterHelp =
     "  --procs P           number of devices (default 8)\n"
+    "  --preset NAME       a GPU's TFLOP/s, bandwidths, node size and memory (see\n"
+    "                      'pase presets'); the flags below override it\n"
     "  --flops TF          peak TFLOP/s of one device (default 10)\n"
-    "  --bandwidth GBS     link bandwidth in GB/s (default 16)\n";
+    "  --bandwidth GBS     link bandwidth in GB/s (default 16); with nodes, the\n"
+    "                      bandwidth between nodes\n"
+    "  --gpus-per-node G   devices per node, with --intra-bandwidth (default: one\n"
+    "                      flat network)\n"
+    "  --intra-bandwidth GBS\n"
+    "                      bandwidth inside a node in GB/s\n";
+constexpr std::string_view kMemoryHelp =
+    "  --memory GIB        memory of one device in GiB: the plan is the cheapest\n"
+    "                      strategy found that fits (default: no limit; 0: none)\n";
+constexpr std::string_view kTrainingHelp =
+    "  --zero Z            ZeRO stage, 0 to 3 (default 0)\n"
+    "  --param-bytes N     bytes per weight element (default 2); likewise\n"
+    "                      --grad-bytes (2), --optimizer-bytes (12) and\n"
+    "                      --activation-bytes (2, per saved activation element)\n";
 
 // The groups one after the other.
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);

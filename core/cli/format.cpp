@@ -56,10 +56,45 @@ std::string pad_left(std::string text, size_t width) {
   return text;
 }
 
+namespace {
+
+// "450 GB/s inside nodes, 50 GB/s between" or "16 GB/s links".
+std::string links_text(const pase::Cluster& cluster) {
+  if (!cluster.hierarchical()) return format("%g", cluster.bandwidth_gbps) + " GB/s links";
+  return format("%g", cluster.intra_node_gbps) + " GB/s inside nodes, " +
+         format("%g", cluster.bandwidth_gbps) + " GB/s between";
+}
+
+}  // namespace
+
 std::string cluster_text(const pase::Cluster& cluster) {
-  return std::to_string(cluster.devices) + (cluster.devices == 1 ? " device" : " devices") + " (" +
-         format("%g", cluster.tflops) + " TFLOP/s, " + format("%g", cluster.bandwidth_gbps) +
-         " GB/s links)";
+  std::string text =
+      std::to_string(cluster.devices) + (cluster.devices == 1 ? " device" : " devices");
+  if (cluster.hierarchical()) {
+    const int64_t per_node = cluster.gpus_per_node;
+    const int64_t nodes = (cluster.devices + per_node - 1) / per_node;
+    if (nodes <= 1) {
+      text += " in one node";
+    } else if (cluster.devices % per_node == 0) {
+      text += " as " + std::to_string(nodes) + " nodes x " + std::to_string(per_node);
+    } else {
+      text += " as " + std::to_string(nodes) + " nodes of up to " + std::to_string(per_node);
+    }
+  }
+  return text + " (" + format("%g", cluster.tflops) + " TFLOP/s, " + links_text(cluster) + ")";
+}
+
+std::string machine_text(const pase::Cluster& cluster) {
+  return format("%g", cluster.tflops) + " TFLOP/s, " +
+         (cluster.hierarchical() ? "nodes of " + std::to_string(cluster.gpus_per_node) + ", "
+                                 : std::string()) +
+         links_text(cluster);
+}
+
+std::string training_text(const pase::Training& t) {
+  return std::to_string(t.param_bytes) + "+" + std::to_string(t.grad_bytes) + "+" +
+         std::to_string(t.optimizer_bytes) + " bytes per parameter, " +
+         std::to_string(t.activation_bytes) + " per activation, ZeRO " + std::to_string(t.zero);
 }
 
 std::string trim_line_ends(const std::string& text) {

@@ -32,8 +32,20 @@ std::string percent(double part, double whole);
 std::string pad_right(std::string text, size_t width);
 std::string pad_left(std::string text, size_t width);
 
-// "8 devices (10 TFLOP/s, 16 GB/s links)".
+// "8 devices (10 TFLOP/s, 16 GB/s links)"; with nodes (core/docs/cluster.md)
+// "64 devices as 8 nodes x 8 (989 TFLOP/s, 450 GB/s inside nodes, 50 GB/s
+// between)", "12 devices as 2 nodes of up to 8 (...)", "4 devices in one
+// node (...)".
 std::string cluster_text(const pase::Cluster& cluster);
+
+// The speeds of cluster_text() without the device count: "10 TFLOP/s, 16
+// GB/s links" or "989 TFLOP/s, nodes of 8, 450 GB/s inside nodes, 50 GB/s
+// between" (a sweep's header, where the device count varies).
+std::string machine_text(const pase::Cluster& cluster);
+
+// What the memory model counts (core/docs/cluster.md, "Memory per device"):
+// "2+2+12 bytes per parameter, 2 per activation, ZeRO 0".
+std::string training_text(const pase::Training& training);
 
 // Columns are padded; line ends are not: drops spaces before each newline.
 std::string trim_line_ends(const std::string& text);

@@ -3,6 +3,7 @@
 #include "inputs.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "pase/import.hpp"
 #include "pase/llm.hpp"
 #include "pase/models.hpp"
+#include "pase/presets.hpp"
 #include "report.hpp"
 
 namespace pase_cli {
@@ -282,26 +284,60 @@ std::optional<Failure> graph_source_from_flags(const Flags& flags, GraphSource& 
 }
 
 std::optional<Failure> cluster_from_flags(const Flags& flags, pase::Cluster& cluster) {
-  if (std::optional<std::string> procs = flags.get("--procs")) {
-    std::optional<int64_t> n = parse_int(*procs);
-    if (!n) return Failure::bad_usage("--procs: '" + *procs + "' is not an integer");
-    cluster.devices = *n;
+  // Every value is parsed before anything is checked, so that a value that
+  // does not parse is a usage error whatever else is wrong; then the preset
+  // fills the cluster and the values given override it.
+  const std::pair<std::string_view, int64_t*> integers[] = {
+      {"--procs", &cluster.devices},
+      {"--gpus-per-node", &cluster.gpus_per_node},
+      {"--zero", &cluster.training.zero},
+      {"--param-bytes", &cluster.training.param_bytes},
+      {"--grad-bytes", &cluster.training.grad_bytes},
+      {"--optimizer-bytes", &cluster.training.optimizer_bytes},
+      {"--activation-bytes", &cluster.training.activation_bytes}};
+  const std::pair<std::string_view, double*> numbers[] = {
+      {"--flops", &cluster.tflops},
+      {"--bandwidth", &cluster.bandwidth_gbps},
+      {"--intra-bandwidth", &cluster.intra_node_gbps},
+      {"--memory", &cluster.memory_gib}};
+  std::vector<std::pair<int64_t*, int64_t>> given_integers;
+  std::vector<std::pair<double*, double>> given_numbers;
+  for (const auto& [name, out] : integers) {
+    if (std::optional<std::string> text = flags.get(name)) {
+      std::optional<int64_t> n = parse_int(*text);
+      if (!n) return Failure::bad_usage(std::string(name) + ": '" + *text + "' is not an integer");
+      given_integers.emplace_back(out, *n);
+    }
   }
-  const std::pair<std::string_view, double*> numbers[] = {{"--flops", &cluster.tflops},
-                                                          {"--bandwidth", &cluster.bandwidth_gbps}};
   for (const auto& [name, out] : numbers) {
     if (std::optional<std::string> text = flags.get(name)) {
       std::optional<double> d = parse_double(*text);
-      if (!d) {
-        return Failure::bad_usage(std::string(name) + ": '" + *text + "' is not a number");
-      }
-      *out = *d;
+      if (!d) return Failure::bad_usage(std::string(name) + ": '" + *text + "' is not a number");
+      given_numbers.emplace_back(out, *d);
     }
   }
+  if (std::optional<std::string> id = flags.get("--preset")) {
+    const pase::GpuPreset* preset = pase::find_preset(*id);
+    if (preset == nullptr) {
+      return Failure::bad_input(
+          pase::Error{"unknown preset '" + *id + "'; known: " + pase::preset_ids(), "preset"});
+    }
+    cluster = pase::apply_preset(cluster, *preset);
+  }
+  for (const auto& [out, value] : given_integers) *out = value;
+  for (const auto& [out, value] : given_numbers) *out = value;
   if (std::optional<pase::Error> error = pase::check_cluster(cluster)) {
     return Failure::bad_input(std::move(*error));
   }
   return std::nullopt;
+}
+
+pase::Error with_memory_hint(pase::Error error, const pase::Cluster& cluster) {
+  if (error.where != "cluster.memory_gib" || !(cluster.memory_gib > 0)) return error;
+  error.message += cluster.training.zero < 3
+                       ? "; more devices (--procs) or a higher ZeRO stage (--zero) can lower it"
+                       : "; more devices (--procs) can lower it";
+  return error;
 }
 
 std::optional<Failure> format_from_flags(const Flags& flags, bool& json) {

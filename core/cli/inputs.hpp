@@ -71,10 +71,21 @@ std::optional<Failure> positive_from_flag(const Flags& flags, std::string_view n
 std::optional<Failure> dims_from_flags(const Flags& flags,
                                        std::vector<std::pair<std::string, int64_t>>& dims);
 
-// --procs / --flops / --bandwidth (kClusterFlags) into `cluster`. Values that
-// do not parse are usage errors; values that parse but make no machine
-// (--procs 0, --flops -1) are input errors found by check_cluster().
+// The cluster and training flags (kClusterFlags) into `cluster`: --preset
+// fills tflops, both bandwidths, the node size and the memory
+// (apply_preset()), and every value given explicitly overrides it. Values
+// that do not parse are usage errors; an unknown preset is an input error
+// at "preset" listing the known ids; values that parse but make no machine
+// (--procs 0, --flops -1, --gpus-per-node without --intra-bandwidth, --zero
+// 4) are input errors found by check_cluster(), at its field
+// ("cluster.intra_node_gbps", "training.zero").
 std::optional<Failure> cluster_from_flags(const Flags& flags, pase::Cluster& cluster);
+
+// plan()'s error when no strategy fits the memory cap (at
+// "cluster.memory_gib", naming the least memory reachable) with the flags
+// that can lower that: "; more devices (--procs) or a higher ZeRO stage
+// (--zero) can lower it". Other errors unchanged.
+pase::Error with_memory_hint(pase::Error error, const pase::Cluster& cluster);
 
 // --format: "text" (the default) or "json".
 std::optional<Failure> format_from_flags(const Flags& flags, bool& json);

@@ -5,6 +5,7 @@
 //   pase export --model NAME [--batch B] [--seq S] [--output FILE]
 //   pase import FILE [--dim NAME=SIZE ...] [--batch B] [--seq S] [--output FILE]
 //   pase models [--format text|json]
+//   pase presets [--format text|json]
 //   pase compare ...  /  pase bench ...
 //
 // Flags become the same Graph / Cluster / PlanOptions the library and the
@@ -51,6 +52,7 @@ const std::vector<Command>& commands() {
       {"import", "translate an ONNX model or a config.json to a pase-graph/1 document",
        import_usage(), run_import},
       {"models", "list the built-in networks", models_usage(), run_models},
+      {"presets", "list the GPU presets of --preset", presets_usage(), run_presets},
       {"compare", "compare the plan with data parallelism, expert strategies and MCMC",
        compare_usage(), run_compare},
       {"bench", "time the search over a grid of networks and device counts", bench_usage(),

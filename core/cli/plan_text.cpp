@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "format.hpp"
 #include "text.hpp"
@@ -34,8 +35,52 @@ std::string graph_text(const pase::Graph& graph) {
          grouped(static_cast<uint64_t>(std::max<int64_t>(graph.parameters, 0))) + " parameters";
 }
 
+namespace {
+
+// Labels padded to one width so that the numbers line up.
+std::string line(std::string_view label, const std::string& value) {
+  return pad_right(std::string(label), 17) + value + "\n";
+}
+
+}  // namespace
+
+std::string capacity_text(const pase::Plan& plan) {
+  if (!(plan.capacity_bytes > 0)) return "";
+  const std::string capacity = format("%g", plan.capacity_bytes / 0x1p30) + " GiB";
+  if (plan.fits) return capacity + ": fits";
+  return capacity + ": does not fit (" +
+         pase::bytes_text(plan.memory.total() - plan.capacity_bytes) + " over)";
+}
+
+std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, PlanSource source) {
+  const pase::MemoryBytes& m = plan.memory;
+  const double total = m.total();
+  std::string out = line(
+      "memory", pase::bytes_text(total) + " per device (" + training_text(cluster.training) + ")");
+  const std::pair<std::string_view, double> parts[] = {{"  parameters", m.params},
+                                                       {"  gradients", m.grads},
+                                                       {"  optimizer", m.optimizer},
+                                                       {"  activations", m.activations}};
+  for (const auto& [label, bytes] : parts) {
+    out += line(label, pad_right(pase::bytes_text(bytes), 10) + "  " + percent(bytes, total));
+  }
+  if (!(plan.capacity_bytes > 0)) return out;
+  out += line("  capacity", capacity_text(plan));
+  if (source == PlanSource::kSearched) {
+    const std::string bound = format("%.6e", plan.lower_bound);
+    out +=
+        line("lower bound",
+             plan.optimal ? bound + ": the plan is proven optimal among the strategies that fit"
+                          : bound +
+                                ": not proven optimal; every strategy that fits costs at least "
+                                "this, the plan " +
+                                percent(plan.cost - plan.lower_bound, plan.lower_bound) + " more");
+  }
+  return out;
+}
+
 std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
-                      const pase::Plan& plan) {
+                      const pase::Plan& plan, PlanSource source) {
   std::string out = graph.name + ": " + graph_text(graph) + " on " + cluster_text(cluster) + "\n\n";
   size_t name_width = 5, op_width = 2;
   for (const pase::Vertex& v : graph.vertices) {
@@ -43,19 +88,17 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
     op_width = std::max(op_width, v.op.size());
   }
   out += pad_left("id", 5) + "  " + pad_right("layer", name_width) + "  " +
-         pad_right("op", op_width) + "  " + pad_right("cost", 10) + "  configuration\n";
+         pad_right("op", op_width) + "  " + pad_right("cost", 10) + "  " + pad_left("memory", 10) +
+         "  configuration\n";
   for (size_t i = 0; i < graph.vertices.size(); ++i) {
     const pase::Vertex& v = graph.vertices[i];
     const double cost = i < plan.layers.size() ? plan.layers[i].total : 0;
+    const double memory = i < plan.vertex_memory.size() ? plan.vertex_memory[i] : 0;
     const pase::Config config = i < plan.strategy.size() ? plan.strategy[i] : pase::Config{};
     out += pad_left(std::to_string(v.id), 5) + "  " + pad_right(v.name, name_width) + "  " +
            pad_right(v.op, op_width) + "  " + pad_right(format("%.3e", cost), 10) + "  " +
-           config_text(v, config) + "\n";
+           pad_left(pase::bytes_text(memory), 10) + "  " + config_text(v, config) + "\n";
   }
-  // Labels padded to one width so that the numbers line up.
-  auto line = [](std::string_view label, const std::string& value) {
-    return pad_right(std::string(label), 17) + value + "\n";
-  };
   out += "\n";
   out += line("cost",
               format("%.6e", plan.cost) + " FLOP-equivalents (exactly " + exact(plan.cost) + ")");
@@ -64,7 +107,7 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
   out += line("  redistribution",
               format("%.6e", plan.redistribution) + "  " + percent(plan.redistribution, plan.cost));
   out += line("step time", seconds_text(plan.step_time_s) + " (predicted)");
-  return out;
+  return out + memory_text(cluster, plan, source);
 }
 
 std::string search_text(const pase::SearchStats& s) {

@@ -15,9 +15,24 @@ std::string config_text(const pase::Vertex& vertex, const pase::Config& config);
 // "14 vertices, 13 edges, 61,100,840 parameters": the graph's size.
 std::string graph_text(const pase::Graph& graph);
 
-// The header, the per-layer table and the cost summary.
+// Where a plan comes from: plan() (under a memory cap it carries a proven
+// lower bound) or evaluate() of a given strategy (which proves nothing).
+enum class PlanSource { kSearched, kEvaluated };
+
+// The header (the cluster, with its nodes when it has them), the per-layer
+// table (cost, device 0's memory, configuration), the cost summary and the
+// memory per device (core/docs/cluster.md, "Memory per device"): the total
+// and its parts, the capacity and whether the plan fits under a cap, and for
+// a searched plan under a cap its lower bound and whether it is proven optimal.
 std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
-                      const pase::Plan& plan);
+                      const pase::Plan& plan, PlanSource source);
+
+// The memory lines of plan_text(): "memory  2.1 GiB per device (...)", its
+// parts, and under a cap "capacity  80 GiB: fits" and (searched) the bound.
+std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, PlanSource source);
+
+// "80 GiB: fits" or "80 GiB: does not fit (49.3 GiB over)"; empty without a cap.
+std::string capacity_text(const pase::Plan& plan);
 
 // The two "search" lines: order, time, dependent set, configurations, table
 // entries, pairs and table memory.
