@@ -1168,7 +1168,9 @@ TEST_CASE("cli: compare shows data parallelism over 80 GiB for Llama 3 8B on 8 H
                  after_space(pase::bytes_text(pase_memory["per_device_bytes"].get<double>()))));
   CHECK(!contains(pase_row, "does not fit"));
   CHECK(contains(text.out, "capacity 80 GiB per device\n"));
-  CHECK(contains(text.out, "pase: the cheapest strategy found that fits, "));
+  CHECK(contains(
+      text.out,
+      "\npase is the cheapest strategy found that fits, proven optimal among those that fit\n"));
 }
 
 TEST_CASE("cli: compare under a cap notes a cheaper baseline that does not fit") {

@@ -56,7 +56,7 @@ std::string memory_notes(const pase::Comparison& c) {
   const pase::Plan& p = c.pase.plan;
   if (!(p.capacity_bytes > 0)) return out + "\n";
   out += "; capacity " + format("%g", c.cluster.memory_gib) +
-         " GiB per device\npase: the cheapest strategy found that fits, " +
+         " GiB per device\npase is the cheapest strategy found that fits, " +
          (p.optimal ? std::string("proven optimal among those that fit")
                     : "not proven optimal (every strategy that fits costs at least " +
                           format("%.4e", p.lower_bound) + ")") +
