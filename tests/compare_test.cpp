@@ -250,7 +250,9 @@ TEST_CASE("compare: pase never costs more than a baseline, on every paper networ
   }
 }
 
-TEST_CASE("compare: on 2 nodes x 8 with a 10x slower link between, every built-in network's plan is at most the best baseline") {
+TEST_CASE(
+    "compare: on 2 nodes x 8 with a 10x slower link between, every built-in network's plan is at "
+    "most the best baseline") {
   // Issue 12's acceptance check: the plan, data parallelism and the expert
   // strategy all priced on the same hierarchical model (core/docs/cluster.md).
   pase::Cluster c = devices(16);
