@@ -254,8 +254,8 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
   if (cluster.memory_gib <= 0) return finish(std::move(best));
 
   // Under a cap C: every search of cost + lambda * memory gives the bound
-  // DP(lambda) - lambda * C, and a bisection on lambda finds fitting plans
-  // (core/docs/cluster.md, "Planning under a memory cap").
+  // DP(lambda) - lambda * C, and a search for the lambda that maximises it
+  // finds fitting plans (core/docs/cluster.md, "Planning under a memory cap").
   const double cap = cluster.capacity_bytes();
   double bound = best.cost;
   auto fits = [&](const Plan& p) { return p.memory.total() <= cap; };
@@ -270,33 +270,28 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
                     cluster.memory_gib, least->plan.memory.total() / 0x1p30);
       return Error{text, "cluster.memory_gib"};
     }
-    Plan fitting = std::move(least->plan);
-    // One search at `lambda`: raises the bound, keeps the cheapest fitting
-    // plan, and says whether its plan fits.
-    auto try_lambda = [&](double lambda) -> Result<bool> {
+    // The dual g(lambda) = DP(lambda) - lambda * C is concave and piecewise
+    // linear; its maximum sits where a plan that does not fit (lo) and one
+    // that fits (hi) cost the same objective. Search at that breakpoint: when
+    // nothing beats the two there, lambda maximises g (both are optimal at
+    // it, one with memory above C, one at or below) and the bound is final;
+    // otherwise the better plan replaces the endpoint on its side. Every plan
+    // found is a candidate; the first hi is the least-memory plan.
+    Plan lo = std::move(best);
+    Plan hi = std::move(least->plan);
+    Plan fitting = hi;
+    for (int i = 0; i < 100; ++i) {
+      const double lo_mem = lo.memory.total(), hi_mem = hi.memory.total();
+      const double lambda = (hi.cost - lo.cost) / (lo_mem - hi_mem);
+      if (!(lambda >= 0) || !std::isfinite(lambda)) break;
       Result<Searched> r = search(1, lambda);
       if (!r) return r.error();
       bound = std::max(bound, r->objective - lambda * cap);
-      if (!fits(r->plan)) return false;
-      if (r->plan.cost < fitting.cost) fitting = std::move(r->plan);
-      return true;
-    };
-    // A lambda large enough to fit: from the scale of cost per byte, doubled;
-    // then bisection between the last that did not fit and the first that did.
-    double lo = 0, hi = std::max(best.cost, 1.0) / cap;
-    for (int i = 0; i < 200; ++i) {
-      Result<bool> fit = try_lambda(hi);
-      if (!fit) return fit.error();
-      if (*fit) break;
-      lo = hi;
-      hi *= 2;
-    }
-    for (int i = 0; i < 40 && fitting.cost > bound * (1 + 1e-12); ++i) {
-      const double mid = lo > 0 ? std::sqrt(lo * hi) : hi / 2;
-      Result<bool> fit = try_lambda(mid);
-      if (!fit) return fit.error();
-      (*fit ? hi : lo) = mid;
-      if (hi / std::max(lo, 1e-300) < 1 + 1e-9) break;
+      const double at_ends = std::min(lo.cost + lambda * lo_mem, hi.cost + lambda * hi_mem);
+      if (fits(r->plan) && r->plan.cost < fitting.cost) fitting = r->plan;
+      if (fitting.cost <= bound * (1 + 1e-12)) break;
+      if (r->objective >= at_ends * (1 - 1e-12)) break;
+      (fits(r->plan) ? hi : lo) = std::move(r->plan);
     }
     best = std::move(fitting);
   }
