@@ -31,6 +31,9 @@ namespace {
 struct Placement {
   std::vector<int64_t> split;
   std::vector<std::vector<int64_t>> near_cells;
+  // Derived, for the edge's inner loop: a cell's width per tensor dimension,
+  // and each near cell's lower corner (near_cells.size() x dimensions).
+  std::vector<double> width, near_lo;
   bool operator<(const Placement& o) const {
     return split != o.split ? split < o.split : near_cells < o.near_cells;
   }
@@ -41,7 +44,8 @@ struct Placement {
 // in mixed radix over c, the last dimension innermost; its cell in tensor
 // dimension i combines the block indices of map[i]'s positions, the first
 // outermost.
-Placement placement(const TensorMap& map, const int64_t* c, size_t n, int64_t per_node) {
+Placement placement(const Shape& shape, const TensorMap& map, const int64_t* c, size_t n,
+                    int64_t per_node) {
   Placement p;
   p.split.resize(map.size());
   ops::tensor_config(map, c, p.split.data());
@@ -66,36 +70,47 @@ Placement placement(const TensorMap& map, const int64_t* c, size_t n, int64_t pe
   }
   std::sort(p.near_cells.begin(), p.near_cells.end());
   p.near_cells.erase(std::unique(p.near_cells.begin(), p.near_cells.end()), p.near_cells.end());
+  for (size_t i = 0; i < map.size(); ++i)
+    p.width.push_back(static_cast<double>(shape[i]) / static_cast<double>(p.split[i]));
+  for (const std::vector<int64_t>& near : p.near_cells)
+    for (size_t i = 0; i < map.size(); ++i)
+      p.near_lo.push_back(static_cast<double>(near[i]) * p.width[i]);
   return p;
 }
 
 // The hierarchical edge cost: the flat edge's words, priced by the share
 // `phi` of the missing data that lives off device 0's node.
+// `box` is device 0's box under the consumer's configuration t, per tensor
+// dimension: shape[i] / t[i].
 double hierarchical_edge(const Shape& shape, const Placement& src, const int64_t* t,
-                         const ops::Machine& m) {
+                         const double* box, const ops::Machine& m) {
   const double x = ops::redistribution_words(shape, src.split.data(), t);
   if (x == 0) return 0;
+  const size_t n = shape.size();
   double need = 1, own = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    const double box = static_cast<double>(shape[i]) / static_cast<double>(t[i]);
-    const double width = static_cast<double>(shape[i]) / static_cast<double>(src.split[i]);
-    need *= box;
-    own *= std::min(box, width);
+  for (size_t i = 0; i < n; ++i) {
+    need *= box[i];
+    own *= std::min(box[i], src.width[i]);
   }
   double near = 0;
-  for (const std::vector<int64_t>& cell : src.near_cells) {
+  for (size_t k = 0; k < src.near_cells.size(); ++k) {
+    const double* lo = src.near_lo.data() + k * n;
     double overlap = 1;
-    for (size_t i = 0; i < shape.size() && overlap > 0; ++i) {
-      const double box = static_cast<double>(shape[i]) / static_cast<double>(t[i]);
-      const double width = static_cast<double>(shape[i]) / static_cast<double>(src.split[i]);
-      const double lo = static_cast<double>(cell[i]) * width;
-      overlap *= std::max(0.0, std::min(box, lo + width) - lo);
-    }
+    for (size_t i = 0; i < n && overlap > 0; ++i)
+      overlap *= std::max(0.0, std::min(box[i], lo[i] + src.width[i]) - lo[i]);
     near += overlap;
   }
   const double missing = need - own;
   const double phi = missing > 0 ? (need - own - near) / missing : 0;
   return 2 * x * (m.r1 * (1 - phi) + m.r * phi);
+}
+
+// Device 0's box of a tensor of `shape` at tensor configuration t.
+std::vector<double> box_of(const Shape& shape, const int64_t* t) {
+  std::vector<double> box(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i)
+    box[i] = static_cast<double>(shape[i]) / static_cast<double>(t[i]);
+  return box;
 }
 
 }  // namespace
@@ -109,8 +124,9 @@ double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int6
   ops::tensor_config(out, c_src, s.data());
   ops::tensor_config(in, c_dst, t.data());
   if (m.gpus_per_node > 0) {
-    const Placement src = placement(out, c_src, g.vertices[e.src].dom.size(), m.gpus_per_node);
-    return hierarchical_edge(shape, src, t.data(), m);
+    const Placement src =
+        placement(shape, out, c_src, g.vertices[e.src].dom.size(), m.gpus_per_node);
+    return hierarchical_edge(shape, src, t.data(), box_of(shape, t.data()).data(), m);
   }
   return m.words(2 * ops::redistribution_words(shape, s.data(), t.data()));
 }
@@ -167,16 +183,19 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
       std::vector<const Placement*> unique;
       is.resize(set.size());
       for (size_t i = 0; i < set.size(); ++i) {
-        auto [it, fresh] = seen.emplace(placement(map, set.at(i), set.dims, m.gpus_per_node),
+        auto [it, fresh] = seen.emplace(placement(shape, map, set.at(i), set.dims, m.gpus_per_node),
                                         static_cast<int>(unique.size()));
         if (fresh) unique.push_back(&it->first);
         is[i] = it->second;
       }
       us.resize(unique.size());
       small.resize(unique.size() * ud.size());
+      std::vector<std::vector<double>> boxes;
+      for (const std::vector<int64_t>& t : ud) boxes.push_back(box_of(shape, t.data()));
       for (size_t a = 0; a < unique.size(); ++a)
         for (size_t b = 0; b < ud.size(); ++b)
-          small[a * ud.size() + b] = hierarchical_edge(shape, *unique[a], ud[b].data(), m);
+          small[a * ud.size() + b] =
+              hierarchical_edge(shape, *unique[a], ud[b].data(), boxes[b].data(), m);
     } else {
       distinct_tensor_configs(model_of(g, e.src).out_maps[e.src_output], configs[e.src], us, is);
       small.resize(us.size() * ud.size());
