@@ -428,4 +428,25 @@ TEST_CASE("sweep_to_json: one row per device count") {
   CHECK(doc["sweep"][1]["devices"] == 8);
   CHECK(doc["sweep"][1]["strategies"]["data_parallel"]["speedup"].get<double>() == 1.0);
   CHECK(doc["sweep"][1]["strategies"].contains("expert"));
+  // Each strategy's memory per device and whether it fits, as compare prices them.
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const json& dp = doc["sweep"][i]["strategies"]["data_parallel"];
+    CHECK(dp["memory_bytes"].get<double>() == rows[i].data_parallel.plan.memory.total());
+    CHECK(dp["memory_bytes"].get<double>() > 0);
+    CHECK(dp["fits"] == true);
+  }
+}
+
+TEST_CASE("sweep_to_json: under a cap a strategy over it is marked as not fitting") {
+  pase::Graph g = model("rnnlm");
+  pase::Cluster c = devices(8);
+  c.memory_gib = 2;  // data parallelism keeps RNNLM's 477M parameters at 16 bytes each
+  pase::Result<pase::Comparison> row = pase::compare(g, c, fixed_budget(1000));
+  REQUIRE_MESSAGE(row.ok(), row.error().to_string());
+  const json doc = json::parse(pase::sweep_to_json(g, {*row}));
+  const json& s = doc["sweep"][0]["strategies"];
+  CHECK(s["pase"]["fits"] == true);
+  CHECK(s["pase"]["memory_bytes"].get<double>() <= 2 * 0x1p30);
+  CHECK(s["data_parallel"]["fits"] == false);
+  CHECK(s["data_parallel"]["memory_bytes"].get<double>() > 2 * 0x1p30);
 }

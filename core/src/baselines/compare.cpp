@@ -328,7 +328,9 @@ std::string sweep_to_json(const Graph& graph, const std::vector<Comparison>& com
       strategies[r.name] = Json{{"cost", r.plan.cost},
                                 {"step_time_s", r.plan.step_time_s},
                                 {"speedup", r.speedup},
-                                {"in_enumeration", r.in_enumeration()}};
+                                {"in_enumeration", r.in_enumeration()},
+                                {"memory_bytes", r.plan.memory.total()},
+                                {"fits", r.plan.fits}};
     };
     add(c.pase);
     add(c.data_parallel);
