@@ -119,6 +119,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     const { url } = await startServer(root, { port });
     console.log(`PaSE Planner: serving ${path.resolve(root)}`);
     console.log(`open ${url}`);
+    console.log('stop the server with Ctrl+C');
   } catch (e) {
     console.error(`serve: ${e.message}${e.code === 'EADDRINUSE' ? ' (try --port 0 for any free port)' : ''}`);
     process.exit(1);
