@@ -81,6 +81,11 @@ std::string validate(const std::string& graph) { return pase::validate_json(grap
 
 std::string models() { return pase::models_to_json(); }
 
+// presets(): the GPU presets that a request's "preset" names (presets.hpp),
+// the list `pase presets --format json` prints, so the page offers exactly
+// the machines the core knows.
+std::string presets() { return pase::presets_to_json(); }
+
 // exportModel(name[, batch[, seq]]): 0 (or leaving the argument out) is the
 // network's default. JavaScript numbers are doubles; export_model_json()
 // reports a batch or seq that is not a non-negative whole number rather than
@@ -232,6 +237,7 @@ EMSCRIPTEN_BINDINGS(pase) {
   emscripten::function("compare", &compare);
   emscripten::function("validate", &validate);
   emscripten::function("models", &models);
+  emscripten::function("presets", &presets);
   emscripten::function("exportModel", &export_model);
   emscripten::function("exportModel", &export_model_default_seq);
   emscripten::function("exportModel", &export_model_defaults);

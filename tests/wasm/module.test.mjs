@@ -22,7 +22,7 @@ const benchmarkModels = ['alexnet', 'resnet101', 'inception3', 'rnnlm', 'transfo
 const haveCli = existsSync(cliPath);
 const cliSkip = haveCli || process.env.CI ? false : `native CLI not found at ${cliPath} (build it or set PASE_CLI)`;
 
-/** @type {{plan: Function, evaluate: Function, compare: Function, validate: Function, models: Function, exportModel: Function, version: Function}} */
+/** @type {{plan: Function, evaluate: Function, compare: Function, validate: Function, models: Function, presets: Function, exportModel: Function, version: Function}} */
 let pase;
 
 before(async () => {
@@ -214,6 +214,54 @@ test('models: the five benchmark networks in the order of core/docs/models.md, t
   }
 });
 
+test('presets: the GPU presets of core/docs/cluster.md, each one a request\'s "preset" accepts', () => {
+  const presets = JSON.parse(pase.presets());
+  assert.ok(Array.isArray(presets) && presets.length > 0);
+  // The documented table: the ids in order, and the numbers of one row.
+  const doc = readFileSync(path.join(repo, 'core/docs/cluster.md'), 'utf8');
+  const documented = [...doc.matchAll(/^\| `([a-z0-9-]+)` \|/gm)].map((m) => m[1]);
+  assert.deepEqual(presets.map((p) => p.id), documented);
+  assert.deepEqual(presets.find((p) => p.id === 'h100'), {
+    id: 'h100', name: 'H100 SXM', tflops: 989, memory_gib: 80, gpus_per_node: 8, intra_node_gbps: 450, bandwidth_gbps: 50,
+  });
+  for (const p of presets) {
+    assert.deepEqual(Object.keys(p), ['id', 'name', 'tflops', 'memory_gib', 'gpus_per_node', 'intra_node_gbps', 'bandwidth_gbps'], p.id);
+    // The preset fills exactly these cluster fields of a plan.
+    const { cluster } = plan({ model: 'alexnet', preset: p.id, cluster: { devices: 4 } });
+    assert.deepEqual(cluster, {
+      devices: 4, tflops: p.tflops, bandwidth_gbps: p.bandwidth_gbps, gpus_per_node: p.gpus_per_node,
+      intra_node_gbps: p.intra_node_gbps, memory_gib: p.memory_gib,
+    }, p.id);
+  }
+  assertError(plan({ model: 'alexnet', preset: 'h900' }), 'preset');
+});
+
+test('presets: h100 on 16 devices plans two nodes under 80 GiB, as the page sends it field by field', () => {
+  const h100 = JSON.parse(pase.presets()).find((p) => p.id === 'h100');
+  const byPreset = plan({ model: 'rnnlm', preset: 'h100', cluster: { devices: 16 } });
+  assert.equal(byPreset.error, undefined, JSON.stringify(byPreset.error));
+  assert.equal(byPreset.cluster.gpus_per_node, 8);
+  assert.equal(Math.ceil(byPreset.cluster.devices / byPreset.cluster.gpus_per_node), 2, 'two nodes');
+  const m = byPreset.memory;
+  assert.equal(m.capacity_bytes, 80 * 2 ** 30);
+  assert.equal(m.fits, true);
+  assert.ok(m.per_device_bytes > 0 && m.per_device_bytes <= m.capacity_bytes);
+  assertSamePlan(m.params + m.grads + m.optimizer + m.activations, m.per_device_bytes, 'memory by kind');
+  assertSamePlan(byPreset.vertices.reduce((sum, v) => sum + v.memory_bytes, 0), m.per_device_bytes, 'memory by layer');
+  assert.equal(m.optimal, true, 'under the cap the plan of least cost fits, so it is optimal');
+  // The page sends the preset's values as cluster fields, not the preset.
+  const byFields = plan({
+    model: 'rnnlm',
+    cluster: { devices: 16, tflops: h100.tflops, bandwidth_gbps: h100.bandwidth_gbps, gpus_per_node: h100.gpus_per_node,
+      intra_node_gbps: h100.intra_node_gbps, memory_gib: h100.memory_gib },
+    training: { param_bytes: 2, grad_bytes: 2, optimizer_bytes: 12, activation_bytes: 2, zero: 0 },
+  });
+  assertSamePlan(byFields, byPreset);
+  // Nodes change the costs: the same machine as one flat network plans otherwise.
+  const flat = plan({ model: 'rnnlm', cluster: { devices: 16, tflops: h100.tflops, bandwidth_gbps: h100.bandwidth_gbps } });
+  assert.notEqual(flat.cost, byPreset.cost);
+});
+
 test('plan: progress is optional, and when given rises to 1', () => {
   const request = JSON.stringify({ model: 'inception3', cluster: { devices: 8 } });
   const fractions = [];
@@ -316,6 +364,21 @@ for (const model of benchmarkModels) {
     assertSamePlan(plan({ model, cluster: { devices: 8 } }), cli(['plan', '--model', model, '--procs', '8']));
   });
 }
+
+test('native: presets() is the list `pase presets --format json` prints', { skip: cliSkip }, () => {
+  assert.ok(haveCli, `native CLI not found at ${cliPath}`);
+  const text = execFileSync(cliPath, ['presets', '--format', 'json'], { encoding: 'utf8' });
+  assert.equal(pase.presets(), text, 'the same document, byte for byte');
+  assert.deepEqual(JSON.parse(pase.presets()), JSON.parse(text));
+});
+
+test('native: rnnlm on 16 devices of the h100 preset with ZeRO 1 equals the CLI', { skip: cliSkip }, () => {
+  const wasm = plan({ model: 'rnnlm', preset: 'h100', cluster: { devices: 16 }, training: { zero: 1 } });
+  const native = cli(['plan', '--model', 'rnnlm', '--procs', '16', '--preset', 'h100', '--zero', '1']);
+  assertSamePlan(wasm, native);
+  assert.equal(wasm.cluster.gpus_per_node, 8);
+  assert.equal(wasm.training.zero, 1);
+});
 
 test('native: alexnet at 6 devices, 25 TFLOP/s, 100 GB/s, batch 96 equals the CLI', { skip: cliSkip }, () => {
   const wasm = plan({ model: 'alexnet', batch: 96, cluster: { devices: 6, tflops: 25, bandwidth_gbps: 100 } });
