@@ -4,29 +4,25 @@
 // user sees and edits), the objects below (what is not a control: the chosen
 // graph in `source`, the plan in flight in `state`, the last result in
 // `results`) and the URL (a copy of both for sharing, rewritten with
-// replaceState on every change). The graph source (source.js), the error box
-// (error-box.js) and the results area (results.js) are modules of their own;
-// this one wires them to the cluster fields, the planner and the URL.
+// replaceState on every change). The graph source (source.js), the cluster
+// panel (cluster-form.js), the error box (error-box.js) and the results area
+// (results.js) are modules of their own; this one wires them to the planner
+// and the URL.
 
 import { PlannerClient } from './planner-client.js';
-import { presets, customPreset, matchPreset } from './presets.js';
+import { ClusterForm, numberValue } from './cluster-form.js';
 import { readState, writeState } from './url-state.js';
 import { formatSeconds } from './format.js';
 import { renderComparison, renderComparisonMessage } from './views/compare.js';
-import { el } from './views/dom.js';
 import { ErrorBox } from './error-box.js';
 import { GraphSource } from './source.js';
-import { Results } from './results.js';
+import { Results, parseNoFit } from './results.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
   modelSelect: $('model-select'),
   batch: $('batch'),
   seq: $('seq'),
-  preset: $('preset'),
-  devices: $('devices'),
-  tflops: $('tflops'),
-  bandwidth: $('bandwidth'),
   order: $('order'),
   planButton: $('plan-button'),
   cancelButton: $('cancel-button'),
@@ -38,7 +34,6 @@ const ui = {
   moduleVersion: $('module-version'),
 };
 
-const defaultDevices = 8;
 // The comparison's MCMC search gets a fixed proposal budget and no time
 // limit, so the page shows the same numbers on every machine (compare.hpp,
 // DETERMINISM); 20000 proposals take well under a second on every benchmark.
@@ -54,13 +49,29 @@ const state = {
 let markReady;
 state.ready = new Promise((resolve) => { markReady = resolve; });
 
+const clusterForm = new ClusterForm({
+  preset: $('preset'),
+  devices: $('devices'),
+  nodes: $('nodes'),
+  gpusPerNode: $('gpus-per-node'),
+  tflops: $('tflops'),
+  intraBandwidth: $('intra-bandwidth'),
+  bandwidth: $('bandwidth'),
+  bandwidthLabel: $('bandwidth-label'),
+  memory: $('memory'),
+  zero: $('zero'),
+  paramBytes: $('param-bytes'),
+  gradBytes: $('grad-bytes'),
+  optimizerBytes: $('optimizer-bytes'),
+  activationBytes: $('activation-bytes'),
+  topology: $('topology'),
+});
+
 // Request fields -> the control they came from, to mark it when it is wrong.
 const errors = new ErrorBox(
   { box: $('error'), title: $('error-title'), message: $('error-message'), close: $('error-close') },
   {
-    'cluster.devices': ui.devices,
-    'cluster.tflops': ui.tflops,
-    'cluster.bandwidth_gbps': ui.bandwidth,
+    ...clusterForm.controls,
     batch: ui.batch,
     seq: ui.seq,
     model: ui.modelSelect,
@@ -77,9 +88,11 @@ const results = new Results({
   planNote: $('plan-note'),
   downloadButton: $('download-button'),
   breakdown: $('breakdown'),
+  memory: $('memory-chart'),
   graph: $('graph'),
   legend: $('graph-legend'),
   table: $('strategy-table'),
+  noFit: { box: $('no-fit'), need: $('no-fit-need'), message: $('no-fit-message'), hint: $('no-fit-hint') },
 });
 
 const source = new GraphSource(
@@ -135,39 +148,14 @@ function syncCancelButton() {
 
 // ---- Inputs ---------------------------------------------------------------------
 
-function numberValue(input) {
-  // An empty or malformed field becomes null in JSON; the module then names it.
-  return Number.isFinite(input.valueAsNumber) ? input.valueAsNumber : null;
-}
-
-function cluster() {
-  return { devices: numberValue(ui.devices), tflops: numberValue(ui.tflops), bandwidth_gbps: numberValue(ui.bandwidth) };
-}
-
-/** The request as JSON text: the graph source's fields, the cluster and the
- *  order. `extra` holds further request fields (the comparison's "mcmc"). */
+/** The request as JSON text: the graph source's fields, the cluster, the
+ *  training and the order. `extra` holds further request fields (the
+ *  comparison's "mcmc"). */
 function requestText(extra = {}) {
-  let tail = `"cluster": ${JSON.stringify(cluster())}, "order": ${JSON.stringify(ui.order.value)}`;
+  let tail = `"cluster": ${JSON.stringify(clusterForm.cluster())}, "training": ${JSON.stringify(clusterForm.training())}`
+    + `, "order": ${JSON.stringify(ui.order.value)}`;
   for (const [key, value] of Object.entries(extra)) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
   return `{${source.requestFields(numberValue(ui.batch), numberValue(ui.seq))}, ${tail}}`;
-}
-
-function applyPreset() {
-  const preset = presets.find((p) => p.id === ui.preset.value);
-  if (!preset) return;
-  ui.tflops.value = preset.tflops;
-  ui.bandwidth.value = preset.bandwidth;
-}
-
-function syncPreset() {
-  ui.preset.value = matchPreset(numberValue(ui.tflops), numberValue(ui.bandwidth)).id;
-}
-
-function fillPresets() {
-  ui.preset.replaceChildren(
-    ...presets.map((p) => el('option', { value: p.id, text: p.label })),
-    el('option', { value: customPreset.id, text: customPreset.label, disabled: true }),
-  );
 }
 
 // ---- Planning -------------------------------------------------------------------
@@ -177,6 +165,7 @@ async function startPlan() {
   if (state.running) cancelPlan(); // a new plan replaces the one in flight
   cancelComparison(); // ... and the comparison of the previous plan
   errors.clear();
+  results.clearNoFit();
   const token = {};
   state.running = token;
   const planning = source.current;
@@ -189,6 +178,7 @@ async function startPlan() {
   // Built now, from the inputs this plan answers, not from what the form
   // says once the plan is done.
   const compareRequest = requestText({ mcmc: comparisonMcmc });
+  const asked = { devices: clusterForm.pageState().devices, zero: clusterForm.zero };
   const started = performance.now();
   let planned = false;
   try {
@@ -207,10 +197,18 @@ async function startPlan() {
     planned = true;
   } catch (e) {
     if (state.running !== token) return; // superseded or cancelled
+    setProgress(0);
+    const noFit = e.kind === 'input' ? parseNoFit(e) : null;
+    if (noFit) {
+      // Not a mistake in the form: the answer is that this cluster is too small.
+      results.showNoFit(e, noFit, asked);
+      clusterForm.memoryInput.setAttribute('aria-invalid', 'true');
+      setStatus(`${label} does not fit: no strategy fits in the memory per GPU.`);
+      return;
+    }
     // Only graph errors belong to the file; cluster errors are the form's.
     const file = planning.kind !== 'model' && e.where?.startsWith('graph') ? label : undefined;
     errors.showPlannerError(e, { file, under: 'graph' });
-    setProgress(0);
     setStatus('Planning failed.');
   } finally {
     if (state.running === token) {
@@ -272,9 +270,7 @@ function pageState() {
     source: current && (current.kind === 'model'
       ? { ...current, batch: numberValue(ui.batch), seq: source.hasSeq(current) ? numberValue(ui.seq) : null }
       : current),
-    devices: numberValue(ui.devices),
-    tflops: numberValue(ui.tflops),
-    bandwidth: numberValue(ui.bandwidth),
+    ...clusterForm.pageState(),
     order: ui.order.value,
     embed: state.embed,
   };
@@ -309,18 +305,18 @@ async function copyLink() {
 
 function wireControls() {
   source.wire();
-  ui.preset.addEventListener('change', () => {
-    applyPreset();
+  clusterForm.wire(() => {
     results.markStale();
     updateUrl();
   });
-  for (const input of [ui.devices, ui.tflops, ui.bandwidth, ui.batch, ui.seq]) {
+  for (const input of [ui.batch, ui.seq]) {
     input.addEventListener('input', () => {
       input.removeAttribute('aria-invalid');
-      if (input === ui.tflops || input === ui.bandwidth) syncPreset();
       results.markStale();
       updateUrl();
     });
+  }
+  for (const input of [ui.batch, ui.seq, ...clusterForm.inputs]) {
     input.addEventListener('keydown', (event) => {
       if (event.key === 'Enter' && !ui.planButton.disabled) startPlan();
     });
@@ -338,24 +334,21 @@ function wireControls() {
 }
 
 async function init() {
-  fillPresets();
   wireControls();
   setRunning(false);
 
   const initial = await readState(location.href);
   state.embed = initial.embed;
   document.body.classList.toggle('embed', state.embed);
-  const preset = presets[0];
-  ui.devices.value = initial.devices ?? defaultDevices;
-  ui.tflops.value = initial.tflops ?? preset.tflops;
-  ui.bandwidth.value = initial.bandwidth ?? preset.bandwidth;
+  clusterForm.restore(initial);
   if (initial.order) ui.order.value = initial.order;
-  syncPreset();
 
   state.client = new PlannerClient('worker.js');
   const examples = source.loadExamples();
   try {
     source.models = await state.client.call('models');
+    // The GPU presets are the core's own list (the module's presets()).
+    clusterForm.setPresets(await state.client.call('presets'));
     ui.moduleVersion.textContent = `module ${await state.client.call('version')}`;
   } catch (e) {
     errors.show('The planner module failed to load', e.message);

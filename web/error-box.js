@@ -38,7 +38,11 @@ export class ErrorBox {
     ui.title.textContent = title;
     ui.message.replaceChildren(...(where ? [el('code', { text: where }), ': '] : []), message);
     ui.box.hidden = false;
-    this.#controls.get(where)?.setAttribute('aria-invalid', 'true');
+    const control = this.#controls.get(where);
+    control?.setAttribute('aria-invalid', 'true');
+    // A control folded away (the training's byte counts) is shown.
+    const details = control?.closest('details');
+    if (details) details.open = true;
   }
 
   clear() {

@@ -54,3 +54,21 @@ export function formatParameters(count) {
   }
   return String(rounded);
 }
+
+const byteUnits = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+
+/**
+ * Bytes in binary units, as the CLI prints them: 256 -> "256 B",
+ * 294912 -> "288.0 KiB", 147841187840 -> "137.7 GiB".
+ */
+export function formatBytes(bytes) {
+  if (!Number.isFinite(bytes)) return '—';
+  let value = bytes;
+  let unit = 0;
+  while (Math.abs(value) >= 1024 && unit < byteUnits.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  if (unit === 0) return `${Math.round(value)} B`;
+  return `${value.toFixed(1)} ${byteUnits[unit]}`;
+}

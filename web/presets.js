@@ -1,22 +1,61 @@
-// GPU presets for the cluster panel: vendor peak throughput per device and
-// per-direction bandwidth of one device-to-device link. They are starting
-// points; the user may edit the numbers afterwards (the preset then reads
-// "Custom"). The precision is part of the label because it changes the peak
-// several-fold.
+// Presets of the Cluster panel. The GPU presets are the core's list
+// (presets_to_json(), the module's presets()), which the page asks the worker
+// for at start-up: the page, the CLI's --preset and a request's "preset" offer
+// the same machines with the same numbers. The page adds one entry of its
+// own, the paper's setting that it opens on and that its golden numbers use.
+// A preset fills the compute, both link speeds, the node size and the memory;
+// the user may edit them afterwards (the select then reads "Custom").
 
-export const presets = [
-  { id: 'paper', label: 'PaSE paper defaults', tflops: 10, bandwidth: 16 },
-  { id: 'gtx1080ti-pcie3', label: 'GTX 1080 Ti · PCIe 3.0 (FP32)', tflops: 11.3, bandwidth: 16 },
-  { id: 'v100-nvlink2', label: 'V100 SXM2 · NVLink 2 (FP32)', tflops: 15.7, bandwidth: 150 },
-  { id: 'v100-nvlink2-fp16', label: 'V100 SXM2 · NVLink 2 (FP16 tensor)', tflops: 125, bandwidth: 150 },
-  { id: 'a100-nvlink3', label: 'A100 SXM4 · NVLink 3 (BF16 tensor)', tflops: 312, bandwidth: 300 },
-  { id: 'h100-nvlink4', label: 'H100 SXM5 · NVLink 4 (BF16 tensor)', tflops: 989, bandwidth: 450 },
-  { id: 'rtx4090-pcie4', label: 'RTX 4090 · PCIe 4.0 (FP32)', tflops: 82.6, bandwidth: 32 },
-];
+/**
+ * The cluster values a preset fills, in the page's terms; null is an empty
+ * field (no nodes: a flat ring; no memory: unlimited).
+ * @typedef {{tflops: number|null, bandwidth: number|null, gpusPerNode: number|null,
+ *            intraBandwidth: number|null, memory: number|null}} ClusterValues
+ * @typedef {ClusterValues & {id: string, label: string}} Preset
+ */
+
+/** @type {Preset} The PaSE paper's cluster: one flat ring, no memory cap. */
+export const paperPreset = {
+  id: 'paper',
+  label: 'PaSE paper: 10 TFLOP/s, 16 GB/s, flat ring',
+  tflops: 10,
+  bandwidth: 16,
+  gpusPerNode: null,
+  intraBandwidth: null,
+  memory: null,
+};
 
 export const customPreset = { id: 'custom', label: 'Custom' };
 
-/** The preset whose numbers are exactly these, or the custom entry. */
-export function matchPreset(tflops, bandwidth) {
-  return presets.find((p) => p.tflops === tflops && p.bandwidth === bandwidth) ?? customPreset;
+/** What a training step keeps per device when the fields are left alone:
+ *  mixed-precision Adam, no ZeRO (the core's defaults, core/docs/cluster.md). */
+export const trainingDefaults = { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0 };
+
+/**
+ * One entry of the module's presets() list ({id, name, tflops, memory_gib,
+ * gpus_per_node, intra_node_gbps, bandwidth_gbps}) as a page preset.
+ * @returns {Preset}
+ */
+export function presetFromModule(entry) {
+  return {
+    id: entry.id,
+    label: `${entry.name}: ${entry.tflops} TFLOP/s, ${entry.memory_gib} GiB, ${entry.gpus_per_node} per node`,
+    tflops: entry.tflops,
+    bandwidth: entry.bandwidth_gbps,
+    gpusPerNode: entry.gpus_per_node,
+    intraBandwidth: entry.intra_node_gbps,
+    memory: entry.memory_gib,
+  };
+}
+
+/**
+ * The preset of `list` whose values are exactly `values`, or the custom
+ * entry. Without nodes the intra-node speed is not used, so it is not compared.
+ * @param {Preset[]} list
+ * @param {ClusterValues} values
+ */
+export function matchPreset(list, values) {
+  return list.find((p) => p.tflops === values.tflops && p.bandwidth === values.bandwidth
+    && p.gpusPerNode === values.gpusPerNode && p.memory === values.memory
+    && (p.gpusPerNode === null || p.intraBandwidth === values.intraBandwidth)) ?? customPreset;
 }

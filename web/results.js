@@ -1,16 +1,44 @@
 // The results of one plan: the summary (step time, cost, what was planned),
-// the cost breakdown, the layer graph and the strategy table, kept in step
-// with each other, and the download of the plan-result document.
+// the cost breakdown, the memory per GPU, the layer graph and the strategy
+// table, kept in step with each other, and the download of the plan-result
+// document. Also the "does not fit" state: a plan refused because no
+// strategy fits the memory per GPU is an answer about the cluster, shown
+// here rather than as an input error.
 //
 // Results stay visible after an input changes, but dimmed ("stale"): they no
 // longer answer the question the form asks.
 
-import { formatCost, formatCount, formatSeconds } from './format.js';
+import { formatBytes, formatCost, formatCount, formatSeconds } from './format.js';
 import { parametersText } from './views/imported.js';
 import { renderTable, highlightRow } from './views/table.js';
 import { renderGraph, renderLegend, highlightVertex } from './views/graph.js';
 import { renderBreakdown } from './views/charts.js';
+import { renderMemory } from './views/memory.js';
 import { el } from './views/dom.js';
+
+// The core's error when nothing fits (core/src/plan.cpp, at cluster.memory_gib):
+// "no strategy fits in 0.001 GiB per device: the least memory any strategy reaches is 0.2117 GiB".
+const noFitPattern = /^no strategy fits in ([\d.e+-]+) GiB per device(?:: the least memory any strategy reaches is ([\d.e+-]+) GiB)?/;
+
+/**
+ * The capacity and the least reachable memory (GiB; null if the message does
+ * not give it) of a planner error that says no strategy fits, else null.
+ * @param {{message: string, where: string}} error
+ */
+export function parseNoFit(error) {
+  if (error?.where !== 'cluster.memory_gib') return null;
+  const match = noFitPattern.exec(error.message ?? '');
+  if (!match) return null;
+  return { capacityGib: Number(match[1]), leastGib: match[2] === undefined ? null : Number(match[2]) };
+}
+
+/** "2 nodes × 8 · 450 GB/s inside nodes, 50 GB/s between", or the flat "16 GB/s links". */
+function linksText(c) {
+  if (!(c.gpus_per_node > 0)) return `${c.bandwidth_gbps} GB/s links`;
+  const nodes = Math.ceil(c.devices / c.gpus_per_node);
+  const shape = nodes === 1 ? 'one node' : `${nodes} nodes × ${c.gpus_per_node}`;
+  return `${shape} · ${c.intra_node_gbps} GB/s inside nodes, ${c.bandwidth_gbps} GB/s between`;
+}
 
 export class Results {
   /** the result document on display, or null */
@@ -20,7 +48,8 @@ export class Results {
 
   /**
    * @param {{stepTime, stepNote, totalCost, costNote, planTitle, planNote, downloadButton,
-   *          breakdown, graph, legend, table}} ui the elements of the results area
+   *          breakdown, memory, graph, legend, table,
+   *          noFit: {box, need, message, hint}}} ui the elements of the results area
    */
   constructor(ui) {
     this.#ui = ui;
@@ -33,6 +62,7 @@ export class Results {
     const ui = this.#ui;
     this.plan = plan;
     this.#text = `${JSON.stringify(plan, null, 2)}\n`;
+    this.clearNoFit();
     document.body.classList.remove('stale');
     document.body.classList.add('has-plan');
     const c = plan.cluster;
@@ -44,11 +74,38 @@ export class Results {
     const s = plan.search ?? {};
     // The graph's parameter count, in results that carry it.
     const parameters = Number.isFinite(plan.parameters) ? ` · ${parametersText(plan.parameters)}` : '';
-    ui.planNote.textContent = `${c.bandwidth_gbps} GB/s links · ${plan.vertices.length} layers${parameters} · searched ${formatCount(s.table_entries)} table entries in ${formatSeconds(s.time_s)}`;
+    ui.planNote.textContent = `${linksText(c)} · ${plan.vertices.length} layers${parameters} · searched ${formatCount(s.table_entries)} table entries in ${formatSeconds(s.time_s)}`;
     ui.downloadButton.disabled = false;
     renderBreakdown(ui.breakdown, plan, { onSelect: (id) => this.#select(id) });
+    renderMemory(ui.memory, plan);
     renderGraph(ui.graph, plan, { onSelect: (id) => this.#select(id) });
     renderTable(ui.table, plan);
+  }
+
+  /**
+   * The "does not fit" state for a planner error that parseNoFit() reads:
+   * the least memory any strategy reaches and what would lower it. The plan
+   * shown before, if any, stays, dimmed.
+   * @param {{message: string}} error
+   * @param {{capacityGib: number, leastGib: number|null}} noFit
+   * @param {{devices: number|null, zero: number}} cluster what was asked for
+   */
+  showNoFit(error, noFit, { devices, zero }) {
+    const ui = this.#ui.noFit;
+    ui.box.querySelector('h2').textContent = `Does not fit in ${noFit.capacityGib} GiB per GPU`;
+    ui.need.textContent = noFit.leastGib === null ? 'No strategy fits.'
+      : `The least memory any strategy reaches is ${formatBytes(noFit.leastGib * 2 ** 30)} per GPU.`;
+    ui.message.textContent = `The planner says: ${error.message}.`;
+    const ways = [devices ? `more devices (now ${devices})` : 'more devices'];
+    if (zero < 3) ways.push(`a higher ZeRO stage (now ${zero})`);
+    ways.push('GPUs with more memory', 'a smaller batch');
+    ui.hint.textContent = `To lower it, try ${ways.slice(0, -1).join(', ')} or ${ways.at(-1)}.`;
+    ui.box.hidden = false;
+    this.markStale();
+  }
+
+  clearNoFit() {
+    this.#ui.noFit.box.hidden = true;
   }
 
   markStale() {

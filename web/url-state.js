@@ -6,9 +6,23 @@
 //   ?graph=my-net.json&devices=8...#g=z...    an uploaded graph, carried in the
 //                                             fragment (never sent to a server),
 //                                             deflated and base64url-encoded
+//   ...&gpn=8&intra=450&mem=80&zero=1&pb=2&gb=2&ob=12&ab=2
+//                                             nodes of 8 GPUs with 450 GB/s inside
+//                                             (bw is then between nodes), 80 GiB per
+//                                             GPU, ZeRO stage 1, the training's bytes
 //
-// Fields missing from the URL keep the page defaults. Nothing here validates
-// values: the module reports bad ones with the field they came from.
+// Fields missing from the URL keep the page defaults: a link written before
+// the cluster editor existed has no gpn, mem, zero or byte counts, and plans
+// on a flat ring without a memory cap, as it did. ZeRO 0 and byte counts
+// equal to the defaults are left out. Nothing here validates values: the
+// module reports bad ones with the field they came from.
+
+import { trainingDefaults } from './presets.js';
+
+// The URL parameter of each training field.
+const trainingParams = [
+  ['paramBytes', 'pb'], ['gradBytes', 'gb'], ['optimizerBytes', 'ob'], ['activationBytes', 'ab'], ['zero', 'zero'],
+];
 
 // A link should stay pasteable; larger uploads are not put in the URL.
 export const maxGraphFragment = 48 * 1024;
@@ -17,8 +31,11 @@ export const maxGraphFragment = 48 * 1024;
  * @typedef {{kind: 'model', name: string, batch: number|null, seq: number|null}
  *         | {kind: 'example', name: string}
  *         | {kind: 'upload', fileName: string, text: string}} Source
+ * @typedef {{paramBytes: number|null, gradBytes: number|null, optimizerBytes: number|null,
+ *            activationBytes: number|null, zero: number|null}} Training
  * @typedef {{source: Source|null, devices: number|null, tflops: number|null,
- *            bandwidth: number|null, order: string|null, embed: boolean,
+ *            bandwidth: number|null, gpusPerNode: number|null, intraBandwidth: number|null,
+ *            memory: number|null, training: Training, order: string|null, embed: boolean,
  *            hasPlanState: boolean}} PageState
  */
 
@@ -50,6 +67,10 @@ export async function readState(href) {
     devices: numberParam(params, 'devices'),
     tflops: numberParam(params, 'tflops'),
     bandwidth: numberParam(params, 'bw'),
+    gpusPerNode: numberParam(params, 'gpn'),
+    intraBandwidth: numberParam(params, 'intra'),
+    memory: numberParam(params, 'mem'),
+    training: Object.fromEntries(trainingParams.map(([key, name]) => [key, numberParam(params, name)])),
     order: params.get('order'),
     embed: params.get('embed') === '1',
     // A link that names what to plan is a shared plan: the page plans it on load.
@@ -83,8 +104,14 @@ export async function writeState(base, state) {
       graphShared = false;
     }
   }
-  for (const [name, value] of [['devices', state.devices], ['tflops', state.tflops], ['bw', state.bandwidth]]) {
+  const cluster = [['devices', state.devices], ['tflops', state.tflops], ['bw', state.bandwidth],
+    ['gpn', state.gpusPerNode], ['intra', state.intraBandwidth], ['mem', state.memory]];
+  for (const [name, value] of cluster) {
     if (value != null && value !== '') params.set(name, String(value));
+  }
+  for (const [key, name] of trainingParams) {
+    const value = state.training?.[key];
+    if (value != null && value !== '' && value !== trainingDefaults[key]) params.set(name, String(value));
   }
   if (state.order && state.order !== 'genseq') params.set('order', state.order);
   if (state.embed) params.set('embed', '1');

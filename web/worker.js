@@ -75,6 +75,9 @@ const actions = {
   // document's own field ("layers[2].filter").
   validate: (pase, payload) => pase.validate(payload),
   models: (pase) => pase.models(),
+  // The GPU presets of the core (presets_to_json()): [{id, name, tflops,
+  // memory_gib, gpus_per_node, intra_node_gbps, bandwidth_gbps}, ...].
+  presets: (pase) => pase.presets(),
   // payload: {name, batch?, seq?}; 0 or absent: the network's default.
   exportModel: (pase, payload) => pase.exportModel(String(payload.name), Number(payload.batch ?? 0), Number(payload.seq ?? 0)),
   // payload: {file, options}, the file an ONNX model or a Hugging Face

@@ -2,7 +2,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatCost, formatSeconds, formatShare, formatCount, formatParameters } from '../../web/format.js';
+import { formatBytes, formatCost, formatSeconds, formatShare, formatCount, formatParameters } from '../../web/format.js';
 
 test('format: non-finite values show a dash', () => {
   assert.equal(formatCost(NaN), '—');
@@ -44,4 +44,17 @@ test('format: parameter counts as people write them', () => {
   assert.equal(formatParameters(512), '512');
   assert.equal(formatParameters(0), '0');
   assert.equal(formatParameters(NaN), '—');
+});
+
+test('format: bytes in binary units, as the CLI prints them', () => {
+  assert.equal(formatBytes(0), '0 B');
+  assert.equal(formatBytes(256), '256 B');
+  assert.equal(formatBytes(1023), '1023 B');
+  assert.equal(formatBytes(1024), '1.0 KiB');
+  assert.equal(formatBytes(294912), '288.0 KiB');
+  assert.equal(formatBytes(9.4 * 2 ** 20), '9.4 MiB');
+  assert.equal(formatBytes(2 ** 30), '1.0 GiB');
+  assert.equal(formatBytes(137.7 * 2 ** 30), '137.7 GiB');
+  assert.equal(formatBytes(3 * 2 ** 40), '3.0 TiB');
+  assert.equal(formatBytes(NaN), '—');
 });

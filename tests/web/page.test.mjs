@@ -119,7 +119,7 @@ test('page: a plan over the memory limit says the graph is too big', { skip, tim
   await waitReady(page);
   await page.selectOption('#model-select', 'transformer');
   await page.fill('#devices', '64');
-  await page.click('.advanced summary');
+  await page.click('#search-details summary');
   await page.selectOption('#order', 'bfs');
   await page.click('#plan-button');
   const text = await errorText(page);
@@ -149,14 +149,17 @@ test('page: plans a built-in network and downloads the plan', { skip, timeout },
   await page.selectOption('#model-select', 'inception3');
   assert.equal(await page.inputValue('#batch'), '128', 'the model default batch');
   await page.fill('#batch', '64');
-  await page.selectOption('#preset', 'v100-nvlink2');
-  assert.equal(await page.inputValue('#tflops'), '15.7');
+  await page.selectOption('#preset', 'v100');
+  assert.equal(await page.inputValue('#tflops'), '125');
   await page.fill('#bandwidth', '100'); // editable after a preset
   assert.equal(await page.inputValue('#preset'), 'custom');
   await page.fill('#devices', '16');
   await page.click('#plan-button');
   const cost = await waitForCost(page);
-  assertClose(cost, expectedCost({ model: 'inception3', batch: 64, cluster: { devices: 16, tflops: 15.7, bandwidth_gbps: 100 } }), 'inception3');
+  assertClose(cost, expectedCost({
+    model: 'inception3', batch: 64,
+    cluster: { devices: 16, tflops: 125, bandwidth_gbps: 100, gpus_per_node: 8, intra_node_gbps: 150, memory_gib: 32 },
+  }), 'inception3');
 
   assert.equal(await page.isVisible('#error'), false);
   assert.match(await page.textContent('#step-time'), /\d+(\.\d+)? (ms|s|µs)/);

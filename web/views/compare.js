@@ -4,11 +4,18 @@
 // as text. Every strategy is priced by the same cost model, so the bars are
 // directly comparable. Plain HTML boxes, like the breakdown chart.
 //
+// Each row also gives the strategy's memory per GPU; under a memory cap the
+// baselines are priced without it (core/docs/cluster.md), and a strategy
+// that does not fit is marked.
+//
 // Test hook: one `.compare-row[data-strategy]` per strategy ("pase",
-// "data_parallel", "expert", "mcmc") holding a `.compare-time` text.
+// "data_parallel", "expert", "mcmc") holding a `.compare-time` text and a
+// `.compare-memory[data-bytes]`; a strategy over the cap has `data-fits="false"`
+// and a `.compare-nofit` mark.
 
-import { formatSeconds } from '../format.js';
+import { formatBytes, formatSeconds } from '../format.js';
 import { el } from './dom.js';
+import { capacityText } from './memory.js';
 
 const order = ['pase', 'data_parallel', 'expert', 'mcmc'];
 
@@ -38,32 +45,61 @@ function tooltip(report) {
   return lines.filter(Boolean).join('\n');
 }
 
+/** The memory line under the bar: bytes per GPU and, over the cap, the mark. */
+function memoryCell(report) {
+  const memory = report.memory;
+  if (!memory) return el('span', { class: 'compare-memory', text: '—' });
+  const over = memory.fits === false;
+  return el('span', {
+    class: over ? 'compare-memory over' : 'compare-memory',
+    dataset: { bytes: memory.per_device_bytes },
+    title: over ? `Needs ${formatBytes(memory.per_device_bytes)} per GPU, more than the ${capacityText(memory.capacity_bytes)} there are` : null,
+  }, [
+    el('span', { class: 'mono', text: `${formatBytes(memory.per_device_bytes)} per GPU` }),
+    over ? el('span', { class: 'compare-nofit', text: `does not fit in ${capacityText(memory.capacity_bytes)}` }) : null,
+  ]);
+}
+
 function row(name, report, doc, longest) {
   const label = strategyLabel(name, doc);
   const outside = report.in_enumeration === false;
   const time = formatSeconds(report.step_time_s);
   const speedup = speedupText(name, report.speedup);
+  const fits = report.memory?.fits !== false;
+  const memory = report.memory ? `, ${formatBytes(report.memory.per_device_bytes)} per GPU${fits ? '' : ', does not fit'}` : '';
   // At least a sliver, so a tiny bar still reads as a bar.
   const width = longest > 0 ? Math.max(0.5, (100 * report.step_time_s) / longest) : 0;
   return el('li', {
-    class: name === 'pase' ? 'compare-row is-pase' : 'compare-row',
-    dataset: { strategy: name },
+    class: `compare-row${name === 'pase' ? ' is-pase' : ''}${fits ? '' : ' over'}`,
+    dataset: { strategy: name, fits: String(fits) },
     title: tooltip(report),
-    'aria-label': `${label}${outside ? ' (outside the enumeration)' : ''}: ${time} per step, ${name === 'data_parallel' ? 'the baseline' : `speedup ${speedup} over data parallelism`}`,
+    'aria-label': `${label}${outside ? ' (outside the enumeration)' : ''}: ${time} per step, ${name === 'data_parallel' ? 'the baseline' : `speedup ${speedup} over data parallelism`}${memory}`,
   }, [
     el('span', { class: 'compare-name' }, [label, outside ? el('sup', { class: 'compare-star', text: '*' }) : null]),
     el('span', { class: 'compare-track' }, el('span', { class: 'compare-bar', style: { width: `${width}%` } })),
     el('span', { class: 'compare-time mono', text: time }),
     el('span', { class: 'compare-speedup', text: speedup }),
+    memoryCell(report),
   ]);
 }
 
 function headline(doc) {
-  const pase = doc.strategies.pase;
+  const { pase, data_parallel: dp } = doc.strategies;
   const speedup = pase.speedup;
   if (!Number.isFinite(speedup)) return null;
-  const text = speedup > 1.0005 ? `PaSE is ${speedup.toFixed(2)}× faster than data parallelism`
-    : 'PaSE matches data parallelism here: splitting only the batch is already best';
+  // Under a memory cap data parallelism, priced without it, may not fit.
+  const dpOver = dp?.memory?.fits === false;
+  const cap = dpOver ? `${capacityText(dp.memory.capacity_bytes)} per GPU` : '';
+  let text;
+  if (speedup > 1.0005) {
+    text = `PaSE is ${speedup.toFixed(2)}× faster than data parallelism${dpOver ? `, which does not even fit in ${cap}` : ''}`;
+  } else if (dpOver) {
+    text = `Data parallelism does not fit in ${cap}; PaSE's plan does`;
+  } else if (speedup < 0.9995) {
+    text = `Data parallelism is ${(1 / speedup).toFixed(2)}× faster here (see the notes)`;
+  } else {
+    text = 'PaSE matches data parallelism here: splitting only the batch is already best';
+  }
   return el('p', { class: 'compare-headline', text });
 }
 

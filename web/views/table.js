@@ -1,7 +1,8 @@
 // The per-layer strategy table: one row per vertex, its dimensions with their
-// sizes and splits (split ones highlighted), its split kind and its cost.
+// sizes and splits (split ones highlighted), its split kind, its cost and
+// the memory one GPU keeps for it (`td.memory[data-bytes]`).
 
-import { formatCost, formatShare } from '../format.js';
+import { formatBytes, formatCost, formatShare } from '../format.js';
 import { el } from './dom.js';
 import { splitKind, splitKindLabel, describeSplits } from './split-kind.js';
 
@@ -40,6 +41,12 @@ export function renderTable(table, plan) {
         el('span', { class: 'share-track' }, el('span', { class: 'share-fill', style: { width: `${Math.min(100, (100 * vertex.cost) / total)}%` } })),
         el('span', { class: 'share-text', text: formatShare(vertex.cost / total) }),
       ])),
+      el('td', {
+        class: 'num mono memory',
+        text: formatBytes(vertex.memory_bytes),
+        title: Number.isFinite(vertex.memory_bytes) ? `${vertex.memory_bytes.toLocaleString('en-US')} bytes per GPU` : null,
+        dataset: { bytes: vertex.memory_bytes },
+      }),
     ]);
   });
   tbody.replaceChildren(...rows);

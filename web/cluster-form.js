@@ -1,0 +1,262 @@
+// The Cluster panel: the preset, nodes x GPUs per node (= devices), compute,
+// the link speeds inside and between nodes, the memory per GPU, the ZeRO
+// stage and the training's byte counts, as the request's "cluster" and
+// "training" (core/docs/cluster.md) and as the page state of the URL.
+//
+// The devices field holds the device count in every state. With GPUs per
+// node empty the cluster is the paper's flat ring: one network, the nodes
+// and the intra-node speed unused. With GPUs per node set, nodes x GPUs per
+// node is the device count: editing the nodes or the node size changes the
+// devices, editing the devices changes the nodes (rounded up: the last node
+// may be partly used, as the core allows). An empty memory is no cap.
+//
+// The page sends the fields themselves, never a "preset": what the form
+// shows is what is planned. Nothing is validated here; the module names a
+// bad field ("cluster.memory_gib") and the error box marks its control.
+
+import { paperPreset, customPreset, trainingDefaults, presetFromModule, matchPreset } from './presets.js';
+import { el } from './views/dom.js';
+
+const defaultDevices = 8;
+
+/** An input's number, or null when it is empty or malformed (JSON null: the module names it). */
+export function numberValue(input) {
+  return Number.isFinite(input.valueAsNumber) ? input.valueAsNumber : null;
+}
+
+function setNumber(input, value) {
+  input.value = value == null ? '' : String(value);
+}
+
+const isCount = (value) => Number.isInteger(value) && value > 0;
+
+export class ClusterForm {
+  /** The presets offered: the paper's, then the module's once they arrive. */
+  presets = [paperPreset];
+  #ui;
+
+  /**
+   * @param {{preset, devices, nodes, gpusPerNode, tflops, intraBandwidth, bandwidth,
+   *          bandwidthLabel, memory, zero, paramBytes, gradBytes, optimizerBytes,
+   *          activationBytes, topology}} ui the panel's elements
+   */
+  constructor(ui) {
+    this.#ui = ui;
+    this.#fillPresets();
+  }
+
+  /** Request field -> control, for the error box. */
+  get controls() {
+    const ui = this.#ui;
+    return {
+      'cluster.devices': ui.devices,
+      'cluster.tflops': ui.tflops,
+      'cluster.bandwidth_gbps': ui.bandwidth,
+      'cluster.gpus_per_node': ui.gpusPerNode,
+      'cluster.intra_node_gbps': ui.intraBandwidth,
+      'cluster.memory_gib': ui.memory,
+      'training.param_bytes': ui.paramBytes,
+      'training.grad_bytes': ui.gradBytes,
+      'training.optimizer_bytes': ui.optimizerBytes,
+      'training.activation_bytes': ui.activationBytes,
+      'training.zero': ui.zero,
+    };
+  }
+
+  /** The fields whose edits make the plan on display stale. */
+  get inputs() {
+    const ui = this.#ui;
+    return [ui.devices, ui.nodes, ui.gpusPerNode, ui.tflops, ui.intraBandwidth, ui.bandwidth, ui.memory,
+      ui.paramBytes, ui.gradBytes, ui.optimizerBytes, ui.activationBytes];
+  }
+
+  /** The memory field, which a plan that fits nowhere points at. */
+  get memoryInput() {
+    return this.#ui.memory;
+  }
+
+  /** True when GPUs per node is given (valid or not): the cluster has nodes. */
+  get hasNodes() {
+    return this.#ui.gpusPerNode.value.trim() !== '';
+  }
+
+  /**
+   * Wires the controls; `onChange` runs after every edit (the plan on display
+   * is then stale and the URL is rewritten).
+   */
+  wire(onChange) {
+    const ui = this.#ui;
+    ui.preset.addEventListener('change', () => {
+      this.#applyPreset();
+      onChange();
+    });
+    const edited = (input, after = () => {}) => input.addEventListener('input', () => {
+      input.removeAttribute('aria-invalid');
+      after();
+      this.#sync();
+      onChange();
+    });
+    edited(ui.devices, () => this.#nodesFromDevices());
+    edited(ui.nodes, () => this.#devicesFromNodes());
+    edited(ui.gpusPerNode, () => (isCount(numberValue(ui.nodes)) ? this.#devicesFromNodes() : this.#nodesFromDevices()));
+    for (const input of [ui.tflops, ui.intraBandwidth, ui.bandwidth, ui.memory, ui.paramBytes, ui.gradBytes,
+      ui.optimizerBytes, ui.activationBytes]) {
+      edited(input);
+    }
+    ui.zero.addEventListener('change', () => {
+      ui.zero.removeAttribute('aria-invalid');
+      onChange();
+    });
+  }
+
+  /**
+   * Fills the fields from the URL's page state (url-state.js); what it lacks
+   * takes the paper's preset and the training defaults, so an old link plans
+   * as it always did.
+   */
+  restore(state) {
+    const ui = this.#ui;
+    setNumber(ui.devices, state.devices ?? defaultDevices);
+    setNumber(ui.tflops, state.tflops ?? paperPreset.tflops);
+    setNumber(ui.bandwidth, state.bandwidth ?? paperPreset.bandwidth);
+    setNumber(ui.gpusPerNode, state.gpusPerNode);
+    setNumber(ui.intraBandwidth, state.intraBandwidth);
+    setNumber(ui.memory, state.memory);
+    const t = state.training ?? {};
+    setNumber(ui.paramBytes, t.paramBytes ?? trainingDefaults.paramBytes);
+    setNumber(ui.gradBytes, t.gradBytes ?? trainingDefaults.gradBytes);
+    setNumber(ui.optimizerBytes, t.optimizerBytes ?? trainingDefaults.optimizerBytes);
+    setNumber(ui.activationBytes, t.activationBytes ?? trainingDefaults.activationBytes);
+    // A stage the select does not offer is sent as it is, for the module to refuse.
+    const zero = String(t.zero ?? trainingDefaults.zero);
+    if (![...ui.zero.options].some((o) => o.value === zero)) ui.zero.append(el('option', { value: zero, text: zero }));
+    ui.zero.value = zero;
+    this.#nodesFromDevices();
+    this.#sync();
+  }
+
+  /** Adds the module's presets (its presets() list) after the paper's. */
+  setPresets(list) {
+    this.presets = [paperPreset, ...list.map(presetFromModule)];
+    this.#fillPresets();
+    this.#sync();
+  }
+
+  /** The request's "cluster": node fields only with nodes, memory only when capped. */
+  cluster() {
+    const ui = this.#ui;
+    const cluster = { devices: numberValue(ui.devices), tflops: numberValue(ui.tflops), bandwidth_gbps: numberValue(ui.bandwidth) };
+    if (this.hasNodes) {
+      cluster.gpus_per_node = numberValue(ui.gpusPerNode);
+      cluster.intra_node_gbps = numberValue(ui.intraBandwidth);
+    }
+    if (ui.memory.value.trim() !== '') cluster.memory_gib = numberValue(ui.memory);
+    return cluster;
+  }
+
+  /** The request's "training". */
+  training() {
+    const ui = this.#ui;
+    return {
+      param_bytes: numberValue(ui.paramBytes),
+      grad_bytes: numberValue(ui.gradBytes),
+      optimizer_bytes: numberValue(ui.optimizerBytes),
+      activation_bytes: numberValue(ui.activationBytes),
+      zero: Number(ui.zero.value),
+    };
+  }
+
+  /** The cluster's part of the URL's page state (url-state.js). */
+  pageState() {
+    const ui = this.#ui;
+    return {
+      devices: numberValue(ui.devices),
+      tflops: numberValue(ui.tflops),
+      bandwidth: numberValue(ui.bandwidth),
+      gpusPerNode: this.hasNodes ? numberValue(ui.gpusPerNode) : null,
+      intraBandwidth: this.hasNodes ? numberValue(ui.intraBandwidth) : null,
+      memory: numberValue(ui.memory),
+      training: {
+        paramBytes: numberValue(ui.paramBytes),
+        gradBytes: numberValue(ui.gradBytes),
+        optimizerBytes: numberValue(ui.optimizerBytes),
+        activationBytes: numberValue(ui.activationBytes),
+        zero: Number(ui.zero.value),
+      },
+    };
+  }
+
+  /** The ZeRO stage chosen, for the hint of a plan that does not fit. */
+  get zero() {
+    return Number(this.#ui.zero.value);
+  }
+
+  // ---- Private ------------------------------------------------------------------
+
+  #fillPresets() {
+    this.#ui.preset.replaceChildren(
+      ...this.presets.map((p) => el('option', { value: p.id, text: p.label })),
+      el('option', { value: customPreset.id, text: customPreset.label, disabled: true }),
+    );
+  }
+
+  #applyPreset() {
+    const ui = this.#ui;
+    const preset = this.presets.find((p) => p.id === ui.preset.value);
+    if (!preset) return;
+    setNumber(ui.tflops, preset.tflops);
+    setNumber(ui.bandwidth, preset.bandwidth);
+    setNumber(ui.gpusPerNode, preset.gpusPerNode);
+    // The flat paper preset keeps the intra-node speed typed before: unused, not lost.
+    if (preset.gpusPerNode !== null) setNumber(ui.intraBandwidth, preset.intraBandwidth);
+    setNumber(ui.memory, preset.memory);
+    // A preset is a machine, not a cluster size: the devices stay.
+    this.#nodesFromDevices();
+    for (const input of this.inputs) input.removeAttribute('aria-invalid');
+    this.#sync();
+  }
+
+  #devicesFromNodes() {
+    const nodes = numberValue(this.#ui.nodes);
+    const size = numberValue(this.#ui.gpusPerNode);
+    if (nodes !== null && isCount(size)) setNumber(this.#ui.devices, nodes * size);
+  }
+
+  #nodesFromDevices() {
+    const devices = numberValue(this.#ui.devices);
+    const size = numberValue(this.#ui.gpusPerNode);
+    setNumber(this.#ui.nodes, isCount(devices) && isCount(size) ? Math.ceil(devices / size) : null);
+  }
+
+  /** The preset select, the enabled fields and the line that names the topology. */
+  #sync() {
+    const ui = this.#ui;
+    const nodes = this.hasNodes;
+    ui.nodes.disabled = !nodes;
+    ui.intraBandwidth.disabled = !nodes;
+    ui.nodes.placeholder = nodes ? '' : '—';
+    ui.bandwidthLabel.textContent = nodes ? 'Inter-node GB/s' : 'GB/s per link';
+    ui.topology.textContent = this.#topologyText();
+    ui.preset.value = matchPreset(this.presets, {
+      tflops: numberValue(ui.tflops),
+      bandwidth: numberValue(ui.bandwidth),
+      gpusPerNode: nodes ? numberValue(ui.gpusPerNode) : null,
+      intraBandwidth: numberValue(ui.intraBandwidth),
+      memory: ui.memory.value.trim() === '' ? null : numberValue(ui.memory),
+    }).id;
+  }
+
+  #topologyText() {
+    const devices = numberValue(this.#ui.devices);
+    const size = numberValue(this.#ui.gpusPerNode);
+    const memory = this.#ui.memory.value.trim() === '' ? 'no memory cap' : `${this.#ui.memory.value} GiB per GPU`;
+    if (!isCount(devices)) return '';
+    if (!this.hasNodes) return `Flat ring: ${devices} device${devices === 1 ? '' : 's'} on one network, ${memory}.`;
+    if (!isCount(size)) return '';
+    const full = Math.floor(devices / size);
+    const rest = devices % size;
+    if (full === 0 || (full === 1 && rest === 0)) return `${devices} device${devices === 1 ? '' : 's'} on one node of ${size}, ${memory}.`;
+    const shape = rest === 0 ? `${full} nodes × ${size}` : `${full + 1} nodes of ${size}, the last with ${rest}`;
+    return `${devices} devices as ${shape}, ${memory}.`;
+  }
+}
