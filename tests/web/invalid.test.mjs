@@ -19,7 +19,10 @@ const skip = browserSkip;
 const timeout = 120_000;
 const cases = loadCases().filter((c) => c.page);
 // The form field of each cluster value in a case's "page" object.
-const fieldIds = { devices: '#devices', tflops: '#tflops', bandwidth: '#bandwidth' };
+const fieldIds = {
+  devices: '#devices', tflops: '#tflops', bandwidth: '#bandwidth', memory: '#memory', gpusPerNode: '#gpus-per-node',
+  paramBytes: '#param-bytes',
+};
 
 let server;
 let baseUrl;
@@ -80,7 +83,11 @@ test('page: invalid cluster values show the field and mark it', { skip, timeout 
     Object.entries(fieldIds).map(async ([key, id]) => [key, await page.inputValue(id)])));
   for (const c of requests) {
     if (await page.isVisible('#error')) await page.click('#error-close');
-    for (const [key, value] of Object.entries(c.page)) await page.fill(fieldIds[key], value);
+    for (const [key, value] of Object.entries(c.page)) {
+      // The training's byte counts are folded away in a <details>.
+      await page.$eval(fieldIds[key], (input) => input.closest('details')?.setAttribute('open', ''));
+      await page.fill(fieldIds[key], value);
+    }
     await page.click('#plan-button');
     const shown = await shownError(page);
     assert.equal(shown.where, c.where, `${c.name}: ${shown.message}`);

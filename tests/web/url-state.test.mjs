@@ -83,3 +83,37 @@ test('url-state: a language model keeps its sequence length', async () => {
   assert.equal(href, `${base}?model=alexnet&batch=128`);
   assert.equal((await readState(`${base}?model=gpt2&seq=abc`)).source.seq, null);
 });
+
+test('url-state: nodes, memory, ZeRO and the training bytes round-trip; defaults are left out', async () => {
+  const written = await writeState(base, {
+    source: { kind: 'model', name: 'gpt2', batch: 16, seq: 1024 },
+    devices: 16, tflops: 989, bandwidth: 50, gpusPerNode: 8, intraBandwidth: 450, memory: 40,
+    training: { paramBytes: 2, gradBytes: 4, optimizerBytes: 12, activationBytes: 2, zero: 3 },
+  });
+  assert.equal(written.href, `${base}?model=gpt2&batch=16&seq=1024&devices=16&tflops=989&bw=50&gpn=8&intra=450&mem=40&gb=4&zero=3`);
+  const state = await readState(written.href);
+  assert.equal(state.gpusPerNode, 8);
+  assert.equal(state.intraBandwidth, 450);
+  assert.equal(state.memory, 40);
+  assert.deepEqual(state.training, { paramBytes: null, gradBytes: 4, optimizerBytes: null, activationBytes: null, zero: 3 });
+  // ZeRO 0 and the default bytes write nothing.
+  const { href } = await writeState(base, {
+    source: { kind: 'model', name: 'gpt2', batch: 16, seq: 1024 }, devices: 8,
+    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0 },
+  });
+  assert.equal(href, `${base}?model=gpt2&batch=16&seq=1024&devices=8`);
+});
+
+test('url-state: a link from before the cluster editor has no nodes, no cap and default training', async () => {
+  const state = await readState(`${base}?model=alexnet&batch=128&devices=8&tflops=10&bw=16`);
+  assert.equal(state.gpusPerNode, null);
+  assert.equal(state.intraBandwidth, null);
+  assert.equal(state.memory, null);
+  assert.deepEqual(state.training, { paramBytes: null, gradBytes: null, optimizerBytes: null, activationBytes: null, zero: null });
+  assert.equal(state.bandwidth, 16);
+  // Malformed values keep the defaults, like the older fields.
+  const bad = await readState(`${base}?model=alexnet&gpn=eight&mem=&zero=x`);
+  assert.equal(bad.gpusPerNode, null);
+  assert.equal(bad.memory, null);
+  assert.equal(bad.training.zero, null);
+});
