@@ -96,6 +96,25 @@ bool starts_with(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;
 }
 
+// The command's text output, and its JSON (--format json) parsed; both runs
+// must succeed.
+struct TextAndJson {
+  Run text;
+  nlohmann::json doc;
+};
+TextAndJson run_text_and_json(const std::vector<std::string>& args) {
+  TextAndJson r;
+  r.text = run_cli(args);
+  std::vector<std::string> json_args = args;
+  json_args.insert(json_args.end(), {"--format", "json"});
+  const Run json = run_cli(json_args);
+  REQUIRE(r.text.exit == 0);
+  REQUIRE(json.exit == 0);
+  r.doc = nlohmann::json::parse(json.out, nullptr, false);
+  REQUIRE(r.doc.is_object());
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("cli: every invalid input exits 1 or 2 with its message on stderr") {
@@ -922,15 +941,7 @@ TEST_CASE("cli: the header names the nodes and keeps the flat form without them"
 TEST_CASE("cli: plan prints the memory per device and per layer as its JSON has them") {
   for (const std::string zero : {"0", "2"}) {
     CAPTURE(zero);
-    const std::vector<std::string> args = {"plan", "--model", "rnnlm", "--zero", zero};
-    Run text = run_cli(args);
-    std::vector<std::string> json_args = args;
-    json_args.insert(json_args.end(), {"--format", "json"});
-    Run json = run_cli(json_args);
-    REQUIRE(text.exit == 0);
-    REQUIRE(json.exit == 0);
-    const nlohmann::json doc = nlohmann::json::parse(json.out, nullptr, false);
-    REQUIRE(doc.is_object());
+    const auto [text, doc] = run_text_and_json({"plan", "--model", "rnnlm", "--zero", zero});
     const nlohmann::json& memory = doc["memory"];
 
     CHECK(line_starting(text.out, "memory ") ==
@@ -1139,14 +1150,7 @@ TEST_CASE("cli: compare shows data parallelism over 80 GiB for Llama 3 8B on 8 H
   const std::vector<std::string> args = {
       "compare", "--model", "llama3-8b", "--batch", "8",           "--seq", "2048",
       "--procs", "8",       "--preset",  "h100",    "--mcmc-time", "0"};
-  Run text = run_cli(args);
-  std::vector<std::string> json_args = args;
-  json_args.insert(json_args.end(), {"--format", "json"});
-  Run json = run_cli(json_args);
-  REQUIRE(text.exit == 0);
-  REQUIRE(json.exit == 0);
-  const nlohmann::json doc = nlohmann::json::parse(json.out, nullptr, false);
-  REQUIRE(doc.is_object());
+  const auto [text, doc] = run_text_and_json(args);
   const nlohmann::json& dp = doc["strategies"]["data_parallel"]["memory"];
   const nlohmann::json& pase_memory = doc["strategies"]["pase"]["memory"];
   const double parameters = 8030261248.0;

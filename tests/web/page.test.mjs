@@ -9,11 +9,10 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
-import { repo, siteDir } from '../wasm/load-module.mjs';
+import { loadModule, repo } from '../wasm/load-module.mjs';
 
 const resultsDir = path.join(repo, 'test-results');
 const examplesDir = path.join(repo, 'examples/graphs');
@@ -29,8 +28,7 @@ let pase; // the module under Node, for the expected costs
 before(async () => {
   if (skip) return;
   ({ server, url: baseUrl, browser } = await startSiteAndBrowser());
-  const createPase = createRequire(import.meta.url)(path.join(siteDir, 'pase.js'));
-  pase = await createPase({ wasmBinary: readFileSync(path.join(siteDir, 'pase.wasm')) });
+  pase = await loadModule();
   mkdirSync(resultsDir, { recursive: true });
 });
 
