@@ -162,10 +162,34 @@ void distinct_tensor_configs(const TensorMap& map, const ConfigSet& set,
 
 }  // namespace
 
+std::vector<int> edge_end_ids(const Graph& g, const ConfigSet& set, const Edge& e, bool producer,
+                              int64_t gpus_per_node) {
+  std::vector<std::vector<int64_t>> unique;
+  std::vector<int> ids;
+  if (!producer) {
+    distinct_tensor_configs(model_of(g, e.dst).in_maps[e.dst_slot], set, unique, ids);
+    return ids;
+  }
+  const TensorMap& map = model_of(g, e.src).out_maps[e.src_output];
+  if (gpus_per_node == 0) {
+    distinct_tensor_configs(map, set, unique, ids);
+    return ids;
+  }
+  const Shape& shape = g.vertices[e.src].outputs[e.src_output].shape;
+  std::map<Placement, int> seen;
+  ids.resize(set.size());
+  for (size_t i = 0; i < set.size(); ++i)
+    ids[i] = seen.emplace(placement(shape, map, set.at(i), set.dims, gpus_per_node),
+                          static_cast<int>(seen.size()))
+                 .first->second;
+  return ids;
+}
+
 std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
                                 const std::vector<int>& edge_ids, int outer, int inner,
-                                const ops::Machine& m) {
-  size_t n_outer = configs[outer].size(), n_inner = configs[inner].size();
+                                const ops::Machine& m, const std::vector<int>* outer_rows) {
+  size_t n_outer = outer_rows ? outer_rows->size() : configs[outer].size();
+  size_t n_inner = configs[inner].size();
   std::vector<double> out(n_outer * n_inner, 0.0);
   for (int id : edge_ids) {
     const Edge& e = g.edges[id];
@@ -205,11 +229,13 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
               m.words(2 * ops::redistribution_words(shape, us[a].data(), ud[b].data()));
     }
     bool src_outer = e.src == outer;
-    for (size_t i = 0; i < n_outer; ++i)
+    for (size_t r = 0; r < n_outer; ++r) {
+      const size_t i = outer_rows ? static_cast<size_t>((*outer_rows)[r]) : r;
       for (size_t j = 0; j < n_inner; ++j) {
         size_t a = src_outer ? is[i] : is[j], b = src_outer ? id_dst[j] : id_dst[i];
-        out[i * n_inner + j] += small[a * ud.size() + b];
+        out[r * n_inner + j] += small[a * ud.size() + b];
       }
+    }
   }
   if (m.cost_weight != 1)
     for (double& x : out) x *= m.cost_weight;

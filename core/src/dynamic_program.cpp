@@ -1,10 +1,14 @@
-// The PaSE dynamic program (Elango, IPDPS 2021, Fig. 4 / recurrence 4).
-// Time: sum over steps of |configs(v)| * |T_i| pairs; each pair costs one read
-// and one add per term that depends on the innermost dimension.
+// The PaSE dynamic program (Elango, IPDPS 2021, Fig. 4 / recurrence 4) on
+// tables indexed by equivalence classes of the dependent vertices'
+// configurations (dynamic_program.hpp). Time: sum over steps of
+// |configs(v)| * |T_i| pairs, |T_i| the product of the class counts; each
+// pair costs one read and one add per term that depends on the innermost
+// dimension.
 #include "dynamic_program.hpp"
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
 
 #include "cost_tables.hpp"
 
@@ -14,17 +18,55 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double table_size(const Step& st, const std::vector<ConfigSet>& configs) {
-  double s = 1;
-  for (int u : st.dep) s *= static_cast<double>(configs[u].size());
-  return s;
+// The tensor edges between two vertices, by pair.
+class EdgePairs {
+ public:
+  explicit EdgePairs(const Graph& g) : pairs_(group_edges(g)) {}
+  const std::vector<int>& between(int a, int b) const {
+    PairEdges key{std::min(a, b), std::max(a, b), {}};
+    auto it = std::lower_bound(pairs_.begin(), pairs_.end(), key,
+                               [](const PairEdges& x, const PairEdges& y) {
+                                 return std::pair(x.a, x.b) < std::pair(y.a, y.b);
+                               });
+    if (it == pairs_.end() || it->a != key.a || it->b != key.b) return none_;
+    return it->edges;
+  }
+
+ private:
+  std::vector<PairEdges> pairs_;
+  std::vector<int> none_;
+};
+
+// Splits the `count` classes of `cls` further by `part`: the new classes are
+// the distinct pairs (cls[c], part[c]), numbered by first appearance, so that
+// the numbering follows the least configuration of each class. Returns the
+// new count.
+int refine(std::vector<int>& cls, int count, const std::vector<int>& part) {
+  if (count == static_cast<int>(cls.size())) return count;  // all apart already
+  std::unordered_map<uint64_t, int> seen;
+  seen.reserve(cls.size());
+  for (size_t c = 0; c < cls.size(); ++c) {
+    uint64_t key = static_cast<uint64_t>(cls[c]) << 32 | static_cast<uint32_t>(part[c]);
+    cls[c] = seen.emplace(key, static_cast<int>(seen.size())).first->second;
+  }
+  return static_cast<int>(seen.size());
 }
 
-// A summand of the recurrence: data[offset(phi) + c] with c fastest.
+bool is_identity(const std::vector<int>& map) {
+  for (size_t q = 0; q < map.size(); ++q)
+    if (map[q] != static_cast<int>(q)) return false;
+  return true;
+}
+
+// A summand of the recurrence: data[offset(phi) + index(c)], where offset is
+// the sum over levels k of stride[k] * (this term's class of the level's
+// state phi_k) and index(c) is v's class of configuration c in the term.
 struct Term {
   const double* data = nullptr;
-  std::vector<int64_t> stride;  // by level 1..d (index 0 unused)
-  int level = 0;                // deepest level it depends on, 0 = none
+  int level = 0;                      // deepest level it depends on, 0 = none
+  const int* inner = nullptr;         // index(c); null: c itself
+  std::vector<int64_t> stride;        // by level 1..d (index 0 unused)
+  std::vector<std::vector<int>> map;  // by level: T_i's class -> the term's; empty: the same
 };
 
 class StepRunner {
@@ -33,17 +75,26 @@ class StepRunner {
              uint16_t* arg)
       : nv_(nv),
         d_(static_cast<int>(radix.size())),
+        n_terms_(static_cast<int>(terms.size())),
         radix_(std::move(radix)),
         terms_(std::move(terms)),
         out_(out),
         arg_(arg) {
-    off_.assign(terms_.size(), 0);
+    off_.assign(static_cast<size_t>(d_ + 1) * n_terms_, 0);
     by_level_.resize(d_ + 1);
-    for (size_t t = 0; t < terms_.size(); ++t)
-      by_level_[terms_[t].level].push_back(static_cast<int>(t));
+    moves_.resize(d_ + 1);
+    for (int t = 0; t < n_terms_; ++t) {
+      const Term& term = terms_[t];
+      by_level_[term.level].push_back(t);
+      // A term's offset is carried down to its own level, adding each
+      // level's share on the way.
+      for (int k = 1; k <= term.level; ++k) {
+        const std::vector<int>& map = term.map[k];
+        moves_[k].push_back(Move{t, term.stride[k], map.empty() ? nullptr : map.data()});
+      }
+    }
     acc_.assign(static_cast<size_t>(d_ + 1) * nv_, 0.0);
-    for (int t : by_level_[0])
-      for (int c = 0; c < nv_; ++c) acc_[c] += terms_[t].data[c];
+    for (int t : by_level_[0]) add(acc_.data(), t, 0);
   }
 
   // Fills the whole table; `tick` is called after each innermost row with the
@@ -58,6 +109,22 @@ class StepRunner {
   }
 
  private:
+  struct Move {
+    int term;
+    int64_t stride;
+    const int* map;  // null: the state itself
+  };
+
+  void add(double* acc, int t, int64_t off) const {
+    const double* src = terms_[t].data + off;
+    const int* inner = terms_[t].inner;
+    if (inner) {
+      for (int c = 0; c < nv_; ++c) acc[c] += src[inner[c]];
+    } else {
+      for (int c = 0; c < nv_; ++c) acc[c] += src[c];
+    }
+  }
+
   void innermost_scalar() {
     double best = kInf;
     int arg = 0;
@@ -70,99 +137,156 @@ class StepRunner {
     arg_[0] = static_cast<uint16_t>(arg);
   }
 
+  // Offsets at level k for state phi, from those at level k - 1.
+  void move(int k, int64_t phi) {
+    int64_t* off = off_.data() + static_cast<size_t>(k) * n_terms_;
+    const int64_t* up = off - n_terms_;
+    for (const Move& m : moves_[k])
+      off[m.term] = up[m.term] + m.stride * (m.map ? m.map[phi] : phi);
+  }
+
   template <class Tick>
   bool level(int k, int64_t out_base, Tick& tick) {
     const double* prev = acc_.data() + static_cast<size_t>(k - 1) * nv_;
+    const int64_t* off = off_.data() + static_cast<size_t>(k) * n_terms_;
     const std::vector<int>& mine = by_level_[k];
     int64_t n = radix_[k - 1];
     if (k == d_) {
       for (int64_t phi = 0; phi < n; ++phi) {
-        row(prev, mine, out_base + phi);
-        for (size_t t = 0; t < terms_.size(); ++t) off_[t] += terms_[t].stride[k];
+        move(k, phi);
+        row(prev, mine, off, out_base + phi);
       }
-      for (size_t t = 0; t < terms_.size(); ++t) off_[t] -= n * terms_[t].stride[k];
       return tick(static_cast<uint64_t>(n) * nv_);
     }
     double* acc = acc_.data() + static_cast<size_t>(k) * nv_;
     for (int64_t phi = 0; phi < n; ++phi) {
+      move(k, phi);
       std::copy(prev, prev + nv_, acc);
-      for (int t : mine) {
-        const double* src = terms_[t].data + off_[t];
-        for (int c = 0; c < nv_; ++c) acc[c] += src[c];
-      }
+      for (int t : mine) add(acc, t, off[t]);
       if (!level(k + 1, (out_base + phi) * radix_[k], tick)) return false;
-      for (size_t t = 0; t < terms_.size(); ++t) off_[t] += terms_[t].stride[k];
     }
-    for (size_t t = 0; t < terms_.size(); ++t) off_[t] -= n * terms_[t].stride[k];
     return true;
   }
 
-  // min over c of prev[c] + the innermost terms, for one output entry.
-  void row(const double* prev, const std::vector<int>& mine, int64_t out_index) {
+  // min over c of prev[c] + a[index_a(c)] (+ b[index_b(c)]): the innermost
+  // loop, with the terms read directly or through v's class map. The sums
+  // are formed in the order of the reference engine, so they are the same
+  // numbers.
+  template <bool GatherA>
+  void row1(const double* prev, const double* a, const int* ia, int64_t out_index) {
     double best = kInf;
     int arg = 0;
-    if (mine.size() == 1) {
-      const double* a = terms_[mine[0]].data + off_[mine[0]];
-      for (int c = 0; c < nv_; ++c) {
-        double s = prev[c] + a[c];
-        if (s < best) {
-          best = s;
-          arg = c;
-        }
-      }
-    } else if (mine.size() == 2) {
-      const double* a = terms_[mine[0]].data + off_[mine[0]];
-      const double* b = terms_[mine[1]].data + off_[mine[1]];
-      for (int c = 0; c < nv_; ++c) {
-        double s = prev[c] + a[c] + b[c];
-        if (s < best) {
-          best = s;
-          arg = c;
-        }
-      }
-    } else {
-      for (int c = 0; c < nv_; ++c) {
-        double s = prev[c];
-        for (int t : mine) s += terms_[t].data[off_[t] + c];
-        if (s < best) {
-          best = s;
-          arg = c;
-        }
+    for (int c = 0; c < nv_; ++c) {
+      double s = prev[c] + (GatherA ? a[ia[c]] : a[c]);
+      if (s < best) {
+        best = s;
+        arg = c;
       }
     }
     out_[out_index] = best;
     arg_[out_index] = static_cast<uint16_t>(arg);
   }
 
-  int nv_, d_;
+  template <bool GatherA, bool GatherB>
+  void row2(const double* prev, const double* a, const int* ia, const double* b, const int* ib,
+            int64_t out_index) {
+    double best = kInf;
+    int arg = 0;
+    for (int c = 0; c < nv_; ++c) {
+      double s = prev[c] + (GatherA ? a[ia[c]] : a[c]) + (GatherB ? b[ib[c]] : b[c]);
+      if (s < best) {
+        best = s;
+        arg = c;
+      }
+    }
+    out_[out_index] = best;
+    arg_[out_index] = static_cast<uint16_t>(arg);
+  }
+
+  void row(const double* prev, const std::vector<int>& mine, const int64_t* off,
+           int64_t out_index) {
+    if (mine.size() == 1) {
+      const Term& ta = terms_[mine[0]];
+      const double* a = ta.data + off[mine[0]];
+      if (ta.inner) {
+        row1<true>(prev, a, ta.inner, out_index);
+      } else {
+        row1<false>(prev, a, nullptr, out_index);
+      }
+      return;
+    }
+    if (mine.size() == 2) {
+      const Term& ta = terms_[mine[0]];
+      const Term& tb = terms_[mine[1]];
+      const double* a = ta.data + off[mine[0]];
+      const double* b = tb.data + off[mine[1]];
+      if (ta.inner && tb.inner) {
+        row2<true, true>(prev, a, ta.inner, b, tb.inner, out_index);
+      } else if (ta.inner) {
+        row2<true, false>(prev, a, ta.inner, b, nullptr, out_index);
+      } else if (tb.inner) {
+        row2<false, true>(prev, a, nullptr, b, tb.inner, out_index);
+      } else {
+        row2<false, false>(prev, a, nullptr, b, nullptr, out_index);
+      }
+      return;
+    }
+    double best = kInf;
+    int arg = 0;
+    for (int c = 0; c < nv_; ++c) {
+      double s = prev[c];
+      for (int t : mine) {
+        const Term& term = terms_[t];
+        s += term.data[off[t] + (term.inner ? term.inner[c] : c)];
+      }
+      if (s < best) {
+        best = s;
+        arg = c;
+      }
+    }
+    out_[out_index] = best;
+    arg_[out_index] = static_cast<uint16_t>(arg);
+  }
+
+  int nv_, d_, n_terms_;
   std::vector<int64_t> radix_;
   std::vector<Term> terms_;
   double* out_;
   uint16_t* arg_;
-  std::vector<int64_t> off_;
-  std::vector<std::vector<int>> by_level_;
-  std::vector<double> acc_;  // (d + 1) rows of nv partial sums
+  std::vector<int64_t> off_;                // (d + 1) rows of one offset per term
+  std::vector<std::vector<int>> by_level_;  // terms by their level
+  std::vector<std::vector<Move>> moves_;    // by level: the offsets to carry down
+  std::vector<double> acc_;                 // (d + 1) rows of nv partial sums
 };
 
-}  // namespace
-
-SearchStats estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& configs) {
+// Sizes of the tables of `ord`, indexed by `classes` or, when null, by raw
+// configurations.
+SearchStats estimate_sizes(const Ordering& ord, const std::vector<ConfigSet>& configs,
+                           const TableClasses* classes) {
   SearchStats e;
-  double vectors = 0;
+  double vectors = classes ? classes->bytes : 0;
   for (const ConfigSet& c : configs) vectors += static_cast<double>(c.size()) * sizeof(double);
+  // States of the k-th dependent vertex of step i.
+  auto states = [&](size_t i, size_t k) {
+    return classes ? static_cast<double>(classes->steps[i].count[k])
+                   : static_cast<double>(configs[ord.steps[i].dep[k]].size());
+  };
   std::vector<double> size(ord.steps.size());
   double live = 0, args = 0;
   for (size_t i = 0; i < ord.steps.size(); ++i) {
     const Step& st = ord.steps[i];
     double nv = static_cast<double>(configs[st.vertex].size());
-    size[i] = table_size(st, configs);
+    size[i] = 1;
+    for (size_t k = 0; k < st.dep.size(); ++k) size[i] *= states(i, k);
     e.pairs += size[i] * nv;
     e.table_entries += size[i];
     e.largest_table = std::max(e.largest_table, size[i]);
     e.max_dependent_set = std::max(e.max_dependent_set, static_cast<int>(st.dep.size()));
     double matrices = 0;
-    for (int u : st.new_neighbors)
-      matrices += nv * static_cast<double>(configs[u].size()) * sizeof(double);
+    for (int u : st.new_neighbors) {
+      size_t k = std::find(st.dep.begin(), st.dep.end(), u) - st.dep.begin();
+      matrices += nv * states(i, k) * sizeof(double);
+    }
     args += size[i] * sizeof(uint16_t);
     double now = vectors + live + size[i] * sizeof(double) + args + matrices;
     e.peak_bytes = std::max(e.peak_bytes, now);
@@ -172,20 +296,67 @@ SearchStats estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& confi
   return e;
 }
 
+}  // namespace
+
+TableClasses table_classes(const Graph& g, const std::vector<ConfigSet>& configs,
+                           const Ordering& ord, int64_t gpus_per_node) {
+  EdgePairs pairs(g);
+  TableClasses out;
+  out.steps.resize(ord.steps.size());
+  for (size_t i = 0; i < ord.steps.size(); ++i) {
+    const Step& st = ord.steps[i];
+    DepClasses& dc = out.steps[i];
+    const size_t d = st.dep.size();
+    dc.of.resize(d);
+    dc.count.resize(d);
+    dc.first.resize(d);
+    for (size_t k = 0; k < d; ++k) {
+      const int w = st.dep[k];
+      std::vector<int>& cls = dc.of[k];
+      cls.assign(configs[w].size(), 0);
+      int count = 1;
+      // What the consumed tables tell apart of w...
+      for (int j : st.consumed) {
+        const std::vector<int>& dj = ord.steps[j].dep;
+        auto it = std::find(dj.begin(), dj.end(), w);
+        if (it != dj.end()) count = refine(cls, count, out.steps[j].of[it - dj.begin()]);
+      }
+      // ... and what the edges between v and w see of it.
+      for (int id : pairs.between(st.vertex, w)) {
+        const Edge& e = g.edges[id];
+        if (count == static_cast<int>(cls.size())) break;
+        count = refine(cls, count, edge_end_ids(g, configs[w], e, e.src == w, gpus_per_node));
+      }
+      dc.count[k] = count;
+      dc.first[k].assign(count, -1);
+      for (size_t c = cls.size(); c-- > 0;) dc.first[k][cls[c]] = static_cast<int>(c);
+      out.bytes += static_cast<double>(cls.size() + count) * sizeof(int);
+    }
+  }
+  return out;
+}
+
+SearchStats estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& configs,
+                        const TableClasses* classes) {
+  SearchStats e = estimate_sizes(ord, configs, classes);
+  const SearchStats raw = classes ? estimate_sizes(ord, configs, nullptr) : e;
+  e.raw_pairs = raw.pairs;
+  e.raw_peak_bytes = raw.peak_bytes;
+  return e;
+}
+
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const ops::Machine& m, const SearchStats& est, const PlanOptions& options) {
+  return run_dp(g, configs, ord, table_classes(g, configs, ord, m.gpus_per_node), m, est, options);
+}
+
+Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
+                        const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
+                        const PlanOptions& options) {
   size_t n_steps = ord.steps.size();
   std::vector<std::vector<double>> tables(n_steps);
   std::vector<std::vector<uint16_t>> args(n_steps);
-  std::vector<PairEdges> pairs = group_edges(g);
-  auto pair_of = [&](int a, int b) -> const std::vector<int>& {
-    PairEdges key{std::min(a, b), std::max(a, b), {}};
-    auto it = std::lower_bound(pairs.begin(), pairs.end(), key,
-                               [](const PairEdges& x, const PairEdges& y) {
-                                 return std::pair(x.a, x.b) < std::pair(y.a, y.b);
-                               });
-    return it->edges;
-  };
+  EdgePairs pairs(g);
 
   // Progress and cancellation, checked every ~2^20 pairs.
   double done_pairs = 0, last_report = -1;
@@ -219,6 +390,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   std::vector<int> level_of(g.vertices.size(), 0);
   for (size_t i = 0; i < n_steps; ++i) {
     const Step& st = ord.steps[i];
+    const DepClasses& dc = classes.steps[i];
     int v = st.vertex;
     current = v;
     // Also checked once per vertex, so that small plans notice a cancel too.
@@ -228,32 +400,46 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     int d = static_cast<int>(st.dep.size());
     std::vector<int64_t> radix(d);
     for (int k = 0; k < d; ++k) {
-      radix[k] = static_cast<int64_t>(configs[st.dep[k]].size());
+      radix[k] = dc.count[k];
       level_of[st.dep[k]] = k + 1;
     }
     std::vector<Term> terms;
     std::vector<double> vcost = vertex_cost_vector(g, v, configs[v], m);
-    terms.push_back(Term{vcost.data(), std::vector<int64_t>(d + 1, 0), 0});
+    terms.push_back(Term{vcost.data(), 0, nullptr, std::vector<int64_t>(d + 1, 0),
+                         std::vector<std::vector<int>>(d + 1)});
     for (int j : st.consumed) {
       // Table j lists ord.steps[j].dep latest first; v is its last dimension.
       const std::vector<int>& dims = ord.steps[j].dep;
-      Term t{tables[j].data(), std::vector<int64_t>(d + 1, 0), 0};
+      const DepClasses& cj = classes.steps[j];
+      Term t{tables[j].data(), 0, nullptr, std::vector<int64_t>(d + 1, 0),
+             std::vector<std::vector<int>>(d + 1)};
       int64_t stride = 1;
       for (int k = static_cast<int>(dims.size()) - 1; k >= 0; --k) {
-        if (dims[k] != v) {
+        const std::vector<int>& of = cj.of[k];
+        if (dims[k] == v) {
+          if (cj.count[k] != nv || !is_identity(of)) t.inner = of.data();
+        } else {
+          // T_i's class of dims[k] determines T_j's: read it off the class's
+          // least configuration.
           int lvl = level_of[dims[k]];
           t.stride[lvl] = stride;
           t.level = std::max(t.level, lvl);
+          std::vector<int> map(radix[lvl - 1]);
+          for (size_t q = 0; q < map.size(); ++q) map[q] = of[dc.first[lvl - 1][q]];
+          if (!is_identity(map)) t.map[lvl] = std::move(map);
         }
-        stride *= static_cast<int64_t>(configs[dims[k]].size());
+        stride *= cj.count[k];
       }
       terms.push_back(std::move(t));
     }
     std::vector<std::vector<double>> matrices;
     matrices.reserve(st.new_neighbors.size());
     for (int u : st.new_neighbors) {
-      matrices.push_back(pair_matrix(g, configs, pair_of(u, v), u, v, m));
-      Term t{matrices.back().data(), std::vector<int64_t>(d + 1, 0), level_of[u]};
+      // One row per class of u in T_i, priced at its least configuration.
+      const std::vector<int>& rows = dc.first[level_of[u] - 1];
+      matrices.push_back(pair_matrix(g, configs, pairs.between(u, v), u, v, m, &rows));
+      Term t{matrices.back().data(), level_of[u], nullptr, std::vector<int64_t>(d + 1, 0),
+             std::vector<std::vector<int>>(d + 1)};
       t.stride[level_of[u]] = nv;
       terms.push_back(std::move(t));
     }
@@ -275,14 +461,17 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   }
 
   // Back-substitution: a step's dependent set is processed later, so walking
-  // the steps backwards finds every index already chosen.
+  // the steps backwards finds every configuration already chosen; its class
+  // in the step's table is the index.
   DpResult res;
   res.cost = total;
   res.choice.assign(g.vertices.size(), 0);
   for (size_t i = n_steps; i-- > 0;) {
     const Step& st = ord.steps[i];
+    const DepClasses& dc = classes.steps[i];
     int64_t idx = 0;
-    for (int u : st.dep) idx = idx * static_cast<int64_t>(configs[u].size()) + res.choice[u];
+    for (size_t k = 0; k < st.dep.size(); ++k)
+      idx = idx * dc.count[k] + dc.of[k][res.choice[st.dep[k]]];
     res.choice[st.vertex] = args[i][idx];
   }
   done_pairs = est.pairs;

@@ -1,13 +1,17 @@
 // The dynamic program of the PaSE paper (Fig. 4, recurrence 4) over an
-// Ordering, on flat mixed-radix tables.
+// Ordering, on flat mixed-radix tables indexed by equivalence classes.
 //
 // Step i processes vertex v = v(i) with dependent set D = D(i) = (u_1..u_d):
 //   T_i[phi] = min over c of  vcost_v[c]
 //                           + sum over consumed tables T_j: T_j[phi|D_j, c]
 //                           + sum over new neighbours u:    E_vu[phi_u][c]
-// where phi ranges over the configurations of D. Every table lists its
-// dimensions latest-processed first, so its consumer's configuration is the
-// fastest-moving index and no table is ever transposed.
+// where c ranges over the configurations of v and phi over the states of D.
+// A state of u in D is not one of u's configurations but its class
+// (TableClasses): configurations that every edge between u and the vertices
+// processed so far (in v's component) sees alike share one entry, since they
+// share its value. Every table lists its dimensions latest-processed first,
+// so its consumer's index is the fastest-moving one and no table is ever
+// transposed. core/docs/performance.md, "Equivalence classes".
 #pragma once
 
 #include <cstdint>
@@ -20,18 +24,62 @@
 
 namespace pase {
 
+// The classes of one step's dependent vertices, aligned with Step::dep.
+struct DepClasses {
+  std::vector<std::vector<int>> of;     // of[k][c]: class of configuration c of dep[k]
+  std::vector<int> count;               // count[k]: classes of dep[k], the table's radix
+  std::vector<std::vector<int>> first;  // first[k][q]: least configuration of class q
+};
+
+// For step i and u = dep(i)[k], the class of a configuration c of u is the
+// key made of (a) its class in every table T_j that step i consumes and that
+// has u in D(j), and (b) for each edge between v(i) and u, the id of u's end
+// (edge_end_ids: the consumer's tensor configuration, the producer's tensor
+// configuration on a flat machine or its placement on a machine of nodes).
+// Classes are the distinct keys, numbered by their least configuration, so
+// class 0 holds configuration 0. Configurations of one class give every
+// entry of T_i the same value and the same arg-min, bit for bit (the terms
+// of the recurrence read the same numbers in the same order). Depends on the
+// machine only through gpus_per_node. Time O(sum over steps and u in D of
+// |configs(u)| * (consumed tables + edges)), plus the edge ids.
+struct TableClasses {
+  std::vector<DepClasses> steps;  // by step
+  double bytes = 0;               // memory held by the class maps
+};
+TableClasses table_classes(const Graph& g, const std::vector<ConfigSet>& configs,
+                           const Ordering& ord, int64_t gpus_per_node);
+
 // What a run will need, computed before anything is allocated: the size
 // fields of SearchStats (max_dependent_set, table_entries, largest_table,
-// pairs, peak_bytes); the others are left at their defaults.
-SearchStats estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& configs);
+// pairs, peak_bytes, raw_pairs, raw_peak_bytes); the others are left at their
+// defaults. With `classes`, the sizes of the tables indexed by classes (what
+// run_dp allocates); without, of tables indexed by raw configurations (what
+// run_dp_reference allocates), which are also the raw_* fields.
+SearchStats estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& configs,
+                        const TableClasses* classes = nullptr);
 
 struct DpResult {
   double cost = 0;
   std::vector<int> choice;  // configuration index per vertex
 };
 
-// Runs the program. Errors: "cancelled" when options.cancel is set.
+// Runs the program on tables indexed by `classes` (from table_classes() with
+// m.gpus_per_node). `est` scales the progress reports. Errors: "cancelled"
+// when options.cancel is set. Ties go to the configuration of v enumerated
+// first, as in run_dp_reference, so both return the same strategy.
+Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
+                        const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
+                        const PlanOptions& options);
+
+// The same, computing the classes first.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const ops::Machine& m, const SearchStats& est, const PlanOptions& options);
+
+// For tests only: the program on tables indexed by the raw configurations of
+// the dependent vertices (the engine before the classes), as the reference
+// that run_dp must equal in cost and strategy (tests/classes_test.cpp).
+Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& configs,
+                                  const Ordering& ord, const ops::Machine& m,
+                                  const SearchStats& est, const PlanOptions& options);
 
 }  // namespace pase

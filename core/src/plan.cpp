@@ -157,7 +157,8 @@ namespace {
 struct Prepared {
   std::vector<ConfigSet> configs;
   Ordering ord;
-  SearchStats est;  // sizes only
+  TableClasses classes;  // the tables' indices, the same for every search
+  SearchStats est;       // sizes only
 };
 
 Result<Prepared> prepare(const Graph& graph, const Cluster& cluster, const PlanOptions& options) {
@@ -173,7 +174,8 @@ Result<Prepared> prepare(const Graph& graph, const Cluster& cluster, const PlanO
   }
   p.ord = make_ordering(graph, options.order, counts);
   const uint64_t configurations = p.est.configurations;
-  p.est = estimate_dp(p.ord, p.configs);
+  p.classes = table_classes(graph, p.configs, p.ord, ops::make_machine(cluster).gpus_per_node);
+  p.est = estimate_dp(p.ord, p.configs, &p.classes);
   p.est.configurations = configurations;
   return p;
 }
@@ -229,7 +231,7 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
     ops::Machine m = machine;
     m.cost_weight = cost_weight;
     m.memory_weight = memory_weight;
-    auto dp = run_dp(graph, prep->configs, prep->ord, m, est, options);
+    auto dp = run_dp(graph, prep->configs, prep->ord, prep->classes, m, est, options);
     if (!dp) return dp.error();
     Strategy s(graph.vertices.size());
     for (size_t v = 0; v < s.size(); ++v) {

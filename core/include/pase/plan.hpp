@@ -17,10 +17,13 @@
 // optimum; the strategy is recovered from per-table arg-min records.
 //
 // COMPLEXITY
-//   Time O(sum over i of |configs(v(i))| * prod over u in D(i) of |configs(u)|)
-//   (the "pairs" of SearchStats); memory: the live cost tables (8 bytes an
-//   entry) plus every arg-min table (2 bytes an entry). Both are computed before
-//   anything is allocated; a plan over PlanOptions::max_memory is refused.
+//   Time O(sum over i of |configs(v(i))| * prod over u in D(i) of |classes(u, i)|)
+//   (the "pairs" of SearchStats), where classes(u, i) are u's configurations
+//   told apart by what the edges between u and the processed part see of them
+//   (at most |configs(u)|; core/docs/performance.md, "Equivalence classes");
+//   memory: the live cost tables (8 bytes an entry) plus every arg-min table
+//   (2 bytes an entry). Both are computed before anything is allocated; a
+//   plan over PlanOptions::max_memory is refused.
 //
 // DETERMINISM AND TIE-BREAKING
 //   Results are deterministic for a given graph, cluster and options. When a
@@ -131,11 +134,15 @@ struct PlanOptions {
 // instead of overflowing.
 struct SearchStats {
   Order order = Order::kGenSeq;
-  int max_dependent_set = 0;    // largest |D(i)|
-  double table_entries = 0;     // sum of all table sizes
-  double largest_table = 0;     // entries of the largest table
-  double pairs = 0;             // (dependent-set state, configuration) pairs visited
-  double peak_bytes = 0;        // predicted peak of table memory
+  int max_dependent_set = 0;  // largest |D(i)|
+  double table_entries = 0;   // sum of all table sizes
+  double largest_table = 0;   // entries of the largest table
+  double pairs = 0;           // (dependent-set state, configuration) pairs visited
+  double peak_bytes = 0;      // predicted peak of table memory
+  // The same two for tables indexed by raw configurations, before they are
+  // reduced to equivalence classes (core/docs/performance.md).
+  double raw_pairs = 0;
+  double raw_peak_bytes = 0;
   uint64_t configurations = 0;  // sum over vertices of their configuration counts
   double time_s = 0;            // wall time of plan()
 };
@@ -180,7 +187,7 @@ struct Plan {
 // fits is an error at "cluster.memory_gib" naming the least memory reachable.
 // Errors: invalid cluster, a vertex with more
 // than kMaxConfigurations configurations, configurations or tables over
-// max_memory (where "max_memory": "the bfs order needs 28.0 GiB of tables
+// max_memory (where "max_memory": "the bfs order needs 98.6 GiB of tables
 // (largest dependent set 7, ...), more than the limit of 4.0 GiB; ..."),
 // cancellation ("cancelled").
 Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions& options = {});
