@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 namespace pase {
 
@@ -146,17 +147,35 @@ std::vector<PairEdges> group_edges(const Graph& g) {
 namespace {
 
 // Distinct tensor configurations of a vertex's configurations under `map`:
-// `ids[i]` is the index in `unique` of configuration i's tensor configuration.
+// `ids[i]` is the index in `unique` of configuration i's tensor configuration,
+// numbered by first appearance. Sorted, not hashed: no allocation per
+// configuration.
 void distinct_tensor_configs(const TensorMap& map, const ConfigSet& set,
                              std::vector<std::vector<int64_t>>& unique, std::vector<int>& ids) {
-  std::map<std::vector<int64_t>, int> seen;
-  std::vector<int64_t> t(map.size());
-  ids.resize(set.size());
-  for (size_t i = 0; i < set.size(); ++i) {
-    ops::tensor_config(map, set.at(i), t.data());
-    auto [it, fresh] = seen.emplace(t, static_cast<int>(unique.size()));
-    if (fresh) unique.push_back(t);
-    ids[i] = it->second;
+  const size_t n = set.size(), w = map.size();
+  std::vector<int64_t> flat(n * w);
+  for (size_t i = 0; i < n; ++i) ops::tensor_config(map, set.at(i), flat.data() + i * w);
+  auto row = [&](int i) { return flat.data() + static_cast<size_t>(i) * w; };
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  // Stable: each run of equal rows starts with its least configuration.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return std::lexicographical_compare(row(a), row(a) + w, row(b), row(b) + w);
+  });
+  std::vector<int> leader(n);
+  for (size_t k = 0; k < n; ++k) {
+    const int i = order[k];
+    const bool same = k > 0 && std::equal(row(i), row(i) + w, row(order[k - 1]));
+    leader[i] = same ? leader[order[k - 1]] : i;
+  }
+  ids.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (leader[i] == static_cast<int>(i)) {
+      ids[i] = static_cast<int>(unique.size());
+      unique.emplace_back(row(static_cast<int>(i)), row(static_cast<int>(i)) + w);
+    } else {
+      ids[i] = ids[leader[i]];
+    }
   }
 }
 

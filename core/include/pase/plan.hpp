@@ -13,8 +13,10 @@
 // Fig. 3, by default), then runs the dynamic program of paper Fig. 4 /
 // recurrence (4): after vertex v(i) is processed, a table indexed by the
 // configurations of its dependent set D(i) holds the least cost of the processed
-// part of the graph that touches it. The table of the last vertex holds the
-// optimum; the strategy is recovered from per-table arg-min records.
+// part of the graph that touches it (configurations that this part sees alike
+// share one entry: core/docs/performance.md, "Equivalence classes"). The
+// table of the last vertex holds the optimum; the strategy is recovered from
+// per-table arg-min records.
 //
 // COMPLEXITY
 //   Time O(sum over i of |configs(v(i))| * prod over u in D(i) of |classes(u, i)|)
