@@ -2,10 +2,11 @@
 // (never a downloaded browser), with a fresh temporary profile and nothing
 // reaching the network. PASE_CHROMIUM overrides the browser path.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { before, after } from 'node:test';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { startServer } from './serve.mjs';
-import { siteDir } from '../wasm/load-module.mjs';
+import { loadModule, repo, siteDir } from '../wasm/load-module.mjs';
 
 export const chromiumPath = process.env.PASE_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -51,4 +52,25 @@ export async function openSitePage(browser, url, { viewport = { width: 1400, hei
   await page.goto(url);
   if (ready) await page.waitForSelector('#plan-button:not([disabled])', { timeout: 30_000 });
   return { page, problems, close: () => context.close() };
+}
+
+/**
+ * Registers the hooks of a page test file: before its tests, the site, the
+ * browser and the module under Node (for expected results) start and
+ * test-results/ exists; after them, all stop. The returned object's `url`,
+ * `browser` and `pase` are set once the `before` hook ran (not when skipped).
+ */
+export function useSite() {
+  const site = { server: null, url: '', browser: null, pase: null };
+  before(async () => {
+    if (browserSkip) return;
+    Object.assign(site, await startSiteAndBrowser());
+    site.pase = await loadModule();
+    mkdirSync(path.join(repo, 'test-results'), { recursive: true });
+  });
+  after(async () => {
+    await site.browser?.close();
+    site.server?.close();
+  });
+  return site;
 }

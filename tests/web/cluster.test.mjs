@@ -8,12 +8,11 @@
 // PASE_SITE overrides the site folder, PASE_CHROMIUM the browser. Without a
 // browser the tests are skipped, except under CI (CI=true).
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
-import { loadModule, repo } from '../wasm/load-module.mjs';
+import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { repo } from '../wasm/load-module.mjs';
 import { formatBytes } from '../../web/format.js';
 
 const resultsDir = path.join(repo, 'test-results');
@@ -21,26 +20,11 @@ const skip = browserSkip;
 const timeout = 180_000;
 const GiB = 2 ** 30;
 
-let server;
-let baseUrl;
-let browser;
-let pase; // the module under Node: the preset list and the expected results
-
-before(async () => {
-  if (skip) return;
-  ({ server, url: baseUrl, browser } = await startSiteAndBrowser());
-  pase = await loadModule();
-  mkdirSync(resultsDir, { recursive: true });
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+const site = useSite();
 
 // ---- Helpers --------------------------------------------------------------------
 
-const openPage = (query = '') => openSitePage(browser, baseUrl + query);
+const openPage = (query = '') => openSitePage(site.browser, site.url + query);
 
 async function waitForCost(page, previous = '—') {
   await page.waitForFunction((old) => {
@@ -51,7 +35,7 @@ async function waitForCost(page, previous = '—') {
 }
 
 function planned(request) {
-  const doc = JSON.parse(pase.plan(JSON.stringify(request)));
+  const doc = JSON.parse(site.pase.plan(JSON.stringify(request)));
   assert.equal(doc.error, undefined, JSON.stringify(doc.error));
   return doc;
 }
@@ -60,7 +44,7 @@ function assertClose(actual, expected, what) {
   assert.ok(Math.abs(actual - expected) <= 1e-9 * Math.abs(expected), `${what}: ${actual} != ${expected}`);
 }
 
-const h100 = () => JSON.parse(pase.presets()).find((p) => p.id === 'h100');
+const h100 = () => JSON.parse(site.pase.presets()).find((p) => p.id === 'h100');
 
 /** The fields a preset fills, as the page shows them. */
 const clusterFields = (page) => page.evaluate(() => Object.fromEntries(
@@ -125,7 +109,7 @@ test('cluster: a cap that nothing meets shows the least memory reachable and wha
   await page.click('#plan-button');
   await page.waitForSelector('#no-fit', { state: 'visible', timeout: 60_000 });
   // The module's own answer to the same request.
-  const refused = JSON.parse(pase.plan(JSON.stringify({ model: 'alexnet', cluster: { devices: 8, memory_gib: 0.001 } })));
+  const refused = JSON.parse(site.pase.plan(JSON.stringify({ model: 'alexnet', cluster: { devices: 8, memory_gib: 0.001 } })));
   assert.equal(refused.error.where, 'cluster.memory_gib');
   const least = Number(/least memory any strategy reaches is ([\d.e+-]+) GiB/.exec(refused.error.message)[1]);
   assert.ok(least > 0.001, `least ${least} GiB`);
@@ -146,7 +130,7 @@ test('cluster: a cap that nothing meets shows the least memory reachable and wha
   await page.click('#plan-button');
   await page.waitForFunction(() => /now 8\)/.test(document.getElementById('no-fit-hint').textContent)
     && !/ZeRO/.test(document.getElementById('no-fit-hint').textContent), null, { timeout: 60_000 });
-  const sharded = JSON.parse(pase.plan(JSON.stringify({ model: 'alexnet', cluster: { devices: 8, memory_gib: 0.001 }, training: { zero: 3 } })));
+  const sharded = JSON.parse(site.pase.plan(JSON.stringify({ model: 'alexnet', cluster: { devices: 8, memory_gib: 0.001 }, training: { zero: 3 } })));
   const leastSharded = Number(/reaches is ([\d.e+-]+) GiB/.exec(sharded.error.message)[1]);
   assert.ok(leastSharded <= least, `ZeRO 3 needs no more: ${leastSharded} <= ${least}`);
   assert.ok((await page.textContent('#no-fit-need')).includes(formatBytes(leastSharded * GiB)));
@@ -164,7 +148,7 @@ test('cluster: a cap that nothing meets shows the least memory reachable and wha
 
 test('cluster: the presets are the module\'s list after the paper\'s, and h100 fills the fields', { skip, timeout }, async () => {
   const { page, problems, close } = await openPage();
-  const list = JSON.parse(pase.presets());
+  const list = JSON.parse(site.pase.presets());
   const options = await page.$$eval('#preset option', (items) => items.map((o) => o.value));
   assert.deepEqual(options, ['paper', ...list.map((p) => p.id), 'custom']);
   // The page opens on the paper's flat ring without a cap.

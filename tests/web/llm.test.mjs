@@ -11,12 +11,12 @@
 // PASE_SITE overrides the site folder, PASE_CHROMIUM the browser; without a
 // browser the tests are skipped, except under CI (CI=true).
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
-import { loadModule, repo } from '../wasm/load-module.mjs';
+import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { repo } from '../wasm/load-module.mjs';
 import { formatParameters } from '../../web/format.js';
 
 const resultsDir = path.join(repo, 'test-results');
@@ -25,27 +25,12 @@ const skip = browserSkip;
 const timeout = 180_000;
 const llms = ['gpt2', 'llama3-8b', 'llama3-70b', 'mixtral-8x7b', 'gpt3-175b'];
 
-let server;
-let baseUrl;
-let browser;
-let pase; // the module under Node, for the expected imports and costs
-
-before(async () => {
-  if (skip) return;
-  ({ server, url: baseUrl, browser } = await startSiteAndBrowser());
-  pase = await loadModule();
-  mkdirSync(resultsDir, { recursive: true });
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+const site = useSite();
 
 // ---- Helpers --------------------------------------------------------------------
 
 /** A page in a fresh context, ready to plan; `problems` collects console and page errors. */
-const openPage = (query = '') => openSitePage(browser, baseUrl + query);
+const openPage = (query = '') => openSitePage(site.browser, site.url + query);
 
 function configText(model) {
   return readFileSync(path.join(hfDir, model, 'config.json'), 'utf8');
@@ -53,13 +38,13 @@ function configText(model) {
 
 /** The module's import of a config under Node: what the page must show and plan. */
 function imported(text, options = {}) {
-  const doc = JSON.parse(pase.importModel(new TextEncoder().encode(text), JSON.stringify(options)));
+  const doc = JSON.parse(site.pase.importModel(new TextEncoder().encode(text), JSON.stringify(options)));
   assert.equal(doc.error, undefined, JSON.stringify(doc.error));
   return doc;
 }
 
 function expectedCost(request) {
-  const doc = JSON.parse(pase.plan(JSON.stringify(request)));
+  const doc = JSON.parse(site.pase.plan(JSON.stringify(request)));
   assert.equal(doc.error, undefined, JSON.stringify(doc.error));
   return doc.cost;
 }
@@ -166,7 +151,7 @@ test('llm: a dropped config.json shows 8,030,261,248 parameters, then plans at b
   assert.ok((await page.textContent('#plan-title')).endsWith(' on 8 devices'));
   assert.ok((await page.textContent('#plan-note')).includes('8,030,261,248 parameters'));
   assert.equal(await page.locator('#strategy-table tbody tr').count(),
-    JSON.parse(pase.plan(JSON.stringify({ graph: doc.graph, cluster: { devices: 8 } }))).vertices.length);
+    JSON.parse(site.pase.plan(JSON.stringify({ graph: doc.graph, cluster: { devices: 8 } }))).vertices.length);
   // The same plan as the built-in llama3-8b at these sizes.
   assert.equal(cost, expectedCost({ model: 'llama3-8b', batch: 4, seq: 256, cluster: { devices: 8 } }));
   await page.screenshot({ path: path.join(resultsDir, 'page-llm-config.png'), fullPage: true });
@@ -202,7 +187,7 @@ test('llm: a config chosen under its own name is named after the file; a byte or
 // ---- Built-in language models -----------------------------------------------------------
 
 test('llm: the built-in language models are listed with their parameter counts and plan at the form\'s sequence length', { skip, timeout }, async () => {
-  const models = JSON.parse(pase.models());
+  const models = JSON.parse(site.pase.models());
   const { page, problems, close } = await openPage();
   const options = await page.$$eval('#model-select optgroup[label="Language models"] option', (list) => list.map((o) => [o.value, o.textContent]));
   assert.deepEqual(options.map(([value]) => value), llms);

@@ -7,12 +7,12 @@
 // browser the tests are skipped, except under CI (CI=true). Screenshots go to
 // test-results/.
 
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
-import { loadModule, repo } from '../wasm/load-module.mjs';
+import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { repo } from '../wasm/load-module.mjs';
 
 const resultsDir = path.join(repo, 'test-results');
 const examplesDir = path.join(repo, 'examples/graphs');
@@ -20,28 +20,13 @@ const examplesDir = path.join(repo, 'examples/graphs');
 const skip = browserSkip;
 const timeout = 120_000;
 
-let server;
-let baseUrl;
-let browser;
-let pase; // the module under Node, for the expected costs
-
-before(async () => {
-  if (skip) return;
-  ({ server, url: baseUrl, browser } = await startSiteAndBrowser());
-  pase = await loadModule();
-  mkdirSync(resultsDir, { recursive: true });
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
+const site = useSite();
 
 // ---- Helpers --------------------------------------------------------------------
 
 /** A page in a fresh context (not waiting for the module); `problems` collects console and page errors. */
 const openPage = (query = '', { viewport } = {}) =>
-  openSitePage(browser, baseUrl + query, { viewport, ready: false });
+  openSitePage(site.browser, site.url + query, { viewport, ready: false });
 
 async function waitReady(page) {
   await page.waitForSelector('#plan-button:not([disabled])', { timeout: 30_000 });
@@ -56,7 +41,7 @@ async function waitForCost(page, previous = '—') {
 }
 
 function expectedCost(request) {
-  const doc = JSON.parse(pase.plan(JSON.stringify(request), undefined));
+  const doc = JSON.parse(site.pase.plan(JSON.stringify(request), undefined));
   assert.equal(doc.error, undefined, JSON.stringify(doc.error));
   return doc.cost;
 }
@@ -128,11 +113,11 @@ test('page: a plan over the memory limit says the graph is too big', { skip, tim
 });
 
 test('page: a module that fails to load is reported in the error box', { skip, timeout }, async () => {
-  const context = await browser.newContext();
+  const context = await site.browser.newContext();
   // Workers' requests go through the context, so the route reaches them.
   await context.route('**/pase.wasm', (route) => route.fulfill({ status: 404, body: 'gone' }));
   const page = await context.newPage();
-  await page.goto(baseUrl);
+  await page.goto(site.url);
   const text = await errorText(page);
   assert.match(text, /failed to load/i);
   assert.equal(await page.isDisabled('#plan-button'), true);
@@ -189,7 +174,7 @@ test('page: layers are coloured by the dimension kinds of the core', { skip, tim
   // and reduction (README). Needs the plan result's per-vertex "kinds".
   const { page, problems, close } = await openPage('?model=alexnet&devices=8');
   await waitForCost(page);
-  const planned = JSON.parse(pase.plan(JSON.stringify({ model: 'alexnet', cluster: { devices: 8 } })));
+  const planned = JSON.parse(site.pase.plan(JSON.stringify({ model: 'alexnet', cluster: { devices: 8 } })));
   assert.ok(planned.vertices.every((v) => Array.isArray(v.kinds) && v.kinds.length === v.dims.length), 'every vertex has kinds parallel to dims');
   const expected = planned.vertices.map((v) => (v.op === 'FC' || v.op === 'SoftmaxCrossEntropy' ? 'parameter' : 'batch'));
   const rows = await page.$$eval('#strategy-table tbody tr', (trs) => trs.map((tr) => tr.dataset.kind));
