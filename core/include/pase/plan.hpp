@@ -187,6 +187,10 @@ struct Plan {
 // strategy found whose device-0 memory fits, with the bound of Plan
 // (core/docs/cluster.md, "Planning under a memory cap"); no strategy that
 // fits is an error at "cluster.memory_gib" naming the least memory reachable.
+// Under a cap a plan runs several searches, each of the cost of COMPLEXITY
+// above and each reported by on_progress from 0 to 1: the least cost, then,
+// if that does not fit, the least memory and one per breakpoint of the
+// Lagrangian dual (at most 100; a handful in practice).
 // Errors: invalid cluster, a vertex with more
 // than kMaxConfigurations configurations, configurations or tables over
 // max_memory (where "max_memory": "the bfs order needs 98.6 GiB of tables
