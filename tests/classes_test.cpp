@@ -2,7 +2,8 @@
 // performance.md "Equivalence classes") against the engine on raw
 // configurations (run_dp_reference): the same optimum to the bit and the same
 // strategy on the bench grid, on random graphs, flat and on nodes, and under
-// the memory weights of a capped plan; the classes themselves are exact.
+// the memory weights of a capped plan, whatever the threads and with or
+// without the threshold search; the classes themselves are exact.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -63,6 +64,29 @@ SearchStats check_same(const Graph& g, const Search& s, double cost_weight = 1,
   REQUIRE(ref.ok());
   CHECK_MESSAGE(fast->cost == ref->cost, "classes " << fast->cost << " reference " << ref->cost);
   CHECK(fast->choice == ref->choice);
+  // Neither the threads nor the threshold search change anything: every
+  // pair searched, then the threshold search on every step that has a
+  // dependent set (with two sorted entries kept per row, so that rows run
+  // past them), each on one and on three threads splitting every step.
+  DpTuning every_pair;
+  every_pair.threshold = false;
+  DpTuning everywhere;
+  everywhere.threshold_min_configs = 1;
+  everywhere.threshold_min_rows = 1;
+  everywhere.row_keep = 2;
+  for (const DpTuning& base : {every_pair, everywhere})
+    for (int threads : {1, 3}) {
+      DpTuning tuning = base;
+      tuning.parallel_pairs = 0;
+      PlanOptions options;
+      options.threads = threads;
+      Result<DpResult> other = run_dp(g, s.configs, s.ord, s.classes, m, est, options, tuning);
+      REQUIRE(other.ok());
+      CAPTURE(threads);
+      CAPTURE(tuning.threshold);
+      CHECK(other->cost == ref->cost);
+      CHECK(other->choice == ref->choice);
+    }
   // The reference's sizes are the raw ones, and classes never add entries.
   CHECK(est.raw_pairs == raw.pairs);
   CHECK(est.raw_peak_bytes == raw.peak_bytes);

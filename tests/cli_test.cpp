@@ -174,6 +174,31 @@ TEST_CASE("cli: bench runs each case and reports the planner's own optimum") {
   CHECK(doc["calibration_ns_per_pair"].get<double>() > 0);
 }
 
+TEST_CASE("cli: --threads does not change the plan, and bench reports its threads") {
+  // The Transformer at 32 devices has steps large enough to be split.
+  const std::vector<std::string> base = {"plan", "--model", "transformer", "--procs", "32"};
+  std::vector<std::string> one = base, three = base;
+  one.insert(one.end(), {"--threads", "1", "--format", "json"});
+  three.insert(three.end(), {"--threads", "3", "--format", "json"});
+  const Run a = run_cli(one), b = run_cli(three);
+  REQUIRE_MESSAGE(a.exit == 0, a.err);
+  REQUIRE_MESSAGE(b.exit == 0, b.err);
+  nlohmann::json ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  CHECK(ja["cost"] == jb["cost"]);
+  CHECK(ja["vertices"] == jb["vertices"]);
+  CHECK(ja["search"]["threads"] == 1);
+  CHECK(jb["search"]["threads"] == 3);
+  Run bench = run_cli(
+      {"bench", "--models", "alexnet", "--procs", "8", "--threads", "1,2", "--format", "json"});
+  REQUIRE_MESSAGE(bench.exit == 0, bench.err);
+  nlohmann::json doc = nlohmann::json::parse(bench.out);
+  REQUIRE(doc["cases"].size() == 2);
+  CHECK(doc["cases"][0]["threads"] == 1);
+  CHECK(doc["cases"][1]["threads"] == 2);
+  CHECK(doc["cases"][0]["cost"] == doc["cases"][1]["cost"]);
+  CHECK(doc["cases"][0]["searches"] == 1);
+}
+
 TEST_CASE("cli: bench reports an order that does not fit instead of running it") {
   Run run = run_cli(
       {"bench", "--models", "inception3", "--procs", "64", "--order", "bfs", "--format", "json"});

@@ -36,12 +36,15 @@ struct Case {
   std::string model;
   int64_t devices = 0;
   pase::Order order = pase::Order::kGenSeq;
+  pase::Cluster cluster;  // devices included
+  int threads = 1;
   int vertices = 0;
   bool ran = false;
   std::string note;  // why it did not run
   pase::SearchStats stats;
   double cost = 0;
   double time_s = 0;
+  int searches = 0;  // dynamic-program runs (several under a memory cap)
   double peak_rss_bytes = 0;
 };
 
@@ -50,6 +53,7 @@ struct Report {
   int ok = 0;
   double cost = 0;
   double time_s = 0;
+  int searches = 0;
   char message[256] = {};
 };
 
@@ -78,18 +82,18 @@ double calibrate_ns_per_pair() {
   return secs * 1e9 / (static_cast<double>(reps) * static_cast<double>(table.size()));
 }
 
-void run_case(Case& c, const pase::Cluster& base, uint64_t max_memory) {
+void run_case(Case& c, uint64_t max_memory) {
   auto g = pase::build_model(c.model);
   if (!g) {
     c.note = g.error().to_string();
     return;
   }
   c.vertices = static_cast<int>(g->vertices.size());
-  pase::Cluster cluster = base;
-  cluster.devices = c.devices;
+  const pase::Cluster& cluster = c.cluster;
   pase::PlanOptions opt;
   opt.order = c.order;
   opt.max_memory = max_memory;
+  opt.threads = c.threads;
   auto est = pase::estimate(*g, cluster, opt);
   if (!est) {
     c.note = est.error().to_string();
@@ -115,6 +119,7 @@ void run_case(Case& c, const pase::Cluster& base, uint64_t max_memory) {
       r.ok = 1;
       r.cost = p->cost;
       r.time_s = p->search.time_s;
+      r.searches = p->search.searches;
     } else {
       std::snprintf(r.message, sizeof r.message, "%s", p.error().to_string().c_str());
     }
@@ -139,6 +144,7 @@ void run_case(Case& c, const pase::Cluster& base, uint64_t max_memory) {
   c.ran = true;
   c.cost = r.cost;
   c.time_s = r.time_s;
+  c.searches = r.searches;
   c.peak_rss_bytes = static_cast<double>(ru.ru_maxrss) * 1024.0;
 }
 
@@ -149,7 +155,8 @@ std::string bench_usage() {
          "Plans every network at every device count with every order and prints, per\n"
          "case: vertices, largest dependent set, largest table (entries and bytes),\n"
          "pairs visited (and as many as tables on raw configurations would visit),\n"
-         "time, peak resident memory, cost and nanoseconds per pair.\n"
+         "threads, dynamic-program runs (srch: several under a memory cap), time,\n"
+         "peak resident memory, cost and nanoseconds per pair.\n"
          "An order whose tables exceed --max-memory is reported with the memory it\n"
          "would need instead of being run. Each case runs in its own process.\n\n"
          "  --models LIST       comma-separated networks (default: the paper's five;\n"
@@ -167,17 +174,41 @@ std::string bench_usage() {
          "  --intra-bandwidth GBS\n"
          "                      bandwidth inside a node in GB/s\n"
          "  --max-memory SIZE   table limit per case (default 4GiB)\n"
+         "  --threads LIST      comma-separated thread counts, each case run with each\n"
+         "                      (default: every core)\n"
+         "  --large             the large cases instead of the grid: the Transformer at\n"
+         "                      256 and 1024 devices (flat), llama3-8b and gpt3-175b on\n"
+         "                      1024 H100 (128 nodes of 8) under the preset's 80 GiB\n"
          "  --format FORMAT     text (default) or json\n";
 }
 
 int run_bench(const Args& args) {
   Flags flags;
-  const std::vector<FlagSpec> specs = {{"--models", true},        {"--procs", true},
-                                       {"--order", true},         {"--preset", true},
-                                       {"--flops", true},         {"--bandwidth", true},
-                                       {"--gpus-per-node", true}, {"--intra-bandwidth", true},
-                                       {"--max-memory", true},    {"--format", true}};
+  const std::vector<FlagSpec> specs = {
+      {"--models", true},        {"--procs", true},           {"--order", true},
+      {"--preset", true},        {"--flops", true},           {"--bandwidth", true},
+      {"--gpus-per-node", true}, {"--intra-bandwidth", true}, {"--max-memory", true},
+      {"--threads", true},       {"--large", false},          {"--format", true}};
   if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
+  const bool large = flags.has("--large");
+  if (large)
+    for (std::string_view name : {"--models", "--procs", "--order", "--preset", "--flops",
+                                  "--bandwidth", "--gpus-per-node", "--intra-bandwidth"})
+      if (flags.has(name))
+        return usage_error("bench",
+                           "--large sets its own cases: give it without " + std::string(name));
+  std::vector<int> thread_counts = {pase::default_threads()};
+  if (auto text = flags.get("--threads")) {
+    thread_counts.clear();
+    for (const std::string& item : split_list(*text)) {
+      std::optional<int64_t> n = parse_int(item);
+      if (!n || *n < 1 || *n > kMaxThreads)
+        return usage_error("bench", "--threads: '" + *text +
+                                        "' is not a list of thread counts (1 to " +
+                                        std::to_string(kMaxThreads) + ", e.g. 1,2)");
+      thread_counts.push_back(static_cast<int>(*n));
+    }
+  }
   bool json = false;
   if (auto failure = format_from_flags(flags, json)) return failure->report("bench");
   // --procs is a list here: only the machine's speeds and nodes go through the
@@ -226,45 +257,79 @@ int run_bench(const Args& args) {
     max_memory = *bytes;
   }
 
+  // The cases: the grid, or the large cases of core/docs/performance.md
+  // ("Planning at scale"): the Transformer at 256 and 1024 devices on the
+  // default flat machine, and two language models on 128 nodes of 8 H100,
+  // planned under the preset's 80 GiB.
+  std::vector<Case> todo;
+  auto add_case = [&](const std::string& model, const pase::Cluster& c, pase::Order o) {
+    for (int t : thread_counts) {
+      Case k;
+      k.model = model;
+      k.devices = c.devices;
+      k.order = o;
+      k.cluster = c;
+      k.threads = t;
+      todo.push_back(k);
+    }
+  };
+  if (large) {
+    pase::Cluster flat;
+    for (int64_t p : {256, 1024}) {
+      flat.devices = p;
+      add_case("transformer", flat, pase::Order::kGenSeq);
+    }
+    Flags h100;
+    h100.set("--preset", "h100");
+    h100.set("--procs", "1024");
+    pase::Cluster nodes;
+    if (auto failure = cluster_from_flags(h100, nodes)) return failure->report("bench");
+    for (const char* model : {"llama3-8b", "gpt3-175b"})
+      add_case(model, nodes, pase::Order::kGenSeq);
+  } else {
+    for (const std::string& m : models)
+      for (int64_t p : procs)
+        for (pase::Order o : orders) {
+          pase::Cluster c = cluster;
+          c.devices = p;
+          add_case(m, c, o);
+        }
+  }
+
   double calib = calibrate_ns_per_pair();
   std::vector<Case> cases;
   auto t0 = std::chrono::steady_clock::now();
   auto ns_per_pair = [](const Case& c) {
     return c.stats.pairs > 0 ? c.time_s * 1e9 / c.stats.pairs : 0.0;
   };
-  for (const std::string& m : models)
-    for (int64_t p : procs)
-      for (pase::Order o : orders) {
-        Case c;
-        c.model = m;
-        c.devices = p;
-        c.order = o;
-        run_case(c, cluster, max_memory);
-        if (!json) {
-          if (cases.empty()) {
-            std::printf("%-12s %5s %-8s %5s %4s %10s %10s %14s %16s %9s %10s %20s %8s\n", "network",
-                        "procs", "order", "verts", "maxD", "largest", "table", "pairs", "raw_pairs",
-                        "time", "peak_rss", "cost", "ns/pair");
-          }
-          std::string largest = grouped(c.stats.largest_table);
-          std::string table = pase::bytes_text(c.stats.largest_table * 8);
-          if (c.ran) {
-            std::printf("%-12s %5lld %-8s %5d %4d %10s %10s %14s %16s %9s %10s %20s %8.3f\n",
-                        c.model.c_str(), static_cast<long long>(c.devices),
-                        pase::order_name(c.order), c.vertices, c.stats.max_dependent_set,
-                        largest.c_str(), table.c_str(), grouped(c.stats.pairs).c_str(),
-                        grouped(c.stats.raw_pairs).c_str(), seconds_text(c.time_s).c_str(),
-                        pase::bytes_text(c.peak_rss_bytes).c_str(), exact(c.cost).c_str(),
-                        ns_per_pair(c));
-          } else {
-            std::printf("%-12s %5lld %-8s %5d %4d %10s %10s  not run: %s\n", c.model.c_str(),
-                        static_cast<long long>(c.devices), pase::order_name(c.order), c.vertices,
-                        c.stats.max_dependent_set, largest.c_str(), table.c_str(), c.note.c_str());
-          }
-          std::fflush(stdout);
-        }
-        cases.push_back(c);
+  for (Case& c : todo) {
+    run_case(c, max_memory);
+    if (!json) {
+      if (cases.empty()) {
+        std::printf("%-12s %5s %-8s %3s %5s %4s %10s %10s %14s %16s %3s %9s %10s %20s %8s\n",
+                    "network", "procs", "order", "thr", "verts", "maxD", "largest", "table",
+                    "pairs", "raw_pairs", "srch", "time", "peak_rss", "cost", "ns/pair");
       }
+      std::string largest = grouped(c.stats.largest_table);
+      std::string table = pase::bytes_text(c.stats.largest_table * 8);
+      if (c.ran) {
+        std::printf("%-12s %5lld %-8s %3d %5d %4d %10s %10s %14s %16s %3d %9s %10s %20s %8.3f\n",
+                    c.model.c_str(), static_cast<long long>(c.devices), pase::order_name(c.order),
+                    c.threads, c.vertices, c.stats.max_dependent_set, largest.c_str(),
+                    table.c_str(), grouped(c.stats.pairs).c_str(),
+                    grouped(c.stats.raw_pairs).c_str(), c.searches, seconds_text(c.time_s).c_str(),
+                    pase::bytes_text(c.peak_rss_bytes).c_str(), exact(c.cost).c_str(),
+                    ns_per_pair(c));
+      } else {
+        std::printf("%-12s %5lld %-8s %3d %5d %4d %10s %10s  not run: %s\n", c.model.c_str(),
+                    static_cast<long long>(c.devices), pase::order_name(c.order), c.threads,
+                    c.vertices, c.stats.max_dependent_set, largest.c_str(), table.c_str(),
+                    c.note.c_str());
+      }
+      std::fflush(stdout);
+    }
+    cases.push_back(c);
+  }
   double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double pairs = 0, secs = 0;
   for (const Case& c : cases)
@@ -293,6 +358,9 @@ int run_bench(const Args& args) {
     j["network"] = c.model;
     j["devices"] = c.devices;
     j["order"] = pase::order_name(c.order);
+    j["threads"] = c.threads;
+    j["gpus_per_node"] = c.cluster.gpus_per_node;
+    j["memory_gib"] = c.cluster.memory_gib;
     j["vertices"] = c.vertices;
     j["max_dependent_set"] = c.stats.max_dependent_set;
     j["largest_table"] = c.stats.largest_table;
@@ -303,6 +371,7 @@ int run_bench(const Args& args) {
     j["raw_predicted_peak_bytes"] = c.stats.raw_peak_bytes;
     j["ran"] = c.ran;
     if (c.ran) {
+      j["searches"] = c.searches;
       j["time_s"] = c.time_s;
       j["peak_rss_bytes"] = c.peak_rss_bytes;
       j["cost"] = c.cost;

@@ -212,6 +212,8 @@ std::string compare_usage() {
          "  --mcmc-time S         MCMC time limit in seconds (default 5; 0: none)\n"
          "  --mcmc-beta B         MCMC inverse temperature per vertex (default 10)\n"
          "  --seed S              MCMC seed (default 1)\n"
+         "  --threads N           threads for the PaSE search (default: every core); the\n"
+         "                        plan does not depend on it\n"
          "  --layers              also list every layer's configuration per strategy\n"
          "  --format FORMAT       text (default) or json\n";
 }
@@ -224,6 +226,7 @@ int run_compare(const Args& args) {
                                            {"--mcmc-time", true},
                                            {"--mcmc-beta", true},
                                            {"--seed", true},
+                                           {"--threads", true},
                                            {"--format", true},
                                            {"--layers", false}},
                                           flags))
@@ -259,6 +262,8 @@ int run_compare(const Args& args) {
   }
 
   pase::CompareOptions options;
+  if (auto message = threads_from_flags(flags, options.plan.threads))
+    return usage_error("compare", *message);
   const std::pair<std::string_view, uint64_t*> counts[] = {
       {"--mcmc-iterations", &options.mcmc_iterations}, {"--seed", &options.mcmc_seed}};
   for (const auto& [name, out] : counts) {

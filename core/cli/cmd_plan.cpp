@@ -76,7 +76,8 @@ std::string plan_usage() {
          std::string(kTrainingHelp) +
          "  --order ORDER       vertex order: genseq (default), bfs, mintable\n"
          "  --max-memory SIZE   limit for the search tables, the planner's own memory\n"
-         "                      (default 4GiB; 0: none); bytes or e.g. 512M, 4GiB, 2GB\n"
+         "                      (default 4GiB; 0: none); bytes or e.g. 512M, 4GiB, 2GB\n" +
+         std::string(kThreadsHelp) +
          "  --pow2-only         only power-of-two splits\n"
          "  --all-devices       only configurations that use every device\n"
          "  --format FORMAT     text (default) or json (the plan-result document)\n";
@@ -89,6 +90,7 @@ int run_plan(const Args& args) {
                                            {"--max-memory", true},
                                            {"--pow2-only", false},
                                            {"--all-devices", false},
+                                           {"--threads", true},
                                            {"--format", true}},
                                           flags))
     return usage_error("plan", *message);
@@ -108,6 +110,8 @@ int run_plan(const Args& args) {
     }
     options.max_memory = *bytes;
   }
+  if (auto message = threads_from_flags(flags, options.threads))
+    return usage_error("plan", *message);
   options.enumeration.pow2_only = flags.has("--pow2-only");
   options.enumeration.all_devices = flags.has("--all-devices");
   bool json = false;

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "pase/plan.hpp"
+
 namespace pase_cli {
 
 bool Flags::has(std::string_view name) const { return values_.find(name) != values_.end(); }
@@ -157,6 +159,20 @@ std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) 
   std::vector<FlagSpec> all;
   for (const auto& group : groups) all.insert(all.end(), group.begin(), group.end());
   return all;
+}
+
+std::optional<std::string> threads_from_flags(const Flags& flags, int& threads) {
+  std::optional<std::string> text = flags.get("--threads");
+  if (!text) {
+    threads = pase::default_threads();
+    return std::nullopt;
+  }
+  std::optional<int64_t> n = parse_int(*text);
+  if (!n || *n < 1 || *n > kMaxThreads)
+    return "--threads: '" + *text + "' is not a thread count (a whole number from 1 to " +
+           std::to_string(kMaxThreads) + ")";
+  threads = static_cast<int>(*n);
+  return std::nullopt;
 }
 
 std::optional<std::string> parse_planning_flags(const Args& args, std::vector<FlagSpec> extra,

@@ -68,6 +68,16 @@ extern const std::vector<FlagSpec> kGraphFlags;
 // (inputs.hpp: cluster_from_flags()).
 extern const std::vector<FlagSpec> kClusterFlags;
 
+// --threads N: the dynamic program's threads (PlanOptions::threads), of
+// plan, compare and bench. threads_from_flags() sets `threads` to N, or to
+// every core (pase::default_threads()) when the flag is absent; returns an
+// error message for anything but a whole number from 1 to kMaxThreads.
+constexpr int kMaxThreads = 256;
+std::optional<std::string> threads_from_flags(const Flags& flags, int& threads);
+constexpr std::string_view kThreadsHelp =
+    "  --threads N         threads for the search (default: every core); the plan\n"
+    "                      does not depend on it\n";
+
 // Their lines in the usage texts of plan and eval.
 constexpr std::string_view kGraphHelp =
     "  --model NAME        a built-in network (see 'pase models')\n"

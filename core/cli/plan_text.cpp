@@ -111,10 +111,14 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
 }
 
 std::string search_text(const pase::SearchStats& s) {
+  const std::string runs =
+      s.searches > 1 ? " in " + std::to_string(s.searches) + " searches of" : "";
   return pad_right("search", 17) + std::string(pase::order_name(s.order)) + " order, " +
-         seconds_text(s.time_s) + ", largest dependent set " + std::to_string(s.max_dependent_set) +
-         ", " + grouped(s.configurations) + " configurations\n" + pad_right("", 17) +
-         grouped(s.table_entries) + " table entries (largest " + grouped(s.largest_table) + "), " +
+         seconds_text(s.time_s) + " on " + std::to_string(s.threads) +
+         (s.threads == 1 ? " thread" : " threads") + ", largest dependent set " +
+         std::to_string(s.max_dependent_set) + ", " + grouped(s.configurations) +
+         " configurations\n" + pad_right("", 17) + grouped(s.table_entries) +
+         " table entries (largest " + grouped(s.largest_table) + ")," + runs + " " +
          grouped(s.pairs) + " pairs, tables " + pase::bytes_text(s.peak_bytes) + "\n";
 }
 

@@ -7,7 +7,11 @@
 #include "dynamic_program.hpp"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
 #include <limits>
+#include <thread>
 #include <unordered_map>
 
 #include "cost_tables.hpp"
@@ -17,6 +21,8 @@ namespace pase {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// The relative margin of the threshold search's stopping test.
+constexpr double kThresholdMargin = 1e-12;
 
 // The tensor edges between two vertices, by pair.
 class EdgePairs {
@@ -67,12 +73,18 @@ struct Term {
   const int* inner = nullptr;         // index(c); null: c itself
   std::vector<int64_t> stride;        // by level 1..d (index 0 unused)
   std::vector<std::vector<int>> map;  // by level: T_i's class -> the term's; empty: the same
+  int64_t size = 0;                   // entries of data
+  int width = 0;                      // values index(c) takes: data's last dimension
 };
 
+// Fills one step's table. The shared part (terms, strides, the sorted rows of
+// the threshold search) is built once; each thread brings its own Scratch and
+// fills the entries whose outermost state lies in its range, so that any
+// split of the range gives the same table.
 class StepRunner {
  public:
   StepRunner(int nv, std::vector<int64_t> radix, std::vector<Term> terms, double* out,
-             uint16_t* arg)
+             uint16_t* arg, const DpTuning& tuning)
       : nv_(nv),
         d_(static_cast<int>(radix.size())),
         n_terms_(static_cast<int>(terms.size())),
@@ -80,7 +92,6 @@ class StepRunner {
         terms_(std::move(terms)),
         out_(out),
         arg_(arg) {
-    off_.assign(static_cast<size_t>(d_ + 1) * n_terms_, 0);
     by_level_.resize(d_ + 1);
     moves_.resize(d_ + 1);
     for (int t = 0; t < n_terms_; ++t) {
@@ -93,19 +104,47 @@ class StepRunner {
         moves_[k].push_back(Move{t, term.stride[k], map.empty() ? nullptr : map.data()});
       }
     }
-    acc_.assign(static_cast<size_t>(d_ + 1) * nv_, 0.0);
-    for (int t : by_level_[0]) add(acc_.data(), t, 0);
+    base_.assign(nv_, 0.0);
+    for (int t : by_level_[0]) add(base_.data(), t, 0);
+    // The threshold search pays for its sorting only when the rows are long
+    // and many share one sort.
+    threshold_ = tuning.threshold && d_ > 0 && nv_ >= tuning.threshold_min_configs &&
+                 radix_[d_ - 1] >= tuning.threshold_min_rows;
+    if (threshold_) sort_rows(std::max(1, tuning.row_keep));
   }
 
-  // Fills the whole table; `tick` is called after each innermost row with the
-  // number of pairs done and returns false to stop.
+  struct Scratch {
+    std::vector<int64_t> off;  // (d + 1) rows of one offset per term
+    std::vector<double> acc;   // (d + 1) rows of nv partial sums
+    std::vector<int> order;    // the threshold search: configurations by bound
+    std::vector<double> bound;
+    int sorted = 0;  // order is sorted up to here
+  };
+  Scratch scratch() const {
+    Scratch s;
+    s.off.assign(static_cast<size_t>(d_ + 1) * n_terms_, 0);
+    s.acc.assign(static_cast<size_t>(d_ + 1) * nv_, 0.0);
+    std::copy(base_.begin(), base_.end(), s.acc.begin());
+    if (threshold_) {
+      s.order.resize(nv_);
+      s.bound.resize(nv_);
+    }
+    return s;
+  }
+
+  // States of the outermost dimension (1 for a step without dependent set).
+  int64_t outer() const { return d_ == 0 ? 1 : radix_[0]; }
+
+  // Fills the entries whose outermost state is in [lo, hi); `tick` is called
+  // after each innermost run of rows with the number of pairs done and
+  // returns false to stop.
   template <class Tick>
-  bool run(Tick&& tick) {
+  bool run(Scratch& s, int64_t lo, int64_t hi, Tick&& tick) {
     if (d_ == 0) {
-      innermost_scalar();
+      innermost_scalar(s);
       return true;
     }
-    return level(1, 0, tick);
+    return level(s, 1, lo, hi, 0, tick);
   }
 
  private:
@@ -125,12 +164,12 @@ class StepRunner {
     }
   }
 
-  void innermost_scalar() {
+  void innermost_scalar(Scratch& s) const {
     double best = kInf;
     int arg = 0;
     for (int c = 0; c < nv_; ++c)
-      if (acc_[c] < best) {
-        best = acc_[c];
+      if (s.acc[c] < best) {
+        best = s.acc[c];
         arg = c;
       }
     out_[0] = best;
@@ -138,32 +177,36 @@ class StepRunner {
   }
 
   // Offsets at level k for state phi, from those at level k - 1.
-  void move(int k, int64_t phi) {
-    int64_t* off = off_.data() + static_cast<size_t>(k) * n_terms_;
+  void move(Scratch& s, int k, int64_t phi) const {
+    int64_t* off = s.off.data() + static_cast<size_t>(k) * n_terms_;
     const int64_t* up = off - n_terms_;
     for (const Move& m : moves_[k])
       off[m.term] = up[m.term] + m.stride * (m.map ? m.map[phi] : phi);
   }
 
   template <class Tick>
-  bool level(int k, int64_t out_base, Tick& tick) {
-    const double* prev = acc_.data() + static_cast<size_t>(k - 1) * nv_;
-    const int64_t* off = off_.data() + static_cast<size_t>(k) * n_terms_;
+  bool level(Scratch& s, int k, int64_t lo, int64_t hi, int64_t out_base, Tick& tick) const {
+    const double* prev = s.acc.data() + static_cast<size_t>(k - 1) * nv_;
+    const int64_t* off = s.off.data() + static_cast<size_t>(k) * n_terms_;
     const std::vector<int>& mine = by_level_[k];
-    int64_t n = radix_[k - 1];
     if (k == d_) {
-      for (int64_t phi = 0; phi < n; ++phi) {
-        move(k, phi);
-        row(prev, mine, off, out_base + phi);
+      if (threshold_) sort_bounds(s, prev);
+      for (int64_t phi = lo; phi < hi; ++phi) {
+        move(s, k, phi);
+        if (threshold_) {
+          threshold_row(s, prev, off, phi, out_base + phi);
+        } else {
+          row(prev, mine, off, out_base + phi);
+        }
       }
-      return tick(static_cast<uint64_t>(n) * nv_);
+      return tick(static_cast<uint64_t>(hi - lo) * nv_);
     }
-    double* acc = acc_.data() + static_cast<size_t>(k) * nv_;
-    for (int64_t phi = 0; phi < n; ++phi) {
-      move(k, phi);
+    double* acc = s.acc.data() + static_cast<size_t>(k) * nv_;
+    for (int64_t phi = lo; phi < hi; ++phi) {
+      move(s, k, phi);
       std::copy(prev, prev + nv_, acc);
       for (int t : mine) add(acc, t, off[t]);
-      if (!level(k + 1, (out_base + phi) * radix_[k], tick)) return false;
+      if (!level(s, k + 1, 0, radix_[k], (out_base + phi) * radix_[k], tick)) return false;
     }
     return true;
   }
@@ -173,7 +216,7 @@ class StepRunner {
   // are formed in the order of the reference engine, so they are the same
   // numbers.
   template <bool GatherA>
-  void row1(const double* prev, const double* a, const int* ia, int64_t out_index) {
+  void row1(const double* prev, const double* a, const int* ia, int64_t out_index) const {
     double best = kInf;
     int arg = 0;
     for (int c = 0; c < nv_; ++c) {
@@ -189,7 +232,7 @@ class StepRunner {
 
   template <bool GatherA, bool GatherB>
   void row2(const double* prev, const double* a, const int* ia, const double* b, const int* ib,
-            int64_t out_index) {
+            int64_t out_index) const {
     double best = kInf;
     int arg = 0;
     for (int c = 0; c < nv_; ++c) {
@@ -204,7 +247,7 @@ class StepRunner {
   }
 
   void row(const double* prev, const std::vector<int>& mine, const int64_t* off,
-           int64_t out_index) {
+           int64_t out_index) const {
     if (mine.size() == 1) {
       const Term& ta = terms_[mine[0]];
       const double* a = ta.data + off[mine[0]];
@@ -248,15 +291,149 @@ class StepRunner {
     arg_[out_index] = static_cast<uint16_t>(arg);
   }
 
+  // The threshold search (core/docs/performance.md, "Threshold search").
+  // The innermost terms split into row terms, which depend on the innermost
+  // state only, and the others. For each innermost state, the row terms'
+  // sum per configuration is sorted once per step (its least row_keep
+  // entries are kept); for each outer state, prev plus the others' least
+  // values (floor_) is sorted. A row then walks both lists at once and stops
+  // when the sum of the i-th entries of the two exceeds the best sum found:
+  // every configuration not yet seen has both parts at least that large.
+  void sort_rows(int row_keep) {
+    const int64_t n = radix_[d_ - 1];
+    floor_.assign(nv_, 0.0);
+    std::vector<int> rows;
+    for (int t : by_level_[d_]) {
+      const Term& term = terms_[t];
+      bool row_only = true;
+      for (int k = 1; k < d_; ++k)
+        if (term.stride[k] != 0) row_only = false;
+      if (row_only) {
+        rows.push_back(t);
+        continue;
+      }
+      // A term that also depends on outer states: its least value per class
+      // of v over the whole table.
+      std::vector<double> least(term.width, kInf);
+      for (int64_t e = 0; e < term.size; ++e) {
+        double& m = least[e % term.width];
+        m = std::min(m, term.data[e]);
+      }
+      for (int c = 0; c < nv_; ++c) floor_[c] += least[term.inner ? term.inner[c] : c];
+    }
+    has_rows_ = !rows.empty();
+    keep_ = std::min(nv_, row_keep);
+    row_order_.resize(static_cast<size_t>(n) * keep_);
+    row_value_.resize(static_cast<size_t>(n) * keep_);
+    std::vector<double> sum(nv_);
+    std::vector<int> order(nv_);
+    for (int64_t phi = 0; phi < n; ++phi) {
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (int t : rows) {
+        const Term& term = terms_[t];
+        const std::vector<int>& map = term.map[d_];
+        const double* r = term.data + term.stride[d_] * (map.empty() ? phi : map[phi]);
+        for (int c = 0; c < nv_; ++c) sum[c] += r[term.inner ? term.inner[c] : c];
+      }
+      for (int c = 0; c < nv_; ++c) order[c] = c;
+      std::partial_sort(order.begin(), order.begin() + keep_, order.end(),
+                        [&](int x, int y) { return sum[x] < sum[y]; });
+      for (int i = 0; i < keep_; ++i) {
+        row_order_[phi * keep_ + i] = static_cast<uint16_t>(order[i]);
+        row_value_[phi * keep_ + i] = sum[order[i]];
+      }
+    }
+  }
+
+  // Sorts the configurations by prev + floor_, the first keep_ of them
+  // now and the rest when a row gets that far.
+  void sort_bounds(Scratch& s, const double* prev) const {
+    for (int c = 0; c < nv_; ++c) {
+      s.order[c] = c;
+      s.bound[c] = prev[c] + floor_[c];
+    }
+    s.sorted = keep_;
+    std::partial_sort(s.order.begin(), s.order.begin() + s.sorted, s.order.end(),
+                      [&](int x, int y) { return s.bound[x] < s.bound[y]; });
+  }
+
+  void threshold_row(Scratch& s, const double* prev, const int64_t* off, int64_t phi,
+                     int64_t out_index) const {
+    const std::vector<int>& mine = by_level_[d_];
+    if (mine.size() == 1) {
+      const Term& ta = terms_[mine[0]];
+      threshold_row_n<1>(s, prev, {ta.data + off[mine[0]]}, {ta.inner}, phi, out_index);
+    } else if (mine.size() == 2) {
+      const Term& ta = terms_[mine[0]];
+      const Term& tb = terms_[mine[1]];
+      threshold_row_n<2>(s, prev, {ta.data + off[mine[0]], tb.data + off[mine[1]]},
+                         {ta.inner, tb.inner}, phi, out_index);
+    } else {
+      threshold_row_n<0>(s, prev, {}, {}, phi, out_index, off);
+    }
+  }
+
+  // N innermost terms (0: any number, read through off).
+  template <int N>
+  void threshold_row_n(Scratch& s, const double* prev, std::array<const double*, 2> data,
+                       std::array<const int*, 2> inner, int64_t phi, int64_t out_index,
+                       const int64_t* off = nullptr) const {
+    const std::vector<int>& mine = by_level_[d_];
+    double best = kInf;
+    int arg = nv_;
+    // The exact sum of the reference engine, in its order.
+    auto consider = [&](int c) {
+      double sum = prev[c];
+      if constexpr (N == 0) {
+        for (int t : mine) {
+          const Term& term = terms_[t];
+          sum += term.data[off[t] + (term.inner ? term.inner[c] : c)];
+        }
+      } else {
+        for (int t = 0; t < N; ++t) sum += data[t][inner[t] ? inner[t][c] : c];
+      }
+      if (sum < best || (sum == best && c < arg)) {
+        best = sum;
+        arg = c;
+      }
+    };
+    const uint16_t* rord = row_order_.data() + phi * keep_;
+    const double* rval = row_value_.data() + phi * keep_;
+    for (int i = 0; i < nv_; ++i) {
+      if (i == s.sorted) {
+        std::sort(s.order.begin() + i, s.order.end(),
+                  [&](int x, int y) { return s.bound[x] < s.bound[y]; });
+        s.sorted = nv_;
+      }
+      int c = s.order[i];
+      consider(c);
+      double r = rval[std::min(i, keep_ - 1)];
+      if (i < keep_ && has_rows_) consider(rord[i]);
+      // Every configuration not seen yet has prev + floor >= bound[c] and
+      // row sum >= r. The exact sum adds the same parts in another order,
+      // so it may differ by a few units in the last place: the relative
+      // margin keeps the test safe.
+      double threshold = s.bound[c] + r;
+      if (threshold - std::abs(threshold) * kThresholdMargin > best) break;
+    }
+    out_[out_index] = best;
+    arg_[out_index] = static_cast<uint16_t>(arg == nv_ ? 0 : arg);
+  }
+
   int nv_, d_, n_terms_;
   std::vector<int64_t> radix_;
   std::vector<Term> terms_;
   double* out_;
   uint16_t* arg_;
-  std::vector<int64_t> off_;                // (d + 1) rows of one offset per term
   std::vector<std::vector<int>> by_level_;  // terms by their level
   std::vector<std::vector<Move>> moves_;    // by level: the offsets to carry down
-  std::vector<double> acc_;                 // (d + 1) rows of nv partial sums
+  std::vector<double> base_;                // the level-0 terms' sum per configuration
+  bool threshold_ = false;
+  bool has_rows_ = false;
+  int keep_ = 0;
+  std::vector<double> floor_;        // per configuration: the outer-dependent terms' least values
+  std::vector<uint16_t> row_order_;  // per innermost state: its first keep_ configurations
+  std::vector<double> row_value_;    // ... and their row sums
 };
 
 // Sizes of the tables of `ord`, indexed by `classes` or, when null, by raw
@@ -287,6 +464,12 @@ SearchStats estimate_sizes(const Ordering& ord, const std::vector<ConfigSet>& co
       size_t k = std::find(st.dep.begin(), st.dep.end(), u) - st.dep.begin();
       matrices += nv * states(i, k) * sizeof(double);
     }
+    // The threshold search's sorted rows (StepRunner, default DpTuning).
+    const DpTuning tuning;
+    if (!st.dep.empty() && nv >= tuning.threshold_min_configs &&
+        states(i, st.dep.size() - 1) >= static_cast<double>(tuning.threshold_min_rows))
+      matrices += states(i, st.dep.size() - 1) * std::min<double>(nv, tuning.row_keep) *
+                  (sizeof(double) + sizeof(uint16_t));
     args += size[i] * sizeof(uint16_t);
     double now = vectors + live + size[i] * sizeof(double) + args + matrices;
     e.peak_bytes = std::max(e.peak_bytes, now);
@@ -352,20 +535,24 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
 
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
-                        const PlanOptions& options) {
+                        const PlanOptions& options, const DpTuning& tuning) {
   size_t n_steps = ord.steps.size();
   std::vector<std::vector<double>> tables(n_steps);
   std::vector<std::vector<uint16_t>> args(n_steps);
   EdgePairs pairs(g);
 
   // Progress and cancellation, checked every ~2^20 pairs.
+  // Only the calling thread reports (a progress callback may not be safe to
+  // call from another thread); helpers add their pairs to others_done.
   double done_pairs = 0, last_report = -1;
   uint64_t since_check = 0;
+  std::atomic<uint64_t> others_done{0};
   int steps_done = 0, current = -1;
-  bool cancelled = false;
+  std::atomic<bool> cancelled{false};
   auto report = [&](bool force) {
     if (!options.on_progress) return;
-    double frac = est.pairs > 0 ? std::min(1.0, done_pairs / est.pairs) : 1.0;
+    double done = done_pairs + static_cast<double>(others_done.load(std::memory_order_relaxed));
+    double frac = est.pairs > 0 ? std::min(1.0, done / est.pairs) : 1.0;
     if (!force && frac - last_report < 0.01) return;
     last_report = frac;
     options.on_progress(Progress{frac, steps_done, static_cast<int>(n_steps), current});
@@ -382,6 +569,17 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     report(false);
     return true;
   };
+  // A helper thread's tick: counts, and stops when cancelled.
+  auto helper_tick = [&](uint64_t pairs_done) {
+    others_done.fetch_add(pairs_done, std::memory_order_relaxed);
+    if (cancelled.load(std::memory_order_relaxed)) return false;
+    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) {
+      cancelled = true;
+      return false;
+    }
+    return true;
+  };
+  const int threads = std::max(1, options.threads);
 
   double total = 0;
   // level_of[u]: u's level (1..d) in the current step's dependent set, 0 when
@@ -417,6 +615,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       for (int k = static_cast<int>(dims.size()) - 1; k >= 0; --k) {
         const std::vector<int>& of = cj.of[k];
         if (dims[k] == v) {
+          t.width = cj.count[k];
           if (cj.count[k] != nv || !is_identity(of)) t.inner = of.data();
         } else {
           // T_i's class of dims[k] determines T_j's: read it off the class's
@@ -430,6 +629,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
         }
         stride *= cj.count[k];
       }
+      t.size = static_cast<int64_t>(tables[j].size());
       terms.push_back(std::move(t));
     }
     std::vector<std::vector<double>> matrices;
@@ -441,6 +641,8 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       Term t{matrices.back().data(), level_of[u], nullptr, std::vector<int64_t>(d + 1, 0),
              std::vector<std::vector<int>>(d + 1)};
       t.stride[level_of[u]] = nv;
+      t.size = static_cast<int64_t>(matrices.back().size());
+      t.width = nv;
       terms.push_back(std::move(t));
     }
     size_t entries = 1;
@@ -448,8 +650,41 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     tables[i].assign(entries, 0.0);
     args[i].assign(entries, 0);
     for (int u : st.dep) level_of[u] = 0;
-    StepRunner runner(nv, radix, std::move(terms), tables[i].data(), args[i].data());
-    if (!runner.run(tick) || cancelled) return Error{"cancelled", ""};
+    StepRunner runner(nv, radix, std::move(terms), tables[i].data(), args[i].data(), tuning);
+    const int64_t outer = runner.outer();
+    const double step_pairs = static_cast<double>(entries) * nv;
+    const int workers = step_pairs >= tuning.parallel_pairs
+                            ? static_cast<int>(std::min<int64_t>(threads, outer))
+                            : 1;
+    if (workers <= 1) {
+      StepRunner::Scratch s = runner.scratch();
+      if (!runner.run(s, 0, outer, tick) || cancelled) return Error{"cancelled", ""};
+    } else {
+      // The outermost states in chunks, taken in turn by the calling thread
+      // and workers - 1 helpers; each entry is computed by one of them, by
+      // the same code, so the table is the same as with one thread.
+      const int64_t chunk = std::max<int64_t>(1, outer / (static_cast<int64_t>(workers) * 8));
+      std::atomic<int64_t> next{0};
+      auto work = [&](bool caller) {
+        StepRunner::Scratch s = runner.scratch();
+        while (!cancelled.load(std::memory_order_relaxed)) {
+          int64_t lo = next.fetch_add(chunk);
+          if (lo >= outer) break;
+          int64_t hi = std::min(outer, lo + chunk);
+          bool go = caller ? runner.run(s, lo, hi, tick) : runner.run(s, lo, hi, helper_tick);
+          if (!go) {
+            cancelled = true;
+            break;
+          }
+        }
+      };
+      std::vector<std::thread> helpers;
+      helpers.reserve(workers - 1);
+      for (int w = 1; w < workers; ++w) helpers.emplace_back(work, false);
+      work(true);
+      for (std::thread& h : helpers) h.join();
+      if (cancelled) return Error{"cancelled", ""};
+    }
     if (d == 0) done_pairs += nv;
     for (int j : st.consumed) {
       tables[j].clear();

@@ -63,13 +63,30 @@ struct DpResult {
   std::vector<int> choice;  // configuration index per vertex
 };
 
+// How run_dp fills its tables; the defaults are the planner's, the tests
+// vary them (the result never depends on them).
+struct DpTuning {
+  // Steps of at least this many pairs are split across options.threads.
+  double parallel_pairs = 1 << 20;
+  // Rows are searched in threshold order (core/docs/performance.md,
+  // "Threshold search") when v has at least threshold_min_configs
+  // configurations and the innermost dimension at least threshold_min_rows
+  // states; row_keep: the sorted prefix kept per row. false: every pair.
+  bool threshold = true;
+  int threshold_min_configs = 32;
+  int64_t threshold_min_rows = 16;
+  int row_keep = 64;
+};
+
 // Runs the program on tables indexed by `classes` (from table_classes() with
-// m.gpus_per_node). `est` scales the progress reports. Errors: "cancelled"
+// m.gpus_per_node), on options.threads threads. `est` scales the progress
+// reports, which come from the calling thread only. Errors: "cancelled"
 // when options.cancel is set. Ties go to the configuration of v enumerated
-// first, as in run_dp_reference, so both return the same strategy.
+// first, as in run_dp_reference, so both return the same strategy, whatever
+// the threads and the tuning.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
-                        const PlanOptions& options);
+                        const PlanOptions& options, const DpTuning& tuning = {});
 
 // The same, computing the classes first.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,

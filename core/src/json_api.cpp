@@ -328,6 +328,8 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
                      {"pairs", s.pairs},
                      {"peak_bytes", s.peak_bytes},
                      {"configurations", s.configurations},
+                     {"searches", s.searches},
+                     {"threads", s.threads},
                      {"time_s", s.time_s}};
   return json_detail::dump_pretty(j) + "\n";
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "configurations.hpp"
 #include "cost_model.hpp"
@@ -202,6 +203,15 @@ Result<SearchStats> estimate(const Graph& graph, const Cluster& cluster,
   return s;
 }
 
+int default_threads() {
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+  return 1;
+#else
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+#endif
+}
+
 Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions& options) {
   auto start = std::chrono::steady_clock::now();
   auto prep = prepare(graph, cluster, options);
@@ -227,7 +237,9 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
     Plan plan;
     double objective = 0;
   };
+  int searches = 0;
   auto search = [&](double cost_weight, double memory_weight) -> Result<Searched> {
+    ++searches;
     ops::Machine m = machine;
     m.cost_weight = cost_weight;
     m.memory_weight = memory_weight;
@@ -246,6 +258,8 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
   auto finish = [&](Plan p) {
     p.search = stats_of(*prep, options.order);
     p.search.time_s = seconds_since(start);
+    p.search.searches = searches;
+    p.search.threads = std::max(1, options.threads);
     return p;
   };
 

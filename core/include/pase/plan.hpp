@@ -129,7 +129,14 @@ struct PlanOptions {
   std::function<void(const Progress&)> on_progress;  // may be empty
   const std::atomic<bool>* cancel =
       nullptr;  // checked per vertex and every 2^20 pairs; may be null
+  // Threads for the dynamic program's tables; 1 = the calling thread only.
+  // The result does not depend on it. default_threads() gives every core.
+  int threads = 1;
 };
+
+// Every core this process may use (1 where threads are not available, as in
+// a WebAssembly module built without them).
+int default_threads();
 
 // Sizes are doubles: exact below 2^53, and an order whose tables could never
 // be built (breadth-first on InceptionV3: ~1e19 entries) reports its size
@@ -147,6 +154,8 @@ struct SearchStats {
   double raw_peak_bytes = 0;
   uint64_t configurations = 0;  // sum over vertices of their configuration counts
   double time_s = 0;            // wall time of plan()
+  int searches = 0;             // dynamic-program runs of plan() (several under a memory cap)
+  int threads = 1;              // PlanOptions::threads of plan()
 };
 
 // A layer's cost split into its parts; total is the cost-model value.
