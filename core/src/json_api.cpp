@@ -158,7 +158,7 @@ Result<PlanRequest> request_from_json(const Json& value) {
   if (!value.is_object()) return Error{"the request must be a JSON object", ""};
   ObjectReader reader(value, "");
   reader.allow_only({"graph", "model", "batch", "seq", "preset", "cluster", "training", "order",
-                     "max_memory", "strategy", "pow2_only", "all_devices"});
+                     "max_memory", "strategy", "pow2_only", "all_devices", "threads"});
 
   PlanRequest request;
   const Json* graph = reader.find("graph");
@@ -199,6 +199,18 @@ Result<PlanRequest> request_from_json(const Json& value) {
   reader.read("max_memory", request.options.max_memory, bytes_from_json);
   reader.read("pow2_only", request.options.enumeration.pow2_only, json_detail::to_bool);
   reader.read("all_devices", request.options.enumeration.all_devices, json_detail::to_bool);
+  request.options.threads = default_threads();
+  int64_t threads = 0;
+  if (reader.read("threads", threads, json_detail::to_positive_int)) {
+    if (threads > default_threads()) {
+      reader.fail(Error{"got " + std::to_string(threads) + " threads; at most " +
+                            std::to_string(default_threads()) +
+                            " here (every core the planner may use)",
+                        "threads"});
+    } else {
+      request.options.threads = static_cast<int>(threads);
+    }
+  }
   Strategy strategy;
   if (reader.read("strategy", strategy, strategy_from_json)) request.strategy = std::move(strategy);
   if (!reader.ok()) return reader.error();
