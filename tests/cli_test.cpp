@@ -1295,3 +1295,46 @@ TEST_CASE("cli: bench takes a preset's machine and nodes but not its memory cap"
   REQUIRE(flat.ok());
   CHECK(!pase::testing::close(flat->cost, expected->cost));
 }
+
+// ---- The summary (pase/summary.hpp) --------------------------------------------------
+
+TEST_CASE("cli: plan starts with the summary, one row per group of its JSON, each layer once") {
+  // The acceptance check of issue 14: the Transformer on 64 devices.
+  const auto [text, doc] = run_text_and_json({"plan", "--model", "transformer", "--procs", "64"});
+  const nlohmann::json& summary = doc["summary"];
+  REQUIRE(summary.is_array());
+  REQUIRE(!summary.empty());
+  CHECK(summary.size() <= 16);
+
+  // Every vertex in exactly one group.
+  std::vector<int> seen(doc["vertices"].size(), 0);
+  for (const nlohmann::json& group : summary) {
+    for (const nlohmann::json& id : group["vertices"]) {
+      REQUIRE(id.get<size_t>() < seen.size());
+      ++seen[id.get<size_t>()];
+    }
+  }
+  CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(seen.size()));
+
+  // The text: the header, a blank line, "summary  N groups ...", the column
+  // heads, one row per group in the JSON's order, a blank line, the layer table.
+  const std::vector<std::string> lines = lines_of(text.out);
+  REQUIRE(lines.size() > summary.size() + 5);
+  CHECK(lines[1].empty());
+  CHECK(lines[2] ==
+        "summary          " + std::to_string(summary.size()) + " groups of layers split alike");
+  CHECK(starts_with(lines[3], "   cost  memory  devices  layers  op"));
+  for (size_t k = 0; k < summary.size(); ++k) {
+    CAPTURE(k);
+    const std::string& row = lines[4 + k];
+    const nlohmann::json& group = summary[k];
+    // Built piece by piece (after_space): GCC 12 warns falsely on `" " + text`.
+    CHECK(contains(row, after_space(after_space(group["label"].get<std::string>())) + " "));
+    CHECK(contains(row, after_space(group["op"].get<std::string>()) + " "));
+    CHECK(contains(row, after_space(std::to_string(group["vertices"].size())) + "  "));
+    const size_t first = group["vertices"][0].get<size_t>();
+    CHECK(contains(row, doc["vertices"][first]["name"].get<std::string>()));
+  }
+  CHECK(lines[4 + summary.size()].empty());
+  CHECK(starts_with(lines[5 + summary.size()], "   id  layer"));
+}

@@ -91,6 +91,7 @@ const results = new Results({
   memory: $('memory-chart'),
   graph: $('graph'),
   legend: $('graph-legend'),
+  summary: $('summary-table'),
   table: $('strategy-table'),
   noFit: { box: $('no-fit'), need: $('no-fit-need'), message: $('no-fit-message'), hint: $('no-fit-hint') },
 });

@@ -1,6 +1,7 @@
-// The results of one plan: the summary (step time, cost, what was planned),
-// the cost breakdown, the memory per GPU, the layer graph and the strategy
-// table, kept in step with each other, and the download of the plan-result
+// The results of one plan: the headline (step time, cost, what was planned),
+// the cost breakdown, the memory per GPU, the layer graph, the layers grouped
+// by how they are split (the result's summary) and the strategy table, kept
+// in step with each other, and the download of the plan-result
 // document. Also the "does not fit" state: a plan refused because no
 // strategy fits the memory per GPU is an answer about the cluster, shown
 // here rather than as an input error.
@@ -14,6 +15,7 @@ import { renderTable, highlightRow } from './views/table.js';
 import { renderGraph, renderLegend, highlightVertex } from './views/graph.js';
 import { renderBreakdown } from './views/charts.js';
 import { renderMemory } from './views/memory.js';
+import { renderSummary } from './views/summary.js';
 import { el } from './views/dom.js';
 
 // The core's error when nothing fits (core/src/plan.cpp, at cluster.memory_gib):
@@ -48,7 +50,7 @@ export class Results {
 
   /**
    * @param {{stepTime, stepNote, totalCost, costNote, planTitle, planNote, downloadButton,
-   *          breakdown, memory, graph, legend, table,
+   *          breakdown, memory, graph, legend, summary, table,
    *          noFit: {box, need, message, hint}}} ui the elements of the results area
    */
   constructor(ui) {
@@ -79,6 +81,7 @@ export class Results {
     renderBreakdown(ui.breakdown, plan, { onSelect: (id) => this.#select(id) });
     renderMemory(ui.memory, plan);
     renderGraph(ui.graph, plan, { onSelect: (id) => this.#select(id) });
+    renderSummary(ui.summary, plan, { onSelect: (id) => this.#select(id) });
     renderTable(ui.table, plan);
   }
 

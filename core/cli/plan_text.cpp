@@ -8,8 +8,10 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "format.hpp"
+#include "pase/summary.hpp"
 #include "text.hpp"
 
 namespace pase_cli {
@@ -79,9 +81,44 @@ std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, Pl
   return out;
 }
 
+std::string summary_text(const pase::Graph& graph, const pase::Plan& plan) {
+  const std::vector<pase::LayerGroup> groups = pase::summarize(graph, plan);
+  size_t op_width = 2, label_width = 5;
+  for (const pase::LayerGroup& g : groups) {
+    op_width = std::max(op_width, g.op.size());
+    label_width = std::max(label_width, g.label.size());
+  }
+  std::string out = line("summary", std::to_string(groups.size()) + " group" +
+                                        (groups.size() == 1 ? "" : "s") + " of layers split alike");
+  out += pad_left("cost", 7) + "  " + pad_left("memory", 6) + "  " + pad_left("devices", 7) + "  " +
+         pad_left("layers", 6) + "  " + pad_right("op", op_width) + "  " +
+         pad_right("split", label_width) + "  names\n";
+  // The shares in whole tenths of a percent; a group that rounds to 0.0%
+  // but costs something says "<0.1%".
+  const auto share = [](double part) {
+    return part > 0 && part < 0.0005 ? std::string("<0.1%") : format("%.1f%%", 100 * part);
+  };
+  for (const pase::LayerGroup& g : groups) {
+    // The first two names, and how many more: enough to recognise the group.
+    std::string names;
+    for (size_t k = 0; k < g.vertices.size() && k < 2; ++k) {
+      const size_t id = static_cast<size_t>(g.vertices[k]);
+      if (!names.empty()) names += ", ";
+      names += id < graph.vertices.size() ? graph.vertices[id].name : std::to_string(id);
+    }
+    if (g.vertices.size() > 2) names += ", +" + std::to_string(g.vertices.size() - 2) + " more";
+    out += pad_left(share(g.cost_share), 7) + "  " + pad_left(share(g.memory_share), 6) + "  " +
+           pad_left(std::to_string(g.devices), 7) + "  " +
+           pad_left(std::to_string(g.vertices.size()), 6) + "  " + pad_right(g.op, op_width) +
+           "  " + pad_right(g.label, label_width) + "  " + names + "\n";
+  }
+  return out;
+}
+
 std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
                       const pase::Plan& plan, PlanSource source) {
   std::string out = graph.name + ": " + graph_text(graph) + " on " + cluster_text(cluster) + "\n\n";
+  out += summary_text(graph, plan) + "\n";
   size_t name_width = 5, op_width = 2;
   for (const pase::Vertex& v : graph.vertices) {
     name_width = std::max(name_width, v.name.size());

@@ -19,7 +19,14 @@ std::string graph_text(const pase::Graph& graph);
 // lower bound) or evaluate() of a given strategy (which proves nothing).
 enum class PlanSource { kSearched, kEvaluated };
 
-// The header (the cluster, with its nodes when it has them), the per-layer
+// The plan in practitioner terms (pase/summary.hpp): a "summary" line with
+// the number of groups, then one row per group: its share of the cost and of
+// device 0's memory, the devices one of its layers works on, its layer count,
+// op and split ("data parallel x32 (batch), tensor parallel x2 (heads)"),
+// and the names of its first two layers.
+std::string summary_text(const pase::Graph& graph, const pase::Plan& plan);
+
+// The header (the cluster, with its nodes when it has them), the summary, the per-layer
 // table (cost, device 0's memory, configuration), the cost summary and the
 // memory per device (core/docs/cluster.md, "Memory per device"): the total
 // and its parts, the capacity and whether the plan fits under a cap, and for

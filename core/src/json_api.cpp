@@ -20,6 +20,7 @@
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
 #include "pase/presets.hpp"
+#include "pase/summary.hpp"
 
 namespace pase {
 namespace {
@@ -246,6 +247,27 @@ Result<T> read_document(std::string_view text, const std::string& where, Read re
 
 // ---- Writers ------------------------------------------------------------------
 
+// The plan's layer groups (summary.hpp): [{"vertices", "op", "label",
+// "degrees": {kind: degree}, "devices", "cost", "cost_share", "memory_bytes",
+// "memory_share"}, ...].
+Json summary_to_json(const Graph& graph, const Plan& plan) {
+  Json groups = Json::array();
+  for (const LayerGroup& group : summarize(graph, plan)) {
+    Json degrees = Json::object();
+    for (const KindDegree& k : group.degrees) degrees[dim_kind_name(k.kind)] = k.degree;
+    groups.push_back(Json{{"vertices", group.vertices},
+                          {"op", group.op},
+                          {"label", group.label},
+                          {"degrees", std::move(degrees)},
+                          {"devices", group.devices},
+                          {"cost", group.cost},
+                          {"cost_share", group.cost_share},
+                          {"memory_bytes", group.memory_bytes},
+                          {"memory_share", group.memory_share}});
+  }
+  return groups;
+}
+
 }  // namespace
 
 Result<PlanRequest> parse_plan_request(std::string_view json_text) {
@@ -278,6 +300,7 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
   j["cluster"] = cluster_to_json(cluster);
   j["cost"] = plan.cost;
   j["step_time_s"] = plan.step_time_s;
+  j["summary"] = summary_to_json(graph, plan);
 
   Json vertices = Json::array();
   for (size_t i = 0; i < graph.vertices.size(); ++i) {

@@ -283,6 +283,23 @@ test('plan: alexnet at 8 devices reaches the golden optimum of the PaSE prototyp
   assert.equal(doc.parameters, 62466080, 'the filters and FC weights');
 });
 
+test('plan: the summary groups every layer once, with shares adding up to 1', () => {
+  const doc = plan({ model: 'transformer', cluster: { devices: 8 } });
+  assert.equal(doc.error, undefined, JSON.stringify(doc.error));
+  assert.ok(Array.isArray(doc.summary) && doc.summary.length > 0 && doc.summary.length <= 16, `${doc.summary?.length} groups`);
+  const ids = doc.summary.flatMap((g) => g.vertices).sort((a, b) => a - b);
+  assert.deepEqual(ids, doc.vertices.map((v) => v.id));
+  const sum = (key) => doc.summary.reduce((total, g) => total + g[key], 0);
+  assert.ok(Math.abs(sum('cost_share') - 1) < 1e-12, `cost shares add up to ${sum('cost_share')}`);
+  assert.ok(Math.abs(sum('memory_share') - 1) < 1e-12, `memory shares add up to ${sum('memory_share')}`);
+  assert.ok(Math.abs(sum('cost') - doc.cost) <= 1e-9 * doc.cost);
+  for (const g of doc.summary) {
+    assert.equal(typeof g.label, 'string');
+    assert.equal(g.devices, Object.values(g.degrees).reduce((p, d) => p * d, 1));
+    for (const id of g.vertices) assert.equal(doc.vertices[id].op, g.op);
+  }
+});
+
 test('compare: alexnet at 8 devices prices every strategy against the plan', () => {
   const request = { model: 'alexnet', cluster: { devices: 8 } };
   const planned = plan(request);
