@@ -45,6 +45,7 @@ const state = {
   comparing: null, // token of the comparison in flight, likewise
   embed: false,
   ready: null,     // resolves to true once the module answered, false if it failed
+  waiting: null,   // token of a Plan click waiting for the pending choice to be checked
 };
 let markReady;
 state.ready = new Promise((resolve) => { markReady = resolve; });
@@ -93,6 +94,7 @@ const results = new Results({
   legend: $('graph-legend'),
   summary: $('summary-table'),
   table: $('strategy-table'),
+  splitHint: $('split-hint'),
   noFit: { box: $('no-fit'), need: $('no-fit-need'), message: $('no-fit-message'), hint: $('no-fit-hint') },
 });
 
@@ -122,7 +124,8 @@ const source = new GraphSource(
     },
     onStale: () => results.markStale(),
     onChange: () => updateUrl(),
-    onImported: () => startPlan(),
+    // The import is still the pending choice here: plan without waiting for it.
+    onImported: () => planCurrent(),
   },
 );
 
@@ -161,7 +164,37 @@ function requestText(extra = {}) {
 
 // ---- Planning -------------------------------------------------------------------
 
+/**
+ * Plan pressed (or Enter) while a file or example is still being checked or
+ * imported: waits for it, so that the click plans what was just chosen
+ * rather than the graph before it. Resolves to whether to go on planning;
+ * when not, the status line says why (the check's refusal, the dimensions
+ * to give) or a newer click or choice took over.
+ */
+async function waitForPendingChoice() {
+  const pending = source.pending;
+  if (!pending) return true;
+  const token = {};
+  state.waiting = token;
+  setStatus(`Checking ${pending.name} before planning it…`);
+  const outcome = await pending.done;
+  if (state.waiting !== token) return false; // a newer click waits instead
+  state.waiting = null;
+  if (outcome === 'loaded') return true;
+  // An import plans the model itself once it is in: it is planning now.
+  if (outcome === 'imported' || outcome === 'superseded') return false;
+  if (outcome === 'refused') setStatus(`${pending.name} was not loaded, so nothing was planned.`);
+  return false;
+}
+
+/** What Plan and Enter do: plan the current source, once a pending choice is in. */
 async function startPlan() {
+  if (source.pending && !(await waitForPendingChoice())) return;
+  await planCurrent();
+}
+
+/** Plans the current source now (an imported model's own plan, and startPlan()). */
+async function planCurrent() {
   if (!source.current) return;
   if (state.running) cancelPlan(); // a new plan replaces the one in flight
   cancelComparison(); // ... and the comparison of the previous plan
@@ -192,7 +225,11 @@ async function startPlan() {
       },
     });
     if (state.running !== token) return;
-    results.show(plan);
+    // The title names a built-in network as the status line does
+    // ("ResNet-101", not its id "resnet101"); a file's graph by its own name
+    // (an imported model's is derived from the file), or the file's when the
+    // document has none.
+    results.show(plan, { title: planning.kind === 'model' || !plan.graph ? label : plan.graph });
     setProgress(1);
     setStatus(`Planned ${label} in ${formatSeconds((performance.now() - started) / 1000)}.`);
     planned = true;
@@ -308,6 +345,8 @@ function wireControls() {
   source.wire();
   clusterForm.wire(() => {
     results.markStale();
+    // Before any plan the table's hint follows the form's device count.
+    if (!results.plan) results.showSplitHint(clusterForm.pageState().devices);
     updateUrl();
   });
   for (const input of [ui.batch, ui.seq]) {
@@ -342,6 +381,7 @@ async function init() {
   state.embed = initial.embed;
   document.body.classList.toggle('embed', state.embed);
   clusterForm.restore(initial);
+  results.showSplitHint(clusterForm.pageState().devices);
   if (initial.order) ui.order.value = initial.order;
 
   state.client = new PlannerClient('worker.js');

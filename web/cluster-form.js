@@ -195,7 +195,7 @@ export class ClusterForm {
 
   #fillPresets() {
     this.#ui.preset.replaceChildren(
-      ...this.presets.map((p) => el('option', { value: p.id, text: p.label })),
+      ...this.presets.map((p) => el('option', { value: p.id, text: p.label, title: p.detail })),
       el('option', { value: customPreset.id, text: customPreset.label, disabled: true }),
     );
   }
@@ -244,6 +244,7 @@ export class ClusterForm {
       intraBandwidth: numberValue(ui.intraBandwidth),
       memory: ui.memory.value.trim() === '' ? null : numberValue(ui.memory),
     }).id;
+    ui.preset.title = [...this.presets, customPreset].find((p) => p.id === ui.preset.value)?.detail ?? '';
   }
 
   #topologyText() {

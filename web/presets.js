@@ -11,13 +11,16 @@
  * field (no nodes: a flat ring; no memory: unlimited).
  * @typedef {{tflops: number|null, bandwidth: number|null, gpusPerNode: number|null,
  *            intraBandwidth: number|null, memory: number|null}} ClusterValues
- * @typedef {ClusterValues & {id: string, label: string}} Preset
+ * @typedef {ClusterValues & {id: string, label: string, detail?: string}} Preset
+ *   `label` is the select's text, short enough to show whole in the narrow
+ *   panel; `detail` the rest, in the option's and the select's tooltip
  */
 
 /** @type {Preset} The PaSE paper's cluster: one flat ring, no memory cap. */
 export const paperPreset = {
   id: 'paper',
-  label: 'PaSE paper: 10 TFLOP/s, 16 GB/s, flat ring',
+  label: 'PaSE paper (flat ring)',
+  detail: '10 TFLOP/s per device, 16 GB/s links, one flat ring, no memory cap',
   tflops: 10,
   bandwidth: 16,
   gpusPerNode: null,
@@ -25,7 +28,7 @@ export const paperPreset = {
   memory: null,
 };
 
-export const customPreset = { id: 'custom', label: 'Custom' };
+export const customPreset = { id: 'custom', label: 'Custom', detail: 'The values typed below' };
 
 /** What a training step keeps per device when the fields are left alone:
  *  mixed-precision Adam, no ZeRO (the core's defaults, core/docs/cluster.md). */
@@ -39,7 +42,9 @@ export const trainingDefaults = { paramBytes: 2, gradBytes: 2, optimizerBytes: 1
 export function presetFromModule(entry) {
   return {
     id: entry.id,
-    label: `${entry.name}: ${entry.tflops} TFLOP/s, ${entry.memory_gib} GiB, ${entry.gpus_per_node} per node`,
+    label: entry.name,
+    detail: `${entry.name}: ${entry.tflops} TFLOP/s, ${entry.memory_gib} GiB, ${entry.gpus_per_node} per node, `
+      + `${entry.intra_node_gbps} GB/s inside a node, ${entry.bandwidth_gbps} GB/s between nodes`,
     tflops: entry.tflops,
     bandwidth: entry.bandwidth_gbps,
     gpusPerNode: entry.gpus_per_node,

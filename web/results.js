@@ -50,7 +50,7 @@ export class Results {
 
   /**
    * @param {{stepTime, stepNote, totalCost, costNote, planTitle, planNote, downloadButton,
-   *          breakdown, memory, graph, legend, summary, table,
+   *          breakdown, memory, graph, legend, summary, table, splitHint,
    *          noFit: {box, need, message, hint}}} ui the elements of the results area
    */
   constructor(ui) {
@@ -60,7 +60,12 @@ export class Results {
     this.#redrawOnResize();
   }
 
-  show(plan) {
+  /**
+   * Shows `plan` (a plan-result document). `title` names the graph in the
+   * headline, as the status line does ("ResNet-101", "my-net.json"); the
+   * result's own name (the network's id) by default.
+   */
+  show(plan, { title = plan.graph } = {}) {
     const ui = this.#ui;
     this.plan = plan;
     this.#text = `${JSON.stringify(plan, null, 2)}\n`;
@@ -72,7 +77,9 @@ export class Results {
     ui.stepNote.textContent = `per training step at ${c.tflops} TFLOP/s per device`;
     ui.totalCost.textContent = String(plan.cost);
     ui.costNote.textContent = `≈ ${formatCost(plan.cost)} FLOP-equivalents`;
-    ui.planTitle.textContent = `${plan.graph} on ${c.devices} device${c.devices === 1 ? '' : 's'}`;
+    ui.planTitle.textContent = `${title} on ${c.devices} device${c.devices === 1 ? '' : 's'}`;
+    ui.planTitle.title = plan.graph && plan.graph !== title ? `graph "${plan.graph}"` : '';
+    this.showSplitHint(c.devices);
     const s = plan.search ?? {};
     // The graph's parameter count, in results that carry it.
     const parameters = Number.isFinite(plan.parameters) ? ` · ${parametersText(plan.parameters)}` : '';
@@ -105,6 +112,27 @@ export class Results {
     ui.hint.textContent = `To lower it, try ${ways.slice(0, -1).join(', ')} or ${ways.at(-1)}.`;
     ui.box.hidden = false;
     this.markStale();
+  }
+
+  /**
+   * The table's hint with a device count: "b÷16 means the batch is split 16
+   * ways". The plan's own once a plan is shown (the table is that plan's),
+   * else the form's; null or not a count keeps the hint as it is.
+   * @param {number|null} devices
+   */
+  showSplitHint(devices) {
+    const hint = this.#ui.splitHint;
+    if (!hint || !Number.isInteger(devices) || devices < 1) return;
+    if (devices === 1) {
+      hint.replaceChildren('Split dimensions are highlighted; on one device nothing is split.');
+      return;
+    }
+    hint.replaceChildren(
+      'Split dimensions are highlighted: ',
+      el('span', { class: 'dim split' }, ['b', el('b', { text: `÷${devices}` })]),
+      ` means the batch is split ${devices} ways.`,
+    );
+    hint.dataset.devices = devices;
   }
 
   clearNoFit() {

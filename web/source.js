@@ -31,6 +31,22 @@ function displayName(model) {
   return model.description?.split(':')[0] || model.name;
 }
 
+/**
+ * The batch size a graph document sets: the leading dimension of its first
+ * input (as for an imported model, core/docs/import.md), or null when the
+ * document has no input with a positive integer there.
+ * @param {string} text a pase-graph/1 document that validate() accepted
+ */
+export function graphBatch(text) {
+  try {
+    const first = Object.values(JSON.parse(text)?.inputs ?? {})[0];
+    const batch = Array.isArray(first) ? first[0] : null;
+    return Number.isInteger(batch) && batch > 0 ? batch : null;
+  } catch {
+    return null;
+  }
+}
+
 async function fetchExample(name) {
   const response = await fetch(`examples/${encodeURIComponent(name)}.json`);
   if (!response.ok) throw new Error(`examples/${name}.json: HTTP ${response.status}`);
@@ -71,6 +87,12 @@ export class GraphSource {
   // Bumped by every new choice (a file, the select); a check or import that
   // answers after a newer choice is dropped.
   #choice = 0;
+  // The choice being checked, read or imported, if any: {name, done}, where
+  // `done` resolves (never rejects) to the outcome, 'loaded' (the choice is
+  // the source now), 'imported' (likewise, and its plan has started),
+  // 'refused' (the error box and the status say why), 'asked' (the form of
+  // dynamic dimensions is open) or 'superseded' (a newer choice came).
+  #pending = null;
 
   /**
    * @param {{select: HTMLSelectElement, description: HTMLElement, batch: HTMLInputElement,
@@ -95,6 +117,24 @@ export class GraphSource {
     this.#hooks = hooks;
   }
 
+  /**
+   * The choice still being checked or imported ({name, done}, see #pending),
+   * or null: Plan waits for it, so that a click plans what was just chosen.
+   */
+  get pending() {
+    return this.#pending;
+  }
+
+  /** Tracks `work` (a promise of an outcome) as the pending choice `name`. */
+  #track(name, work) {
+    const entry = { name, done: work.catch(() => 'refused') };
+    this.#pending = entry;
+    entry.done.then(() => {
+      if (this.#pending === entry) this.#pending = null;
+    });
+    return entry.done;
+  }
+
   /** Listens to the select, the file input and drops on the window. */
   wire() {
     const ui = this.#ui;
@@ -110,7 +150,9 @@ export class GraphSource {
         if (!imported || (size === 'seq' && !imported.config)) return;
         if (!Number.isInteger(value) || value < 1 || value === imported[size]) return;
         const { kind, dims, batch, seq } = imported;
-        this.#importModel(imported.file, ++this.#choice, { kind, dims, batch, seq, [size]: value });
+        const choice = ++this.#choice;
+        this.#track(imported.file.name,
+          this.#importModel(imported.file, choice, { kind, dims, batch, seq, [size]: value }));
       });
     }
     ui.fileInput.addEventListener('change', () => {
@@ -216,65 +258,82 @@ export class GraphSource {
   /**
    * Checks a file and, if it is a valid graph, makes it the source; a model
    * file (ONNX, or a JSON document that is a Hugging Face config) is
-   * imported instead. Every refusal is shown in the error box and leaves the
-   * source as it was.
+   * imported instead. Every refusal is shown in the error box and the status
+   * line ("x.json was not loaded.") and leaves the source as it was. Until
+   * it is done the file is the pending choice (`pending`). Resolves to the
+   * outcome (see #pending).
    */
   async accept(file) {
-    if (!file) return;
-    const { errors, setStatus } = this.#hooks;
+    if (!file) return 'refused';
     // A file dropped while the module loads is checked once it is there.
-    if (!(await this.#hooks.ready)) return;
+    if (!(await this.#hooks.ready)) return 'refused';
     const choice = ++this.#choice;
+    return this.#track(file.name, this.#accept(file, choice));
+  }
+
+  async #accept(file, choice) {
+    const { errors, setStatus } = this.#hooks;
     errors.clear();
     this.#closeDimsForm();
+    const refuse = (title, message) => {
+      errors.show(title, message);
+      setStatus(`${file.name} was not loaded.`);
+      return 'refused';
+    };
+    setStatus(`Reading ${file.name}…`);
     let prefix;
     try {
       prefix = new Uint8Array(await file.slice(0, sniffBytes).arrayBuffer());
     } catch (e) {
-      errors.show(`Could not read ${file.name}`, e.message);
-      return;
+      return choice === this.#choice ? refuse(`Could not read ${file.name}`, e.message) : 'superseded';
     }
-    if (choice !== this.#choice) return;
-    if (fileKind(file.name, prefix) === 'onnx') {
-      await this.#importModel(file, choice, { kind: 'onnx' });
-      return;
-    }
+    if (choice !== this.#choice) return 'superseded';
+    if (fileKind(file.name, prefix) === 'onnx') return this.#importModel(file, choice, { kind: 'onnx' });
     if (file.size > maxFileBytes) {
-      errors.show('Graph file too big', `${file.name} is ${(file.size / 2 ** 20).toFixed(1)} MiB; the limit is ${maxFileBytes / 2 ** 20} MiB`);
-      return;
+      return refuse('Graph file too big', `${file.name} is ${(file.size / 2 ** 20).toFixed(1)} MiB; the limit is ${maxFileBytes / 2 ** 20} MiB`);
     }
-    const text = await file.text();
-    if (choice !== this.#choice) return;
+    let text;
+    try {
+      text = await file.text();
+    } catch (e) {
+      return choice === this.#choice ? refuse(`Could not read ${file.name}`, e.message) : 'superseded';
+    }
+    if (choice !== this.#choice) return 'superseded';
     let document;
     try {
       document = JSON.parse(text);
     } catch (e) {
-      errors.show(`Invalid graph file ${file.name}`, `not valid JSON: ${e.message}`);
-      return;
+      return refuse(`Invalid graph file ${file.name}`, `not valid JSON: ${e.message}`);
     }
     if (jsonKind(document) === 'config') {
       // The module is given the text just parsed (decoded as UTF-8, without a
       // byte order mark, which the importer would not take for JSON).
-      await this.#importModel(new File([text], file.name, { type: 'application/json' }), choice, { kind: 'config' });
-      return;
+      return this.#importModel(new File([text], file.name, { type: 'application/json' }), choice, { kind: 'config' });
     }
     this.#hooks.onNewGraph();
     setStatus(`Checking ${file.name}…`);
     try {
       await this.#hooks.validate(text);
     } catch (e) {
-      if (e.kind === 'cancelled' || choice !== this.#choice) return;
+      if (choice !== this.#choice) return 'superseded';
+      if (e.kind === 'cancelled') {
+        // Only a newer choice cancels a check (onNewGraph stops plans, not
+        // checks); say so rather than leave "Checking" on the status line.
+        setStatus(`${file.name} was not loaded: the check was cancelled.`);
+        return 'refused';
+      }
       errors.showPlannerError(e, { file: file.name });
       setStatus(`${file.name} was not loaded.`);
-      return;
+      return 'refused';
     }
-    if (choice !== this.#choice) return;
-    this.upload = { fileName: file.name, text };
+    if (choice !== this.#choice) return 'superseded';
+    this.upload = { fileName: file.name, text, batch: graphBatch(text) };
     this.current = { kind: 'upload', ...this.upload };
     this.#fill();
     this.#hooks.onStale();
     this.#hooks.onChange();
     setStatus(`Loaded ${file.name}. Press Plan to plan it.`);
+    return 'loaded';
   }
 
   /**
@@ -287,7 +346,7 @@ export class GraphSource {
    * planned. `batch`, when given, sets the first input's leading dimension
    * (a config's sequences per step), `seq` a config's sequence length. The
    * graph is named after the file, as in the CLI; a config.json after its
-   * model type (importName()).
+   * model type (importName()). Resolves to the outcome (see #pending).
    */
   async #importModel(file, choice, { kind = 'onnx', dims = {}, batch = 0, seq = 0 } = {}) {
     const { errors, setStatus } = this.#hooks;
@@ -303,18 +362,22 @@ export class GraphSource {
     try {
       result = await this.#hooks.importModel(file, options);
     } catch (e) {
-      if (e.kind === 'cancelled' || choice !== this.#choice) return;
+      if (choice !== this.#choice) return 'superseded';
+      if (e.kind === 'cancelled') {
+        setStatus(`${file.name} was not imported: the import was cancelled.`);
+        return 'refused';
+      }
       if (e.missingDims?.length) {
         this.#askDims(file, e.missingDims, dims, batch);
         setStatus(`${file.name} has dynamic dimensions: give their sizes to import it.`);
-        return;
+        return 'asked';
       }
       if (e.kind === 'module') errors.showPlannerError(e);
       else errors.show(`Could not import ${file.name}`, e.message, e.where);
       setStatus(`${file.name} was not imported.`);
-      return;
+      return 'refused';
     }
-    if (choice !== this.#choice) return;
+    if (choice !== this.#choice) return 'superseded';
     const imported = {
       parameters: result.parameters,
       layers: result.graph.layers.map((layer, i) => ({ name: layer.name, op: layer.op, outputs: result.layer_outputs?.[i] ?? [] })),
@@ -338,6 +401,7 @@ export class GraphSource {
     setStatus(`Imported ${file.name}: ${parametersText(result.parameters)}, ${result.layers} layers.`);
     // Dropping a model asks for its plan (core/docs/plan-your-model.md).
     this.#hooks.onImported();
+    return 'imported';
   }
 
   #askDims(file, missing, given, batch) {
@@ -348,7 +412,8 @@ export class GraphSource {
       values: given,
       onSubmit: (values) => {
         this.#closeDimsForm();
-        this.#importModel(file, ++this.#choice, { kind: 'onnx', dims: { ...given, ...values }, batch });
+        const choice = ++this.#choice;
+        this.#track(file.name, this.#importModel(file, choice, { kind: 'onnx', dims: { ...given, ...values }, batch }));
       },
       onCancel: () => {
         this.#closeDimsForm();
@@ -394,8 +459,14 @@ export class GraphSource {
     ui.batch.title = isModel ? ''
       : config ? 'Sequences per training step: a new value imports the config again'
         : imported ? 'The leading dimension of the model\'s first input: a new value imports the model again'
-          : 'A graph file sets its own batch size';
-    if (imported && imported.batch) ui.batch.value = imported.batch;
+          : 'A graph file sets its own batch size: the leading dimension of its first input';
+    if (imported) {
+      if (imported.batch) ui.batch.value = imported.batch;
+    } else if (!isModel) {
+      // The greyed field shows the file's batch, not the previous model's.
+      if (source.batch === undefined) source.batch = graphBatch(source.text);
+      ui.batch.value = source.batch ?? '';
+    }
     // The sequence length: a built-in network's that has one, an imported config's.
     const seqApplies = this.hasSeq(source) || Boolean(config && imported.seq);
     ui.seqField.hidden = !seqApplies;
@@ -417,23 +488,37 @@ export class GraphSource {
     else ui.imported.hidden = true;
   }
 
+  /**
+   * The select's new choice becomes the source; an example graph once it is
+   * fetched (the pending choice until then). The status line says what is
+   * chosen, replacing what it said about an earlier choice.
+   */
   async #chooseFromSelect() {
     const ui = this.#ui;
     const value = ui.select.value;
-    this.#choice++;
+    const choice = ++this.#choice;
     this.#closeDimsForm();
     this.#hooks.onStale();
     if (value === uploadValue && this.upload) {
       this.current = { kind: 'upload', ...this.upload };
     } else if (value.startsWith(examplePrefix)) {
       const name = value.slice(examplePrefix.length);
-      try {
-        this.current = { kind: 'example', name, text: await fetchExample(name) };
-      } catch (e) {
-        this.#hooks.errors.show('Could not load the example', e.message);
-        this.#sync();
-        return;
-      }
+      const outcome = await this.#track(`${name}.json`, (async () => {
+        let text;
+        try {
+          text = await fetchExample(name);
+        } catch (e) {
+          if (choice !== this.#choice) return 'superseded';
+          this.#hooks.errors.show('Could not load the example', e.message);
+          this.#hooks.setStatus(`${name}.json was not loaded.`);
+          this.#sync();
+          return 'refused';
+        }
+        if (choice !== this.#choice) return 'superseded';
+        this.current = { kind: 'example', name, text };
+        return 'loaded';
+      })());
+      if (outcome !== 'loaded') return;
     } else {
       this.current = { kind: 'model', name: value };
       const info = this.modelInfo(value);
@@ -442,5 +527,6 @@ export class GraphSource {
     }
     this.#sync();
     this.#hooks.onChange();
+    this.#hooks.setStatus(`${this.label()} chosen. Press Plan to plan it.`);
   }
 }

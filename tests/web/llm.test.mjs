@@ -211,7 +211,7 @@ test('llm: the built-in language models are listed with their parameter counts a
   await page.fill('#devices', '8');
   await page.click('#plan-button');
   await waitForCostOf(page, expectedCost({ model: 'llama3-8b', batch: 2, seq: 128, cluster: { devices: 8 } }));
-  assert.ok((await page.textContent('#plan-title')).startsWith('llama3-8b on 8 devices'));
+  assert.ok((await page.textContent('#plan-title')).startsWith('Llama 3 8B on 8 devices'));
   // The link carries the sequence length.
   await page.waitForFunction(() => new URL(location.href).searchParams.get('seq') === '128');
   assert.equal(new URL(page.url()).searchParams.get('model'), 'llama3-8b');

@@ -234,7 +234,7 @@ test('page: Cancel and a new plan stop the comparison in flight', { skip, timeou
   await page.waitForSelector('#comparison [data-strategy="pase"]', { timeout: 60_000 });
   // A late answer from the old worker must not overwrite the new comparison.
   await page.waitForTimeout(500);
-  assert.match(await page.textContent('#plan-title'), /rnnlm/);
+  assert.match(await page.textContent('#plan-title'), /^RNN language model on 4 devices$/);
   assert.equal(await page.textContent('#comparison [data-strategy="pase"] .compare-time'), await page.textContent('#step-time'));
   assert.equal(await page.locator('#comparison [data-strategy]').count(), 4);
   assert.deepEqual(problems, []);
@@ -312,7 +312,7 @@ test('page: a new plan replaces the one in flight', { skip, timeout }, async () 
   // A late answer from the old worker must not overwrite it.
   await page.waitForTimeout(500);
   assertClose(Number(await page.textContent('#total-cost')), cost, 'still the new plan');
-  assert.match(await page.textContent('#plan-title'), /rnnlm/);
+  assert.match(await page.textContent('#plan-title'), /^RNN language model on 4 devices$/);
   await close();
 });
 
