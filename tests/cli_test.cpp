@@ -1338,3 +1338,11 @@ TEST_CASE("cli: plan starts with the summary, one row per group of its JSON, eac
   CHECK(lines[4 + summary.size()].empty());
   CHECK(starts_with(lines[5 + summary.size()], "   id  layer"));
 }
+
+TEST_CASE("cli: the step time line says what it assumes") {
+  const auto [text, doc] = run_text_and_json({"plan", "--model", "alexnet"});
+  // 97098296512 FLOP-equivalents at 10 TFLOP/s (README).
+  CHECK(doc["step_time_s"].get<double>() == doctest::Approx(9.7098296512e-3).epsilon(1e-12));
+  CHECK(line_starting(text.out, "step time") ==
+        "step time        9.71 ms (predicted: peak compute, no overlap)");
+}

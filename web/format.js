@@ -16,6 +16,18 @@ export function formatCost(value) {
   return value.toPrecision(3);
 }
 
+/**
+ * A cost with its unit, rounded: 97098296512 -> "97.1 GFLOP-eq", 512 ->
+ * "512 FLOP-eq". FLOP-equivalents are the cost model's unit: the compute in
+ * FLOPs, with communication counted as the FLOPs the same time would compute
+ * (core/docs/cost-model.md, section 1).
+ */
+export function formatCostUnit(value) {
+  if (!Number.isFinite(value)) return '—';
+  const number = formatCost(value);
+  return /[kMGTPE]$/.test(number) ? `${number}FLOP-eq` : `${number} FLOP-eq`;
+}
+
 /** 0.0097 -> "9.70 ms". */
 export function formatSeconds(seconds) {
   if (!Number.isFinite(seconds)) return '—';

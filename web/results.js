@@ -9,7 +9,7 @@
 // Results stay visible after an input changes, but dimmed ("stale"): they no
 // longer answer the question the form asks.
 
-import { formatBytes, formatCost, formatCount, formatSeconds } from './format.js';
+import { formatBytes, formatCostUnit, formatCount, formatSeconds } from './format.js';
 import { parametersText } from './views/imported.js';
 import { renderTable, highlightRow } from './views/table.js';
 import { renderGraph, renderLegend, highlightVertex } from './views/graph.js';
@@ -73,10 +73,18 @@ export class Results {
     document.body.classList.remove('stale');
     document.body.classList.add('has-plan');
     const c = plan.cluster;
+    // The step time is the cost over the peak: it assumes every device
+    // computes at its peak and that no communication overlaps computation
+    // (core/docs/cost-model.md, section 7).
     ui.stepTime.textContent = formatSeconds(plan.step_time_s);
-    ui.stepNote.textContent = `per training step at ${c.tflops} TFLOP/s per device`;
-    ui.totalCost.textContent = String(plan.cost);
-    ui.costNote.textContent = `≈ ${formatCost(plan.cost)} FLOP-equivalents`;
+    ui.stepNote.textContent = `per training step, at the peak ${c.tflops} TFLOP/s per device, no overlap of communication with compute`;
+    ui.stepNote.title = 'The total cost divided by the peak rate: real kernels run below peak (slower), '
+      + 'and frameworks overlap communication with compute (faster). Compare plans with it, rather than promise it.';
+    // Rounded, with its unit; the exact value for tools and tests.
+    ui.totalCost.textContent = formatCostUnit(plan.cost);
+    ui.totalCost.dataset.exact = String(plan.cost);
+    ui.totalCost.title = `${plan.cost} FLOP-equivalents exactly`;
+    ui.costNote.textContent = 'FLOP-equivalents: compute, with communication counted as the FLOPs it costs in time';
     ui.planTitle.textContent = `${title} on ${c.devices} device${c.devices === 1 ? '' : 's'}`;
     ui.planTitle.title = plan.graph && plan.graph !== title ? `graph "${plan.graph}"` : '';
     this.showSplitHint(c.devices);

@@ -143,7 +143,8 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
   out += line("  communication", format("%.6e", plan.comm) + "  " + percent(plan.comm, plan.cost));
   out += line("  redistribution",
               format("%.6e", plan.redistribution) + "  " + percent(plan.redistribution, plan.cost));
-  out += line("step time", seconds_text(plan.step_time_s) + " (predicted)");
+  out +=
+      line("step time", seconds_text(plan.step_time_s) + " (predicted: peak compute, no overlap)");
   return out + memory_text(cluster, plan, source);
 }
 

@@ -28,10 +28,10 @@ const openPage = (query = '') => openSitePage(site.browser, site.url + query);
 
 async function waitForCost(page, previous = '—') {
   await page.waitForFunction((old) => {
-    const text = document.getElementById('total-cost').textContent;
+    const text = document.getElementById('total-cost').dataset.exact;
     return text !== old && Number.isFinite(Number(text));
   }, previous, { timeout: 90_000 });
-  return Number(await page.textContent('#total-cost'));
+  return Number(await page.getAttribute('#total-cost', 'data-exact'));
 }
 
 function planned(request) {

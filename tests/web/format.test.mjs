@@ -2,7 +2,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { formatBytes, formatCost, formatSeconds, formatShare, formatCount, formatParameters } from '../../web/format.js';
+import { formatBytes, formatCost, formatCostUnit, formatSeconds, formatShare, formatCount, formatParameters } from '../../web/format.js';
 
 test('format: non-finite values show a dash', () => {
   assert.equal(formatCost(NaN), '—');
@@ -15,6 +15,15 @@ test('format: costs get SI prefixes with three digits', () => {
   assert.equal(formatCost(512), '512');
   assert.equal(formatCost(97098296512), '97.1 G');
   assert.equal(formatCost(1.244e12), '1.24 T');
+});
+
+test('format: a cost with its unit is rounded to three digits', () => {
+  assert.equal(formatCostUnit(97098296512), '97.1 GFLOP-eq');
+  assert.equal(formatCostUnit(4.329954770944e12), '4.33 TFLOP-eq');
+  assert.equal(formatCostUnit(12345), '12.3 kFLOP-eq');
+  assert.equal(formatCostUnit(512), '512 FLOP-eq');
+  assert.equal(formatCostUnit(0), '0 FLOP-eq');
+  assert.equal(formatCostUnit(NaN), '—');
 });
 
 test('format: seconds pick a readable unit', () => {

@@ -61,8 +61,8 @@ function expectedCost(graph, devices) {
 
 /** The cost on display once a plan is shown. */
 async function waitForCost(page) {
-  await page.waitForFunction(() => Number.isFinite(Number(document.getElementById('total-cost').textContent)), null, { timeout: 60_000 });
-  return Number(await page.textContent('#total-cost'));
+  await page.waitForFunction(() => Number.isFinite(Number(document.getElementById('total-cost').dataset.exact)), null, { timeout: 60_000 });
+  return Number(await page.getAttribute('#total-cost', 'data-exact'));
 }
 
 async function planAndWait(page, devices) {
@@ -77,7 +77,7 @@ async function replanAndWait(page, devices) {
   await page.click('#plan-button');
   await page.waitForFunction((n) => !document.body.classList.contains('stale') &&
     document.getElementById('plan-title').textContent.endsWith(` on ${n} devices`), devices, { timeout: 60_000 });
-  return Number(await page.textContent('#total-cost'));
+  return Number(await page.getAttribute('#total-cost', 'data-exact'));
 }
 
 // The page's default cluster: an imported model is planned on it at once.
@@ -181,7 +181,7 @@ test('import: the batch field imports the model again at that batch; the graph i
   const want = expectedCost(doc.graph, defaultDevices);
   await page.fill('#batch', '16');
   await page.press('#batch', 'Tab');
-  await page.waitForFunction((w) => Math.abs(Number(document.getElementById('total-cost').textContent) - w) <= 1e-6 * w,
+  await page.waitForFunction((w) => Math.abs(Number(document.getElementById('total-cost').dataset.exact) - w) <= 1e-6 * w,
     want, { timeout: 60_000 });
   assert.equal(await page.inputValue('#batch'), '16');
   assert.ok((await page.textContent('#imported')).includes('25,530,472'));

@@ -100,7 +100,7 @@ test('page: invalid cluster values show the field and mark it', { skip, timeout 
   // With the values restored the page plans again.
   await page.click('#error-close');
   await page.click('#plan-button');
-  await page.waitForFunction(() => Number.isFinite(Number(document.getElementById('total-cost').textContent)), null, { timeout: 60_000 });
+  await page.waitForFunction(() => Number.isFinite(Number(document.getElementById('total-cost').dataset.exact)), null, { timeout: 60_000 });
   assert.equal(await page.isVisible('#error'), false);
   assert.deepEqual(problems, []);
   await close();

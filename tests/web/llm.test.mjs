@@ -52,7 +52,7 @@ function expectedCost(request) {
 /** Waits until the cost on display is `want` (to 1e-9 relative) and no plan is in flight. */
 async function waitForCostOf(page, want) {
   await page.waitForFunction((w) => !document.body.classList.contains('planning') &&
-    Math.abs(Number(document.getElementById('total-cost').textContent) - w) <= 1e-9 * w, want, { timeout: 90_000 });
+    Math.abs(Number(document.getElementById('total-cost').dataset.exact) - w) <= 1e-9 * w, want, { timeout: 90_000 });
 }
 
 /** Drops a file on the page as a user would: a drop event carrying it. */

@@ -34,10 +34,10 @@ async function waitReady(page) {
 
 async function waitForCost(page, previous = '—') {
   await page.waitForFunction((old) => {
-    const text = document.getElementById('total-cost').textContent;
+    const text = document.getElementById('total-cost').dataset.exact;
     return text !== old && Number.isFinite(Number(text));
   }, previous, { timeout: 60_000 });
-  return Number(await page.textContent('#total-cost'));
+  return Number(await page.getAttribute('#total-cost', 'data-exact'));
 }
 
 function expectedCost(request) {
@@ -168,6 +168,30 @@ test('page: plans a built-in network and downloads the plan', { skip, timeout },
   await close();
 });
 
+test('page: the step time is the headline; the cost is rounded with its unit, exact in data-exact', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage('?model=alexnet&devices=8');
+  await waitForCost(page);
+  const expected = JSON.parse(site.pase.plan(JSON.stringify({ model: 'alexnet', cluster: { devices: 8 } })));
+  const { formatCostUnit, formatSeconds } = await import('../../web/format.js');
+  assert.equal(await page.textContent('#step-time'), formatSeconds(expected.step_time_s));
+  assert.equal(await page.textContent('#step-time'), '9.71 ms');
+  // What the step time assumes, next to it.
+  const note = await page.textContent('#step-note');
+  assert.match(note, /peak 10 TFLOP\/s/);
+  assert.match(note, /no overlap of communication with compute/);
+  // The cost: rounded with its unit; the exact value for tools, and in the tooltip.
+  assert.equal(await page.textContent('#total-cost'), formatCostUnit(expected.cost));
+  assert.equal(await page.textContent('#total-cost'), '97.1 GFLOP-eq');
+  assert.equal(await page.getAttribute('#total-cost', 'data-exact'), String(expected.cost));
+  assert.equal(Number(await page.getAttribute('#total-cost', 'data-exact')), expected.cost);
+  assert.match(await page.getAttribute('#total-cost', 'title'), new RegExp(`^${expected.cost} FLOP-equivalents exactly`));
+  // The step time is the larger figure.
+  const size = (id) => page.$eval(id, (e) => parseFloat(getComputedStyle(e).fontSize));
+  assert.ok(await size('#step-time') > await size('#total-cost'), 'the step time is the headline');
+  assert.deepEqual(problems, []);
+  await close();
+});
+
 test('page: layers are coloured by the dimension kinds of the core', { skip, timeout }, async () => {
   // AlexNet at 8 devices: the convolutions, pools and the reshape split only
   // their batch (data parallel), the FC layers and the loss split output units
@@ -217,14 +241,14 @@ test('page: Cancel and a new plan stop the comparison in flight', { skip, timeou
     await page.fill('#devices', '64');
     await page.click('#plan-button');
     await page.waitForFunction(() => /^Comparing/.test(document.getElementById('comparison').textContent), null, { timeout: 60_000 });
-    return Number(await page.textContent('#total-cost'));
+    return Number(await page.getAttribute('#total-cost', 'data-exact'));
   };
 
   const cost = await comparing();
   assert.equal(await page.isEnabled('#cancel-button'), true, 'the comparison can be cancelled');
   await page.click('#cancel-button');
   assert.match(await page.textContent('#comparison'), /cancelled/i);
-  assertClose(Number(await page.textContent('#total-cost')), cost, 'the plan stays');
+  assertClose(Number(await page.getAttribute('#total-cost', 'data-exact')), cost, 'the plan stays');
   assert.equal(await page.isVisible('#error'), false, 'cancelling is not an error');
 
   await comparing();
@@ -311,7 +335,7 @@ test('page: a new plan replaces the one in flight', { skip, timeout }, async () 
   assertClose(cost, expectedCost({ model: 'rnnlm', cluster: { devices: 4 } }), 'rnnlm');
   // A late answer from the old worker must not overwrite it.
   await page.waitForTimeout(500);
-  assertClose(Number(await page.textContent('#total-cost')), cost, 'still the new plan');
+  assertClose(Number(await page.getAttribute('#total-cost', 'data-exact')), cost, 'still the new plan');
   assert.match(await page.textContent('#plan-title'), /^RNN language model on 4 devices$/);
   await close();
 });
