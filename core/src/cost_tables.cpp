@@ -2,8 +2,13 @@
 #include "cost_tables.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
+#include <optional>
 
 namespace pase {
 
@@ -204,55 +209,148 @@ std::vector<int> edge_end_ids(const Graph& g, const ConfigSet& set, const Edge& 
   return ids;
 }
 
+// One priced edge signature: the ids of each end's configurations (tensor
+// configurations of the consumer; tensor configurations or placements of the
+// producer), and the prices between distinct ends, NaN until first needed.
+struct EdgePrices::Entry {
+  std::vector<int> src_ids, dst_ids;
+  std::vector<Placement> placements;         // hierarchical: the producer's distinct ends
+  std::vector<std::vector<int64_t>> us, ud;  // flat: the producer's; both: the consumer's
+  std::vector<std::vector<double>> boxes;    // the consumer's boxes, empty until needed
+  std::vector<double> price;                 // src end x dst end
+  size_t n_src = 0, n_dst = 0;
+  double bytes = 0;
+};
+
+EdgePrices::EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, int64_t gpus_per_node,
+                       double budget_bytes)
+    : g_(g), configs_(configs), per_node_(gpus_per_node), budget_(budget_bytes) {
+  // Vertices with the same configurations share a set id: compared by
+  // content, grouped by a hash first.
+  set_id_.resize(configs.size());
+  std::map<std::pair<int, uint64_t>, std::vector<int>> by_hash;
+  int next = 0;
+  for (size_t v = 0; v < configs.size(); ++v) {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t x : configs[v].data) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
+    std::vector<int>& same = by_hash[{configs[v].dims, h}];
+    int id = -1;
+    for (int w : same)
+      if (configs[w].data == configs[v].data) id = set_id_[w];
+    if (id < 0) {
+      id = next++;
+      same.push_back(static_cast<int>(v));
+    }
+    set_id_[v] = id;
+  }
+}
+
+EdgePrices::~EdgePrices() = default;
+
+EdgePrices::Entry& EdgePrices::entry(int edge_id, std::unique_ptr<Entry>& scratch) {
+  const Edge& e = g_.edges[edge_id];
+  const Shape& shape = g_.vertices[e.src].outputs[e.src_output].shape;
+  const TensorMap& out_map = model_of(g_, e.src).out_maps[e.src_output];
+  const TensorMap& in_map = model_of(g_, e.dst).in_maps[e.dst_slot];
+  // The signature: everything the prices depend on besides the machine.
+  std::vector<int64_t> key = {set_id_[e.src], set_id_[e.dst], -1};
+  key.insert(key.end(), shape.begin(), shape.end());
+  for (const TensorMap* map : {&out_map, &in_map})
+    for (const std::vector<int>& positions : *map) {
+      key.push_back(-2);
+      key.insert(key.end(), positions.begin(), positions.end());
+    }
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    ++hits_;
+    return *it->second;
+  }
+  auto made = std::make_unique<Entry>();
+  Entry& en = *made;
+  distinct_tensor_configs(in_map, configs_[e.dst], en.ud, en.dst_ids);
+  if (per_node_ > 0) {
+    const ConfigSet& set = configs_[e.src];
+    std::map<Placement, int> seen;
+    en.src_ids.resize(set.size());
+    for (size_t i = 0; i < set.size(); ++i) {
+      auto [it, fresh] = seen.emplace(placement(shape, out_map, set.at(i), set.dims, per_node_),
+                                      static_cast<int>(seen.size()));
+      en.src_ids[i] = it->second;
+    }
+    en.placements.resize(seen.size());
+    for (auto& [p, id] : seen) en.placements[id] = p;
+    en.n_src = en.placements.size();
+  } else {
+    distinct_tensor_configs(out_map, configs_[e.src], en.us, en.src_ids);
+    en.n_src = en.us.size();
+  }
+  en.n_dst = en.ud.size();
+  en.boxes.resize(en.n_dst);
+  en.price.assign(en.n_src * en.n_dst, std::numeric_limits<double>::quiet_NaN());
+  en.bytes = static_cast<double>(en.price.size()) * sizeof(double) +
+             static_cast<double>(en.src_ids.size() + en.dst_ids.size()) * sizeof(int);
+  if (bytes_ + en.bytes > budget_) {
+    // Over the budget: priced for this use only.
+    scratch = std::move(made);
+    return *scratch;
+  }
+  bytes_ += en.bytes;
+  return *entries_.emplace(std::move(key), std::move(made)).first->second;
+}
+
+void EdgePrices::price(Entry& en, int edge_id, const std::vector<char>& need_src,
+                       const std::vector<char>& need_dst, const ops::Machine& m) {
+  const Edge& e = g_.edges[edge_id];
+  const Shape& shape = g_.vertices[e.src].outputs[e.src_output].shape;
+  for (size_t a = 0; a < en.n_src; ++a) {
+    if (!need_src[a]) continue;
+    double* row = en.price.data() + a * en.n_dst;
+    for (size_t b = 0; b < en.n_dst; ++b) {
+      if (!need_dst[b] || !std::isnan(row[b])) continue;
+      if (per_node_ > 0) {
+        if (en.boxes[b].empty()) en.boxes[b] = box_of(shape, en.ud[b].data());
+        row[b] = hierarchical_edge(shape, en.placements[a], en.ud[b].data(), en.boxes[b].data(), m);
+      } else {
+        row[b] = m.words(2 * ops::redistribution_words(shape, en.us[a].data(), en.ud[b].data()));
+      }
+    }
+  }
+}
+
 std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
                                 const std::vector<int>& edge_ids, int outer, int inner,
-                                const ops::Machine& m, const std::vector<int>* outer_rows) {
+                                const ops::Machine& m, const std::vector<int>* outer_rows,
+                                EdgePrices* prices) {
   size_t n_outer = outer_rows ? outer_rows->size() : configs[outer].size();
   size_t n_inner = configs[inner].size();
   std::vector<double> out(n_outer * n_inner, 0.0);
+  std::optional<EdgePrices> own;
+  if (prices == nullptr) prices = &own.emplace(g, configs, m.gpus_per_node, 0);
   for (int id : edge_ids) {
     const Edge& e = g.edges[id];
-    const Shape& shape = g.vertices[e.src].outputs[e.src_output].shape;
-    std::vector<std::vector<int64_t>> us, ud;
-    std::vector<int> is, id_dst;
-    distinct_tensor_configs(model_of(g, e.dst).in_maps[e.dst_slot], configs[e.dst], ud, id_dst);
-    std::vector<double> small;
-    if (m.gpus_per_node > 0) {
-      // The producer's placements, not only its tensor configurations, tell
-      // its configurations apart (core/docs/cluster.md).
-      const ConfigSet& set = configs[e.src];
-      const TensorMap& map = model_of(g, e.src).out_maps[e.src_output];
-      std::map<Placement, int> seen;
-      std::vector<const Placement*> unique;
-      is.resize(set.size());
-      for (size_t i = 0; i < set.size(); ++i) {
-        auto [it, fresh] = seen.emplace(placement(shape, map, set.at(i), set.dims, m.gpus_per_node),
-                                        static_cast<int>(unique.size()));
-        if (fresh) unique.push_back(&it->first);
-        is[i] = it->second;
-      }
-      us.resize(unique.size());
-      small.resize(unique.size() * ud.size());
-      std::vector<std::vector<double>> boxes;
-      for (const std::vector<int64_t>& t : ud) boxes.push_back(box_of(shape, t.data()));
-      for (size_t a = 0; a < unique.size(); ++a)
-        for (size_t b = 0; b < ud.size(); ++b)
-          small[a * ud.size() + b] =
-              hierarchical_edge(shape, *unique[a], ud[b].data(), boxes[b].data(), m);
-    } else {
-      distinct_tensor_configs(model_of(g, e.src).out_maps[e.src_output], configs[e.src], us, is);
-      small.resize(us.size() * ud.size());
-      for (size_t a = 0; a < us.size(); ++a)
-        for (size_t b = 0; b < ud.size(); ++b)
-          small[a * ud.size() + b] =
-              m.words(2 * ops::redistribution_words(shape, us[a].data(), ud[b].data()));
-    }
-    bool src_outer = e.src == outer;
+    std::unique_ptr<EdgePrices::Entry> scratch;
+    EdgePrices::Entry& en = prices->entry(id, scratch);
+    const bool src_outer = e.src == outer;
+    const std::vector<int>& is = en.src_ids;
+    const std::vector<int>& id_dst = en.dst_ids;
+    // Only the ends that some row (a class's least configuration) or column
+    // uses are priced.
+    std::vector<char> need_src(en.n_src, src_outer ? 0 : 1);
+    std::vector<char> need_dst(en.n_dst, src_outer ? 1 : 0);
     for (size_t r = 0; r < n_outer; ++r) {
       const size_t i = outer_rows ? static_cast<size_t>((*outer_rows)[r]) : r;
-      for (size_t j = 0; j < n_inner; ++j) {
-        size_t a = src_outer ? is[i] : is[j], b = src_outer ? id_dst[j] : id_dst[i];
-        out[r * n_inner + j] += small[a * ud.size() + b];
+      (src_outer ? need_src[is[i]] : need_dst[id_dst[i]]) = 1;
+    }
+    prices->price(en, id, need_src, need_dst, m);
+    const double* small = en.price.data();
+    for (size_t r = 0; r < n_outer; ++r) {
+      const size_t i = outer_rows ? static_cast<size_t>((*outer_rows)[r]) : r;
+      double* row = out.data() + r * n_inner;
+      if (src_outer) {
+        const double* from = small + static_cast<size_t>(is[i]) * en.n_dst;
+        for (size_t j = 0; j < n_inner; ++j) row[j] += from[id_dst[j]];
+      } else {
+        const size_t b = static_cast<size_t>(id_dst[i]);
+        for (size_t j = 0; j < n_inner; ++j) row[j] += small[is[j] * en.n_dst + b];
       }
     }
   }

@@ -1,9 +1,13 @@
 // Cost tables: each vertex's cost per configuration and, for each pair of
 // adjacent vertices, the re-distribution cost of all tensor edges between them
 // per pair of configurations. Computed once per plan; a pair matrix is built
-// when the dynamic program first needs it and dropped after.
+// when the dynamic program first needs it and dropped after, from prices
+// kept for the whole plan (EdgePrices).
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "configurations.hpp"
@@ -29,14 +33,59 @@ struct PairEdges {
 // One entry per adjacent pair, sorted by (a, b).
 std::vector<PairEdges> group_edges(const Graph& g);
 
+// Prices of tensor edges between the distinct ends of their two vertices,
+// kept across pair matrices. Edges whose ends have the same configurations
+// (compared by content), the same tensor maps and the same shape share one
+// signature and one entry, so the repeated blocks of a network (an LLM's
+// decoder layers) are priced once, and so are the several searches of a
+// plan under a memory cap (the prices do not depend on Machine::cost_weight
+// or memory_weight, which pair_matrix applies after). A price is computed
+// when a matrix first needs it. Entries are kept while their total stays
+// under `budget_bytes` (class map and price per pair of distinct ends);
+// past it, an edge is priced for its one use. One EdgePrices serves one
+// machine (its rates) and one set of configurations; not thread-safe.
+class EdgePrices {
+ public:
+  EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, int64_t gpus_per_node,
+             double budget_bytes);
+  ~EdgePrices();
+  EdgePrices(const EdgePrices&) = delete;
+  EdgePrices& operator=(const EdgePrices&) = delete;
+
+  struct Entry;
+  // The entry of edge `edge_id`'s signature; when it cannot be kept,
+  // `scratch` owns it.
+  Entry& entry(int edge_id, std::unique_ptr<Entry>& scratch);
+  // Prices the pairs of needed ends not priced yet.
+  void price(Entry& entry, int edge_id, const std::vector<char>& need_src,
+             const std::vector<char>& need_dst, const ops::Machine& m);
+  double bytes() const { return bytes_; }
+  uint64_t hits() const { return hits_; }  // entries found already made
+
+ private:
+  const Graph& g_;
+  const std::vector<ConfigSet>& configs_;
+  int64_t per_node_;
+  double budget_;
+  double bytes_ = 0;
+  uint64_t hits_ = 0;
+  std::vector<int> set_id_;
+  std::map<std::vector<int64_t>, std::unique_ptr<Entry>> entries_;
+};
+
+// Prices kept for a whole plan: at most this many bytes.
+constexpr double kEdgePriceBudget = 256.0 * (1 << 20);
+
 // Row-major matrix [configs(outer)][configs(inner)] of the summed cost of
 // `edge_ids` (all between `outer` and `inner`). Tensor configurations are
 // de-duplicated first, so the formula runs once per distinct pair. With
 // `outer_rows`, only those configurations of `outer`, in that order, are rows.
+// With `prices`, the edges' prices come from (and go to) it; without, they
+// are computed for this matrix alone.
 std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
                                 const std::vector<int>& edge_ids, int outer, int inner,
-                                const ops::Machine& m,
-                                const std::vector<int>* outer_rows = nullptr);
+                                const ops::Machine& m, const std::vector<int>* outer_rows = nullptr,
+                                EdgePrices* prices = nullptr);
 
 // What edge `e`'s cost sees of one of its ends, per configuration of that end
 // (`producer`: e.src, else e.dst): equal ids, equal cost against every

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -535,7 +536,9 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
 
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
-                        const PlanOptions& options, const DpTuning& tuning) {
+                        const PlanOptions& options, const DpTuning& tuning, EdgePrices* prices) {
+  std::optional<EdgePrices> own;
+  if (prices == nullptr) prices = &own.emplace(g, configs, m.gpus_per_node, kEdgePriceBudget);
   size_t n_steps = ord.steps.size();
   std::vector<std::vector<double>> tables(n_steps);
   std::vector<std::vector<uint16_t>> args(n_steps);
@@ -637,7 +640,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     for (int u : st.new_neighbors) {
       // One row per class of u in T_i, priced at its least configuration.
       const std::vector<int>& rows = dc.first[level_of[u] - 1];
-      matrices.push_back(pair_matrix(g, configs, pairs.between(u, v), u, v, m, &rows));
+      matrices.push_back(pair_matrix(g, configs, pairs.between(u, v), u, v, m, &rows, prices));
       Term t{matrices.back().data(), level_of[u], nullptr, std::vector<int64_t>(d + 1, 0),
              std::vector<std::vector<int>>(d + 1)};
       t.stride[level_of[u]] = nv;

@@ -19,6 +19,7 @@
 
 #include "configurations.hpp"
 #include "cost_model.hpp"
+#include "cost_tables.hpp"
 #include "ordering.hpp"
 #include "pase/plan.hpp"
 
@@ -83,10 +84,13 @@ struct DpTuning {
 // reports, which come from the calling thread only. Errors: "cancelled"
 // when options.cancel is set. Ties go to the configuration of v enumerated
 // first, as in run_dp_reference, so both return the same strategy, whatever
-// the threads and the tuning.
+// the threads and the tuning. The edges' prices come from `prices` (made
+// with the same configurations and m.gpus_per_node; several searches of one
+// plan share it), or from prices kept for this run alone when it is null.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
-                        const PlanOptions& options, const DpTuning& tuning = {});
+                        const PlanOptions& options, const DpTuning& tuning = {},
+                        EdgePrices* prices = nullptr);
 
 // The same, computing the classes first.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,

@@ -238,12 +238,15 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
     double objective = 0;
   };
   int searches = 0;
+  // Edge prices for every search of this plan (they do not depend on the
+  // weights).
+  EdgePrices prices(graph, prep->configs, machine.gpus_per_node, kEdgePriceBudget);
   auto search = [&](double cost_weight, double memory_weight) -> Result<Searched> {
     ++searches;
     ops::Machine m = machine;
     m.cost_weight = cost_weight;
     m.memory_weight = memory_weight;
-    auto dp = run_dp(graph, prep->configs, prep->ord, prep->classes, m, est, options);
+    auto dp = run_dp(graph, prep->configs, prep->ord, prep->classes, m, est, options, {}, &prices);
     if (!dp) return dp.error();
     Strategy s(graph.vertices.size());
     for (size_t v = 0; v < s.size(); ++v) {
