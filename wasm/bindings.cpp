@@ -1,4 +1,5 @@
-// Embind registrations of the WebAssembly module `pase.js` (createPase()).
+// Embind registrations of the WebAssembly modules `pase.js` (createPase()) and
+// `pase-mt.js` (createPaseThreaded(), the same functions on threads).
 //
 // Every function takes and returns JSON strings of core/docs/formats.md, so
 // JavaScript never holds a C++ object it would have to .delete(). Each one
@@ -225,6 +226,10 @@ std::string import_model_without_options(val source) {
 // Plain text, not JSON: "0.1.0".
 std::string version() { return pase::version(); }
 
+// The threads a plan uses when its request does not say (pase::default_threads()):
+// 1 in pase.js; in pase-mt.js, the cores the browser reports, at most 8.
+int default_threads() { return pase::default_threads(); }
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(pase) {
@@ -244,4 +249,5 @@ EMSCRIPTEN_BINDINGS(pase) {
   emscripten::function("importModel", &import_model);
   emscripten::function("importModel", &import_model_without_options);
   emscripten::function("version", &version);
+  emscripten::function("defaultThreads", &default_threads);
 }

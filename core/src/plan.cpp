@@ -208,7 +208,13 @@ int default_threads() {
   return 1;
 #else
   unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+  int threads = n == 0 ? 1 : static_cast<int>(n);
+#ifdef PASE_MAX_THREADS
+  // The threaded WebAssembly module runs its helpers only on the workers it
+  // started with (wasm/CMakeLists.txt): at most PASE_MAX_THREADS - 1 of them.
+  threads = std::min(threads, PASE_MAX_THREADS);
+#endif
+  return threads;
 #endif
 }
 

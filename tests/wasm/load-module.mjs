@@ -16,3 +16,16 @@ export async function loadModule() {
   const createPase = createRequire(import.meta.url)(moduleJs);
   return createPase({ wasmBinary: readFileSync(path.join(siteDir, 'pase.wasm')) });
 }
+
+/**
+ * The threaded module (pase-mt.js) under Node, where its threads are
+ * worker_threads started with it, one per CPU but the calling thread's (at
+ * most 7). They keep Node running: end them with
+ * `pase.PThread.terminateAllThreads()` when done.
+ */
+export async function loadThreadedModule() {
+  const moduleJs = path.join(siteDir, 'pase-mt.js');
+  assert.ok(existsSync(moduleJs), `${moduleJs} not found: build it with emcmake cmake -S . -B build-wasm && cmake --build build-wasm`);
+  const createPaseThreaded = createRequire(import.meta.url)(moduleJs);
+  return createPaseThreaded({ wasmBinary: readFileSync(path.join(siteDir, 'pase-mt.wasm')) });
+}

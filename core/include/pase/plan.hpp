@@ -135,7 +135,8 @@ struct PlanOptions {
 };
 
 // Every core this process may use (1 where threads are not available, as in
-// a WebAssembly module built without them).
+// a WebAssembly module built without them; in the threaded module, at most
+// the threads it started with: navigator.hardwareConcurrency, at most 8).
 int default_threads();
 
 // Sizes are doubles: exact below 2^53, and an order whose tables could never
