@@ -32,6 +32,7 @@ const ui = {
   shareButton: $('share-button'),
   openFull: $('open-full'),
   moduleVersion: $('module-version'),
+  searchMode: $('search-mode'),
 };
 
 // The comparison's MCMC search gets a fixed proposal budget and no time
@@ -391,6 +392,8 @@ async function init() {
     // The GPU presets are the core's own list (the module's presets()).
     clusterForm.setPresets(await state.client.call('presets'));
     ui.moduleVersion.textContent = `module ${await state.client.call('version')}`;
+    // How many threads a plan runs on, or why only one (worker.js).
+    ui.searchMode.textContent = (await state.client.call('mode')).text;
   } catch (e) {
     errors.show('The planner module failed to load', e.message);
     setStatus('The planner is not available.');

@@ -4,9 +4,10 @@
 // {id, result}, {id, error} or, while planning, {id, progress}. The actions
 // are those of worker.js: plan and evaluate (a request's JSON text), compare
 // (the same plus an optional "mcmc" object; no progress), validate (a graph
-// document's JSON text), models, presets, version, exportModel ({name, batch, seq}) and
-// importModel ({file, options}: a File, ONNX or config.json, read by the
-// worker in slices).
+// document's JSON text), models, presets, version, mode (the module the
+// worker runs: {threads, threaded, isolated, text}), exportModel ({name,
+// batch, seq}) and importModel ({file, options}: a File, ONNX or
+// config.json, read by the worker in slices).
 // There is no way to interrupt WebAssembly that is busy computing, so
 // restart() terminates the worker and starts a new one; calls still in flight
 // reject with a PlannerError of kind 'cancelled'.

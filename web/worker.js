@@ -1,31 +1,102 @@
 /* The planner worker: the one place where the WebAssembly module lives.
  *
- * A classic worker (not a module worker) because pase.js is a classic
- * -sMODULARIZE build that defines the global createPase().
+ * A classic worker (not a module worker) because pase.js and pase-mt.js are
+ * classic -sMODULARIZE builds that define the globals createPase() and
+ * createPaseThreaded().
+ *
+ * Two modules, one chosen here. On a cross-origin isolated page (served with
+ * Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy:
+ * require-corp), SharedArrayBuffer exists and the threaded module pase-mt.js
+ * runs the search on every core (at most 8), its threads being workers of
+ * this worker. Elsewhere, or when the threaded module fails to load, pase.js
+ * runs it on one thread. The `mode` action says which, and why.
  *
  * Protocol (planner-client.js is the other side):
  *   in:  {id, action, payload}
  *   out: {id, result} | {id, error: {message, where, missing_dims?}} | {id, progress}
- * Long work is cancelled by terminating this worker; it keeps no state that
- * would need cleaning up.
+ * Long work is cancelled by terminating this worker, which ends its thread
+ * workers too; it keeps no state that would need cleaning up.
  */
 'use strict';
 
-let loadError = null;
-try {
-  importScripts('pase.js');
-} catch (e) {
-  loadError = e;
+const printErr = (text) => console.warn('[pase]', text);
+
+/**
+ * pase-mt.js, instantiated; rejects when its script, its .wasm or one of its
+ * thread workers fails to load. Emscripten reports a thread worker's failure
+ * by throwing from that worker's onerror handler, which reaches this scope's
+ * error event: caught there while loading, and the workers already started
+ * are ended.
+ */
+function loadThreaded() {
+  return new Promise((resolve, reject) => {
+    const moduleArg = {
+      printErr,
+      // A classic worker has no document.currentScript, so the thread
+      // workers are told where the module's script is.
+      mainScriptUrlOrBlob: new URL('pase-mt.js', self.location.href).href,
+    };
+    const onError = (event) => {
+      event.preventDefault();
+      fail(new Error(event.message || 'a thread worker failed to load'));
+    };
+    const fail = (e) => {
+      self.removeEventListener('error', onError);
+      try {
+        moduleArg.PThread?.terminateAllThreads();
+      } catch {
+        // Nothing was started.
+      }
+      reject(e);
+    };
+    self.addEventListener('error', onError);
+    try {
+      importScripts('pase-mt.js');
+    } catch (e) {
+      fail(e);
+      return;
+    }
+    createPaseThreaded(moduleArg).then((pase) => {
+      self.removeEventListener('error', onError);
+      resolve(pase);
+    }, fail);
+  });
 }
 
-// Instantiated once; every request waits for it. A failure is kept and
-// reported to each request, so the page shows it in its error box.
-const ready = loadError
-  ? Promise.reject(loadError)
-  : createPase({
-      // Without this, Emscripten prints aborts only to the console.
-      printErr: (text) => console.warn('[pase]', text),
-    });
+/** pase.js, instantiated. */
+function loadSingle() {
+  importScripts('pase.js');
+  // Without printErr, Emscripten prints aborts only to the console.
+  return createPase({ printErr });
+}
+
+const errorText = (e) => (e && e.message ? e.message : String(e));
+
+/**
+ * The module and the mode {threads, threaded, isolated, text}: threads, what
+ * a plan uses by default; text, a line for the page.
+ */
+async function load() {
+  const isolated = self.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
+  let why = 'the page is not cross-origin isolated';
+  if (isolated) {
+    try {
+      const pase = await loadThreaded();
+      const threads = pase.defaultThreads();
+      const text = threads > 1 ? `Search on ${threads} threads` : 'Search on one thread: the browser reports one core';
+      return { pase, mode: { threads, threaded: true, isolated, text } };
+    } catch (e) {
+      why = `the threaded module failed to load (${errorText(e)})`;
+      printErr(`one thread: ${why}`);
+    }
+  }
+  const pase = await loadSingle();
+  return { pase, mode: { threads: 1, threaded: false, isolated, text: `Search on one thread: ${why}` } };
+}
+
+// Loaded once; every request waits for it. A failure is kept and reported
+// to each request, so the page shows it in its error box.
+const ready = load();
 ready.catch(() => {}); // reported per request below
 
 /**
@@ -88,16 +159,17 @@ const actions = {
   importModel,
   // version() is plain text, not JSON.
   version: (pase) => JSON.stringify(pase.version()),
+  // {threads, threaded, isolated, text}: see load().
+  mode: (pase, payload, progress, mode) => JSON.stringify(mode),
 };
 
 self.onmessage = async (event) => {
   const { id, action, payload } = event.data;
-  let pase;
+  let pase, mode;
   try {
-    pase = await ready;
+    ({ pase, mode } = await ready);
   } catch (e) {
-    const detail = e && e.message ? e.message : String(e);
-    self.postMessage({ id, error: { message: `the planner module failed to load: ${detail}`, where: 'module' } });
+    self.postMessage({ id, error: { message: `the planner module failed to load: ${errorText(e)}`, where: 'module' } });
     return;
   }
   const run = actions[action];
@@ -106,7 +178,7 @@ self.onmessage = async (event) => {
     return;
   }
   try {
-    const text = run(pase, payload, (fraction) => self.postMessage({ id, progress: fraction }));
+    const text = run(pase, payload, (fraction) => self.postMessage({ id, progress: fraction }), mode);
     const doc = JSON.parse(text);
     if (doc && typeof doc === 'object' && !Array.isArray(doc) && doc.error) {
       // An import's error may list the dynamic dimensions it needs.
@@ -117,7 +189,6 @@ self.onmessage = async (event) => {
   } catch (e) {
     // Only an abort of the module lands here (the bindings return errors as
     // documents); after an abort the module is unusable, so say so.
-    const detail = e && e.message ? e.message : String(e);
-    self.postMessage({ id, error: { message: `the planner module stopped: ${detail}`, where: 'module' } });
+    self.postMessage({ id, error: { message: `the planner module stopped: ${errorText(e)}`, where: 'module' } });
   }
 };

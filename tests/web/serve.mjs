@@ -2,10 +2,13 @@
 // A small static file server for the built site (build-wasm/site/), bound to
 // 127.0.0.1 only. Used by the end-to-end tests and by people trying the page:
 //
-//   node tests/web/serve.mjs [root=build-wasm/site] [--port N]   (0: any free port)
+//   node tests/web/serve.mjs [root=build-wasm/site] [--port N] [--no-isolation]   (port 0: any free port)
 //
 // It serves files below `root` and nothing else: no directory listings, no
-// paths outside the root, GET and HEAD only.
+// paths outside the root, GET and HEAD only. Every response makes the page
+// cross-origin isolated (the headers below), so that the planner runs its
+// threaded module; --no-isolation leaves them out, and the page runs on one
+// thread.
 
 import { createServer } from 'node:http';
 import { createReadStream } from 'node:fs';
@@ -33,6 +36,18 @@ const contentTypes = {
 const contentSecurityPolicy = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; " +
   "style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'";
 
+// Cross-origin isolation: what a page needs for SharedArrayBuffer, hence for
+// WebAssembly threads. COOP puts the page in a browsing context group of its
+// own; COEP lets it load only resources that agree to it, which every file
+// here does, being same-origin (CORP says so explicitly). The worker and its
+// thread workers take theirs from their scripts' responses, hence on every
+// response, not only the page's.
+const isolationHeaders = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+};
+
 async function resolveFile(root, urlPath) {
   let decoded;
   try {
@@ -58,8 +73,9 @@ async function resolveFile(root, urlPath) {
 
 /**
  * Starts serving `root`. Resolves with {server, url}; `port` 0 picks a free one.
+ * `isolated` false leaves out the cross-origin isolation headers.
  */
-export function startServer(root, { port = 0, host = '127.0.0.1', log = false } = {}) {
+export function startServer(root, { port = 0, host = '127.0.0.1', log = false, isolated = true } = {}) {
   const absoluteRoot = path.resolve(root);
   const server = createServer(async (request, response) => {
     if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -80,6 +96,7 @@ export function startServer(root, { port = 0, host = '127.0.0.1', log = false } 
       'Cache-Control': 'no-cache',
       'X-Content-Type-Options': 'nosniff',
       'Content-Security-Policy': contentSecurityPolicy,
+      ...(isolated ? isolationHeaders : {}),
     });
     if (request.method === 'HEAD') response.end();
     else createReadStream(found.file).pipe(response);
@@ -98,11 +115,16 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const args = process.argv.slice(2);
   let root = 'build-wasm/site';
   let port = 8080;
+  let isolated = true;
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--port') port = Number(args[++i]);
+    else if (args[i] === '--no-isolation') isolated = false;
     else if (args[i] === '--help' || args[i] === '-h') {
-      console.log('usage: node tests/web/serve.mjs [root=build-wasm/site] [--port N]');
+      console.log('usage: node tests/web/serve.mjs [root=build-wasm/site] [--port N] [--no-isolation]');
       process.exit(0);
+    } else if (args[i].startsWith('-')) {
+      console.error(`serve: unknown option ${args[i]}\nusage: node tests/web/serve.mjs [root=build-wasm/site] [--port N] [--no-isolation]`);
+      process.exit(2);
     } else root = args[i];
   }
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -116,8 +138,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     process.exit(1);
   }
   try {
-    const { url } = await startServer(root, { port });
-    console.log(`PaSE Planner: serving ${path.resolve(root)}`);
+    const { url } = await startServer(root, { port, isolated });
+    console.log(`PaSE Planner: serving ${path.resolve(root)}` +
+      (isolated ? ' (cross-origin isolated: the planner uses every core)' : ' (not cross-origin isolated: the planner uses one thread)'));
     console.log(`open ${url}`);
     console.log('stop the server with Ctrl+C');
   } catch (e) {
