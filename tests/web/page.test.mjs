@@ -114,8 +114,9 @@ test('page: a plan over the memory limit says the graph is too big', { skip, tim
 
 test('page: a module that fails to load is reported in the error box', { skip, timeout }, async () => {
   const context = await site.browser.newContext();
-  // Workers' requests go through the context, so the route reaches them.
-  await context.route('**/pase.wasm', (route) => route.fulfill({ status: 404, body: 'gone' }));
+  // Workers' requests go through the context, so the route reaches them. Both
+  // modules: the worker falls back from the threaded one to pase.js.
+  await context.route(/\/pase(-mt)?\.wasm$/, (route) => route.fulfill({ status: 404, body: 'gone' }));
   const page = await context.newPage();
   await page.goto(site.url);
   const text = await errorText(page);
