@@ -3,7 +3,13 @@
 // built-in network. Prints a Markdown table; asserts nothing (timings depend on
 // the machine).
 //
-//   node tests/wasm/bench.mjs [--devices 16] [--runs 5] [--site build-wasm/site] [--cli build/pase]
+//   node tests/wasm/bench.mjs [--devices 16] [--runs 5] [--threads 1] [--models alexnet,...]
+//                             [--site build-wasm/site] [--cli build/pase]
+//
+// Both run the search on `--threads` threads (the request's "threads", the
+// CLI's --threads): one in the single-threaded module pase.js; more in the
+// threaded module pase-mt.js, whose threads are worker_threads here (at most
+// 8, and at most the CPUs: the module refuses more).
 //
 // "plan" is the whole request (parse, build the network, search, write JSON):
 // for the CLI, the wall time of the process; for the module, the time of one
@@ -18,19 +24,36 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const options = { devices: 16, runs: 5, site: 'build-wasm/site', cli: 'build/pase' };
+const allModels = ['alexnet', 'resnet101', 'inception3', 'rnnlm', 'transformer'];
+const options = { devices: 16, runs: 5, threads: 1, models: allModels.join(','), site: 'build-wasm/site', cli: 'build/pase' };
+const usage = 'usage: node tests/wasm/bench.mjs [--devices N] [--runs N] [--threads N] [--models LIST] [--site DIR] [--cli PATH]';
 const args = process.argv.slice(2);
 for (let i = 0; i < args.length; i++) {
   const name = args[i].replace(/^--/, '');
   if (!(name in options) || i + 1 >= args.length) {
-    console.error('usage: node tests/wasm/bench.mjs [--devices N] [--runs N] [--site DIR] [--cli PATH]');
+    console.error(usage);
     process.exit(2);
   }
   options[name] = typeof options[name] === 'number' ? Number(args[++i]) : args[++i];
 }
+for (const name of ['devices', 'runs', 'threads']) {
+  if (!Number.isInteger(options[name]) || options[name] < 1) {
+    console.error(`bench-wasm: --${name} must be a positive integer\n${usage}`);
+    process.exit(2);
+  }
+}
+const models = options.models.split(',');
+for (const name of models) {
+  if (!allModels.includes(name)) {
+    console.error(`bench-wasm: unknown model '${name}' (known: ${allModels.join(', ')})`);
+    process.exit(2);
+  }
+}
+const threaded = options.threads > 1;
+const moduleName = threaded ? 'pase-mt' : 'pase';
 const siteDir = path.resolve(repo, options.site);
 const cliPath = path.resolve(repo, options.cli);
-for (const [what, file] of [['module', path.join(siteDir, 'pase.js')], ['native CLI', cliPath]]) {
+for (const [what, file] of [['module', path.join(siteDir, `${moduleName}.js`)], ['native CLI', cliPath]]) {
   if (!existsSync(file)) {
     console.error(`bench-wasm: ${what} not found at ${file}`);
     process.exit(1);
@@ -46,10 +69,12 @@ function timeNative(model) {
   let cost = NaN;
   for (let r = 0; r < options.runs; r++) {
     const start = performance.now();
-    const out = execFileSync(cliPath, ['plan', '--model', model, '--procs', String(options.devices), '--format', 'json'],
-      { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
+    const out = execFileSync(cliPath, ['plan', '--model', model, '--procs', String(options.devices),
+      '--threads', String(options.threads), '--format', 'json'],
+    { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
     walls.push((performance.now() - start) / 1000);
     const doc = JSON.parse(out);
+    checkThreads('native', model, doc);
     searches.push(doc.search.time_s);
     cost = doc.cost;
   }
@@ -58,7 +83,7 @@ function timeNative(model) {
 
 function timeWasm(model) {
   // `pase` is bound below, after the native runs.
-  const request = JSON.stringify({ model, cluster: { devices: options.devices } });
+  const request = JSON.stringify({ model, cluster: { devices: options.devices }, threads: options.threads });
   const walls = [];
   const searches = [];
   let cost = NaN;
@@ -66,14 +91,19 @@ function timeWasm(model) {
     const start = performance.now();
     const doc = JSON.parse(pase.plan(request, undefined));
     walls.push((performance.now() - start) / 1000);
-    if (doc.error) throw new Error(`${model}: ${doc.error.message}`);
+    if (doc.error) throw new Error(`${model}: ${doc.error.where}: ${doc.error.message}`);
+    checkThreads('module', model, doc);
     searches.push(doc.search.time_s);
     cost = doc.cost;
   }
   return { wall: median(walls), search: median(searches), cost };
 }
 
-const models = ['alexnet', 'resnet101', 'inception3', 'rnnlm', 'transformer'];
+function checkThreads(what, model, doc) {
+  if (doc.search.threads !== options.threads) {
+    throw new Error(`${what}, ${model}: searched on ${doc.search.threads} threads, not ${options.threads}`);
+  }
+}
 
 // Native runs first: spawning a process from a Node that holds a WebAssembly
 // memory reservation is measurably slower, which would be charged to the CLI.
@@ -85,11 +115,13 @@ for (const name of models) {
 }
 
 const loadStart = performance.now();
-const createPase = createRequire(import.meta.url)(path.join(siteDir, 'pase.js'));
-const pase = await createPase({ wasmBinary: readFileSync(path.join(siteDir, 'pase.wasm')) });
+const createModule = createRequire(import.meta.url)(path.join(siteDir, `${moduleName}.js`));
+const pase = await createModule({ wasmBinary: readFileSync(path.join(siteDir, `${moduleName}.wasm`)) });
 const loadSeconds = (performance.now() - loadStart) / 1000;
 
-console.log(`Planning at ${options.devices} devices, median of ${options.runs} runs; module ${pase.version()} loaded in ${ms(loadSeconds)} ms; Node ${process.version}.\n`);
+const threadsText = options.threads === 1 ? 'one thread' : `${options.threads} threads`;
+console.log(`Planning at ${options.devices} devices on ${threadsText}, median of ${options.runs} runs; ` +
+  `module ${moduleName}.js ${pase.version()} loaded in ${ms(loadSeconds)} ms; Node ${process.version}.\n`);
 console.log('| network | native plan (ms) | wasm plan (ms) | ratio | native search (ms) | wasm search (ms) | ratio | same cost |');
 console.log('|---|---:|---:|---:|---:|---:|---:|:---:|');
 for (const name of models) {
@@ -100,3 +132,5 @@ for (const name of models) {
   console.log(`| ${name} | ${ms(n.wall)} | ${ms(w.wall)} | ${(w.wall / n.wall).toFixed(2)} | ` +
     `${ms(n.search)} | ${ms(w.search)} | ${(w.search / Math.max(n.search, 1e-9)).toFixed(2)} | ${same} |`);
 }
+// The threaded module's workers would keep Node running.
+if (threaded) pase.PThread.terminateAllThreads();
