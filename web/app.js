@@ -96,6 +96,7 @@ const results = new Results({
   summary: $('summary-table'),
   table: $('strategy-table'),
   splitHint: $('split-hint'),
+  filter: { select: $('layer-filter'), count: $('filter-count'), clear: $('filter-clear') },
   noFit: { box: $('no-fit'), need: $('no-fit-need'), message: $('no-fit-message'), hint: $('no-fit-hint') },
 });
 

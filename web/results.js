@@ -8,14 +8,18 @@
 //
 // Results stay visible after an input changes, but dimmed ("stale"): they no
 // longer answer the question the form asks.
+//
+// The layer table can be filtered to one group of the summary: the select
+// above it, or a click on a summary row; "Showing N of M layers" and Clear
+// filter say so. A layer chosen in the graph outside the group clears it.
 
 import { formatBytes, formatCostUnit, formatCount, formatSeconds } from './format.js';
 import { parametersText } from './views/imported.js';
-import { renderTable, highlightRow } from './views/table.js';
+import { renderTable, highlightRow, filterTable } from './views/table.js';
 import { renderGraph, renderLegend, highlightVertex } from './views/graph.js';
 import { renderBreakdown } from './views/charts.js';
 import { renderMemory } from './views/memory.js';
-import { renderSummary } from './views/summary.js';
+import { renderSummary, markSummaryGroup } from './views/summary.js';
 import { el } from './views/dom.js';
 
 // The core's error when nothing fits (core/src/plan.cpp, at cluster.memory_gib):
@@ -47,16 +51,20 @@ export class Results {
   plan = null;
   #text = ''; // ... and its JSON for the download
   #ui;
+  #filter = null; // the vertex ids the table shows, or null: all
 
   /**
    * @param {{stepTime, stepNote, totalCost, costNote, planTitle, planNote, downloadButton,
    *          breakdown, memory, graph, legend, summary, table, splitHint,
-   *          noFit: {box, need, message, hint}}} ui the elements of the results area
+   *          filter: {select, count, clear}, noFit: {box, need, message, hint}}} ui
+   *   the elements of the results area
    */
   constructor(ui) {
     this.#ui = ui;
     renderLegend(ui.legend);
     ui.downloadButton.addEventListener('click', () => this.download());
+    ui.filter.select.addEventListener('change', () => this.filterGroup(ui.filter.select.value === '' ? null : Number(ui.filter.select.value)));
+    ui.filter.clear.addEventListener('click', () => this.filterGroup(null));
     this.#redrawOnResize();
   }
 
@@ -96,8 +104,37 @@ export class Results {
     renderBreakdown(ui.breakdown, plan, { onSelect: (id) => this.#select(id) });
     renderMemory(ui.memory, plan);
     renderGraph(ui.graph, plan, { onSelect: (id) => this.#select(id) });
-    renderSummary(ui.summary, plan, { onSelect: (id) => this.#select(id) });
+    renderSummary(ui.summary, plan, {
+      onGroup: (index) => {
+        this.filterGroup(index);
+        const first = plan.summary[index]?.vertices[0];
+        if (first !== undefined) this.#select(first);
+      },
+    });
     renderTable(ui.table, plan);
+    ui.filter.select.replaceChildren(
+      el('option', { value: '', text: 'All layers' }),
+      ...(Array.isArray(plan.summary) ? plan.summary : []).map((group, index) => el('option', {
+        value: index, text: `${group.op}: ${group.label} (${group.vertices.length})`,
+      })),
+    );
+    this.filterGroup(null);
+  }
+
+  /**
+   * Shows only the layers of the summary's group `index` in the table, or
+   * all of them (null).
+   */
+  filterGroup(index) {
+    const ui = this.#ui;
+    const group = index === null ? null : this.plan?.summary?.[index];
+    this.#filter = group ? new Set(group.vertices) : null;
+    const total = this.plan?.vertices.length ?? 0;
+    const shown = filterTable(ui.table, this.#filter);
+    ui.filter.select.value = group ? String(index) : '';
+    ui.filter.count.textContent = group ? `Showing ${shown} of ${total} layers` : `${total} layers`;
+    ui.filter.clear.hidden = !group;
+    markSummaryGroup(ui.summary, group ? index : null);
   }
 
   /**
@@ -163,8 +200,9 @@ export class Results {
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
   }
 
-  /** A layer chosen in one view is shown in the others. */
+  /** A layer chosen in one view is shown in the others (a filter hiding it is cleared). */
   #select(id) {
+    if (this.#filter && !this.#filter.has(id)) this.filterGroup(null);
     highlightRow(this.#ui.table, id);
     highlightVertex(this.#ui.graph, id);
   }

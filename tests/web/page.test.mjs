@@ -149,7 +149,11 @@ test('page: plans a built-in network and downloads the plan', { skip, timeout },
   assert.match(await page.textContent('#step-time'), /\d+(\.\d+)? (ms|s|µs)/);
   assert.equal(await page.locator('#strategy-table tbody tr').count(), 219);
   assert.ok(await page.locator('#strategy-table .dim.split').count() > 0, 'split dimensions are marked');
+  // Inception's repeated modules are collapsed (a1-a3, c1-c4, e1-e2); expanded, every layer is a node.
+  assert.equal(await page.locator('#graph svg .node.block').count(), 3);
+  await page.click('#graph .graph-expand');
   assert.equal(await page.locator('#graph svg .node').count(), 219);
+  assert.equal(await page.locator('#graph svg .node.block').count(), 0);
   assert.equal(await page.locator('#progress').evaluate((p) => p.value), 1);
 
   // The state is in the URL.

@@ -8,14 +8,34 @@
 // the columns wrap into rows that fit the container, like lines of text; an
 // edge that crosses a row break leaves at the right margin and re-enters at the
 // left. O(V + E) per sweep; a few hundred vertices draw in milliseconds.
+//
+// Large graphs: runs of repeated blocks (blocks.js: the Transformer's six
+// encoder layers, GPT-2's twelve) are drawn as one node each, "×6" with the
+// blocks' names, coloured by the split kind of most of their cost; clicking
+// one (or Enter) expands it in place, and the toolbar expands or collapses
+// them all. Graphs of at most `collapseAbove` vertices are drawn whole. Up
+// to `labelUpTo` drawn nodes carry their names; more are dots, named in
+// their tooltips. Zoom and pan: the toolbar's − / + / Fit, Ctrl+wheel (a
+// trackpad pinch) or a two-finger pinch, dragging when zoomed in, and, with
+// the picture focused, + / - / 0 and the arrow keys. Zooming narrows the
+// SVG's viewBox; the picture keeps its size on the page.
 
 import { formatCost } from '../format.js';
 import { svg, el } from './dom.js';
 import { splitKinds, splitKind, splitKindLabel, describeSplits } from './split-kind.js';
+import { findRepeatedBlocks } from './blocks.js';
 
 // Larger graphs are not drawn: thousands of SVG nodes make the page sluggish
 // and the picture unreadable anyway.
 const maxDrawnVertices = 4000;
+const collapseAbove = 40;
+const labelUpTo = 80;
+const maxZoom = 8;
+const zoomStep = 1.5;
+
+// The view of each container: the plan drawn, its runs of blocks and which
+// are expanded, the zoom ({k, x, y}: scale and the viewBox's corner).
+const views = new WeakMap();
 
 /** Column (depth) of each vertex: longest path from a source, Kahn order. */
 function depths(n, preds, succs) {
@@ -65,34 +85,112 @@ function truncate(text, chars) {
 
 /**
  * Draws `plan` into `container`; `onSelect(vertexId)` is called when a vertex
- * is clicked or activated with the keyboard.
+ * is clicked or activated with the keyboard. Drawing the same plan again (a
+ * resize) keeps the expanded blocks and the zoom.
  */
 export function renderGraph(container, plan, { onSelect } = {}) {
+  let view = views.get(container);
+  if (!view || view.plan !== plan) {
+    const runs = plan.vertices.length > collapseAbove && plan.vertices.length <= maxDrawnVertices
+      ? findRepeatedBlocks(plan.vertices, plan.edges) : [];
+    view = { plan, runs, expanded: new Set(), zoom: { k: 1, x: 0, y: 0 }, selected: null };
+    views.set(container, view);
+  }
+  view.onSelect = onSelect;
+  draw(container, view);
+}
+
+/** The kind of most of a run's cost (ties: of most of its layers). */
+function runKind(members) {
+  const totals = new Map();
+  for (const v of members) {
+    const kind = splitKind(v);
+    const t = totals.get(kind) ?? { cost: 0, count: 0 };
+    t.cost += v.cost > 0 ? v.cost : 0;
+    t.count += 1;
+    totals.set(kind, t);
+  }
+  return [...totals].sort(([, a], [, b]) => b.cost - a.cost || b.count - a.count)[0][0];
+}
+
+function runTitle(run, members, kind) {
+  const counts = new Map();
+  for (const v of members) counts.set(splitKind(v), (counts.get(splitKind(v)) ?? 0) + 1);
+  const kinds = [...counts].map(([k, c]) => `${splitKindLabel(k).toLowerCase()} ${c}`).join(', ');
+  const cost = members.reduce((sum, v) => sum + (Number.isFinite(v.cost) ? v.cost : 0), 0);
+  return `${run.label}: ${run.blocks} repeated blocks, ${members.length} layers\nmostly ${splitKindLabel(kind).toLowerCase()} (${kinds})\ncost ${formatCost(cost)}\nClick to expand`;
+}
+
+function draw(container, view) {
+  const { plan } = view;
   const { vertices, edges } = plan;
   const n = vertices.length;
   if (n > maxDrawnVertices) {
     container.replaceChildren(el('p', { class: 'placeholder', text: `${n} layers are too many to draw; the table lists them all.` }));
     return;
   }
-  const preds = vertices.map(() => []);
-  const succs = vertices.map(() => []);
+  // The drawn items: each vertex, or the run it is collapsed into.
+  const items = [];
+  const itemOf = new Array(n);
+  view.runOf = new Map();
+  let next = 0;
+  for (const [index, run] of view.runs.entries()) {
+    for (const id of run.vertices) view.runOf.set(id, index);
+  }
+  for (let v = 0; v < n; v++) {
+    const index = view.runOf.get(v);
+    if (index !== undefined && !view.expanded.has(view.runs[index].key)) {
+      const run = view.runs[index];
+      if (v === run.first) {
+        itemOf[v] = next;
+        items.push({ run, index });
+        next += 1;
+      } else {
+        itemOf[v] = itemOf[run.first];
+      }
+    } else {
+      itemOf[v] = next;
+      items.push({ vertex: vertices[v] });
+      next += 1;
+    }
+  }
+  // The drawn edges: one per pair of items, its cost the sum.
+  const drawnEdges = new Map();
   for (const e of edges) {
+    const a = itemOf[e.src];
+    const b = itemOf[e.dst];
+    if (a === b) continue;
+    const key = `${a}>${b}`;
+    const d = drawnEdges.get(key);
+    if (d) {
+      d.cost += e.cost;
+      d.count += 1;
+    } else {
+      drawnEdges.set(key, { src: a, dst: b, cost: e.cost, count: 1 });
+    }
+  }
+  const m = items.length;
+  const links = [...drawnEdges.values()];
+  const preds = items.map(() => []);
+  const succs = items.map(() => []);
+  for (const e of links) {
     preds[e.dst].push(e.src);
     succs[e.src].push(e.dst);
   }
-  const depth = depths(n, preds, succs);
+  const depth = depths(m, preds, succs);
   const columns = [];
-  for (let v = 0; v < n; v++) (columns[depth[v]] ??= []).push(v);
+  for (let v = 0; v < m; v++) (columns[depth[v]] ??= []).push(v);
   for (let c = 0; c < columns.length; c++) columns[c] ??= [];
   orderColumns(columns, preds, succs);
 
-  // Geometry. Small graphs get labelled vertices; large ones dots.
-  const labelled = n <= 40;
+  const nameOf = (item) => (item.run ? item.run.label : item.vertex.name);
+  // Geometry. Small pictures get labelled nodes; large ones dots.
+  const labelled = m <= labelUpTo;
   const width = Math.max(320, container.clientWidth || 800);
   const padX = labelled ? 16 : 14;
   const usable = width - 2 * padX;
   // Labels are cut at 12 characters; columns are as wide as the longest needs.
-  const labelChars = labelled ? Math.min(12, Math.max(...vertices.map((v) => v.name.length))) : 0;
+  const labelChars = labelled ? Math.min(12, Math.max(...items.map((item) => nameOf(item).length))) : 0;
   const minColumn = labelled ? Math.max(44, labelChars * 6.4 + 14) : 17;
   const maxColumn = labelled ? 132 : 30;
   const rowPitch = labelled ? 50 : 17;
@@ -107,7 +205,7 @@ export function renderGraph(container, plan, { onSelect } = {}) {
   // Room above each row for the arcs of edges that skip columns.
   const arcRoom = labelled ? 18 : 12;
 
-  const position = new Array(n);
+  const position = new Array(m);
   const bands = [];
   let top = 4;
   for (let start = 0; start < columns.length; start += perRow) {
@@ -139,12 +237,17 @@ export function renderGraph(container, plan, { onSelect } = {}) {
   };
   const lastColumnX = padX + (perRow - 0.5) * columnWidth;
   const firstColumnX = padX + 0.5 * columnWidth;
+  // A block is a rounded box wider than a vertex's dot.
+  const rimOf = (item) => (item.run ? radius + 5 : radius);
 
-  const edgePaths = edges.map((e) => {
+  const edgePaths = links.map((e) => {
     const a = position[e.src];
     const b = position[e.dst];
+    const ra = rimOf(items[e.src]);
+    const rb = rimOf(items[e.dst]);
     const moved = e.cost > 0;
-    const title = svg('title', { text: `${vertices[e.src].name} → ${vertices[e.dst].name}${moved ? `: re-distribution ${formatCost(e.cost)}` : ''}` });
+    const count = e.count > 1 ? ` (${e.count} edges)` : '';
+    const title = svg('title', { text: `${nameOf(items[e.src])} → ${nameOf(items[e.dst])}${count}${moved ? `: re-distribution ${formatCost(e.cost)}` : ''}` });
     const cls = moved ? 'edge redistributed' : 'edge';
     if (a.row === b.row) {
       const span = Math.round((b.x - a.x) / columnWidth);
@@ -153,7 +256,7 @@ export function renderGraph(container, plan, { onSelect } = {}) {
       // Others pass between them as an S-curve.
       if (span <= 1 || Math.abs(a.y - b.y) > rowPitch / 2) {
         const mid = (a.x + b.x) / 2;
-        return svg('path', { class: cls, d: `M${a.x + radius},${a.y} C${mid},${a.y} ${mid},${b.y} ${b.x - radius},${b.y}` }, title);
+        return svg('path', { class: cls, d: `M${a.x + ra},${a.y} C${mid},${a.y} ${mid},${b.y} ${b.x - rb},${b.y}` }, title);
       }
       return svg('path', { class: `${cls} skip`, d: arc(a.x, a.y, radius, b.x, b.y, radius, a.row) }, title);
     }
@@ -161,15 +264,51 @@ export function renderGraph(container, plan, { onSelect } = {}) {
     // over any vertices on the way like a skip edge.
     const rightX = rightEdge + 4;
     const leftX = padX - 8;
-    const leave = a.x >= lastColumnX - 1 ? `M${a.x + radius},${a.y} L${rightX},${a.y}` : arc(a.x, a.y, radius, rightX, a.y, 0, a.row);
-    const enter = b.x <= firstColumnX + 1 ? `M${leftX},${b.y} L${b.x - radius},${b.y}` : arc(leftX, b.y, 0, b.x, b.y, radius, b.row);
+    const leave = a.x >= lastColumnX - 1 ? `M${a.x + ra},${a.y} L${rightX},${a.y}` : arc(a.x, a.y, radius, rightX, a.y, 0, a.row);
+    const enter = b.x <= firstColumnX + 1 ? `M${leftX},${b.y} L${b.x - rb},${b.y}` : arc(leftX, b.y, 0, b.x, b.y, radius, b.row);
     return svg('path', { class: `${cls} wrapped`, d: `${leave} ${enter}` }, title);
   });
 
-  const nodes = vertices.map((v) => {
-    const p = position[v.id];
+  const labelOf = (text) => truncate(text, Math.max(labelChars, Math.floor((columnWidth - 10) / 6.4)));
+  const keys = (activate) => (event) => {
+    if (event.key === 'Enter' || event.key === ' ') {
+      event.preventDefault();
+      activate();
+    }
+  };
+  const nodes = items.map((item, i) => {
+    const p = position[i];
+    if (item.run) {
+      const { run, index } = item;
+      const members = run.vertices.map((id) => vertices[id]);
+      const kind = runKind(members);
+      const expand = () => {
+        view.expanded.add(run.key);
+        draw(container, view);
+        container.querySelector(`.node[data-vertex="${run.first}"]`)?.focus();
+      };
+      const w = 2 * (radius + 5);
+      const h = labelled ? 18 : 11;
+      return svg('g', {
+        class: `node block kind-${kind}`,
+        tabindex: 0,
+        role: 'button',
+        'aria-expanded': 'false',
+        'aria-label': `${run.label}: ${run.blocks} repeated blocks of ${members.length} layers, collapsed; press Enter to expand`,
+        dataset: { block: index, blocks: run.blocks, layers: members.length },
+        transform: `translate(${p.x},${p.y})`,
+        onclick: expand,
+        onkeydown: keys(expand),
+      }, [
+        svg('title', { text: runTitle(run, members, kind) }),
+        svg('rect', { x: -w / 2, y: -h / 2, width: w, height: h, rx: 4 }),
+        svg('text', { class: 'block-count', y: labelled ? 3.5 : 3, 'text-anchor': 'middle', text: `×${run.blocks}` }),
+        labelled ? svg('text', { y: h / 2 + 12, 'text-anchor': 'middle', text: labelOf(run.label) }) : null,
+      ]);
+    }
+    const v = item.vertex;
     const kind = splitKind(v);
-    const activate = () => onSelect?.(v.id);
+    const activate = () => view.onSelect?.(v.id);
     return svg('g', {
       class: `node kind-${kind}`,
       tabindex: 0,
@@ -178,30 +317,185 @@ export function renderGraph(container, plan, { onSelect } = {}) {
       dataset: { vertex: v.id },
       transform: `translate(${p.x},${p.y})`,
       onclick: activate,
-      onkeydown: (event) => {
-        if (event.key === 'Enter' || event.key === ' ') {
-          event.preventDefault();
-          activate();
-        }
-      },
+      onkeydown: keys(activate),
     }, [
       svg('title', { text: `${v.name} (${v.op})\n${splitKindLabel(kind)}: ${describeSplits(v)}\ncost ${formatCost(v.cost)}` }),
       svg('circle', { r: radius }),
-      labelled ? svg('text', { y: radius + 13, 'text-anchor': 'middle', text: truncate(v.name, Math.max(labelChars, Math.floor((columnWidth - 10) / 6.4))) }) : null,
+      labelled ? svg('text', { y: radius + 13, 'text-anchor': 'middle', text: labelOf(v.name) }) : null,
     ]);
   });
 
   const separators = bands.slice(1).map((band) =>
     svg('line', { class: 'row-break', x1: padX, x2: rightEdge, y1: band.top - rowGap / 2, y2: band.top - rowGap / 2 }));
 
-  container.replaceChildren(svg('svg', {
+  const picture = svg('svg', {
     class: labelled ? 'graph-svg labelled' : 'graph-svg',
     width,
     height: totalHeight,
-    viewBox: `0 0 ${width} ${totalHeight}`,
     role: 'group',
-    'aria-label': `Layer graph of ${plan.graph}: ${n} layers`,
-  }, [separators, svg('g', { class: 'edges' }, edgePaths), svg('g', { class: 'nodes' }, nodes)]));
+    'aria-label': `Layer graph of ${plan.graph}: ${n} layers${m < n ? `, drawn as ${m} nodes` : ''}`,
+  }, [separators, svg('g', { class: 'edges' }, edgePaths), svg('g', { class: 'nodes' }, nodes)]);
+  const viewport = el('div', {
+    class: 'graph-viewport',
+    tabindex: 0,
+    'aria-label': 'Layer graph: + and - zoom, 0 fits, the arrow keys pan',
+  }, picture);
+  const tools = toolbar(container, view, { n, m });
+  container.replaceChildren(tools.bar, viewport);
+  const zoom = makeZoom(view, picture, viewport, width, totalHeight, tools.level);
+  tools.wire(zoom);
+  if (view.selected !== null) highlightVertex(container, view.selected);
+}
+
+/** The toolbar: how many nodes for how many layers, expand/collapse, zoom. */
+function toolbar(container, view, { n, m }) {
+  const collapsed = view.runs.filter((run) => !view.expanded.has(run.key)).length;
+  const level = el('span', { class: 'graph-zoom-level', 'aria-live': 'polite' });
+  const zoomOut = el('button', { type: 'button', class: 'graph-zoom-out', title: 'Zoom out (-)', 'aria-label': 'Zoom out', text: '−' });
+  const zoomIn = el('button', { type: 'button', class: 'graph-zoom-in', title: 'Zoom in (+)', 'aria-label': 'Zoom in', text: '+' });
+  const fit = el('button', { type: 'button', class: 'graph-zoom-fit', title: 'Show the whole graph (0)', text: 'Fit' });
+  const toggle = view.runs.length === 0 ? null : el('button', {
+    type: 'button',
+    class: 'graph-expand',
+    'aria-pressed': collapsed === 0 ? 'true' : 'false',
+    text: collapsed === 0 ? 'Collapse repeated blocks' : 'Expand all blocks',
+    onclick: () => {
+      if (collapsed === 0) view.expanded.clear();
+      else for (const run of view.runs) view.expanded.add(run.key);
+      draw(container, view);
+      container.querySelector('.graph-expand')?.focus();
+    },
+  });
+  const count = m < n ? `${n} layers drawn as ${m} nodes; a ×N box is N repeated blocks: click it to expand`
+    : `${n} layer${n === 1 ? '' : 's'}`;
+  const bar = el('div', { class: 'graph-tools' }, [
+    el('span', { class: 'graph-count', text: count }),
+    toggle,
+    el('span', { class: 'graph-zoom', role: 'group', 'aria-label': 'Zoom' }, [zoomOut, level, zoomIn, fit]),
+  ]);
+  return {
+    bar,
+    level,
+    wire: (zoom) => {
+      zoomOut.addEventListener('click', () => zoom.by(1 / zoomStep));
+      zoomIn.addEventListener('click', () => zoom.by(zoomStep));
+      fit.addEventListener('click', () => zoom.reset());
+    },
+  };
+}
+
+/**
+ * Zoom and pan of `picture` (width x height user units) inside `viewport`,
+ * kept in view.zoom: the viewBox is (x, y, width / k, height / k), 1 <= k <=
+ * maxZoom, never past the picture's edges.
+ */
+function makeZoom(view, picture, viewport, width, height, level) {
+  const z = view.zoom;
+  const apply = () => {
+    z.k = Math.min(maxZoom, Math.max(1, z.k));
+    z.x = Math.min(Math.max(0, z.x), width - width / z.k);
+    z.y = Math.min(Math.max(0, z.y), height - height / z.k);
+    picture.setAttribute('viewBox', `${z.x} ${z.y} ${width / z.k} ${height / z.k}`);
+    level.textContent = `${Math.round(z.k * 100)}%`;
+    viewport.classList.toggle('zoomed', z.k > 1);
+  };
+  // Zooms by `factor` keeping the point at (fx, fy) (fractions of the
+  // picture's box) where it is.
+  const zoomAt = (factor, fx = 0.5, fy = 0.5) => {
+    const k = Math.min(maxZoom, Math.max(1, z.k * factor));
+    const wx = z.x + (fx * width) / z.k;
+    const wy = z.y + (fy * height) / z.k;
+    z.k = k;
+    z.x = wx - (fx * width) / k;
+    z.y = wy - (fy * height) / k;
+    apply();
+  };
+  const fraction = (clientX, clientY) => {
+    const box = picture.getBoundingClientRect();
+    return [(clientX - box.left) / box.width, (clientY - box.top) / box.height];
+  };
+  // Pans by (dx, dy) screen pixels.
+  const panBy = (dx, dy) => {
+    const box = picture.getBoundingClientRect();
+    z.x -= (dx / box.width) * (width / z.k);
+    z.y -= (dy / box.height) * (height / z.k);
+    apply();
+  };
+
+  viewport.addEventListener('wheel', (event) => {
+    // A plain wheel scrolls the page; Ctrl+wheel (and a trackpad's pinch,
+    // which browsers send as one) zooms.
+    if (!event.ctrlKey && !event.metaKey) return;
+    event.preventDefault();
+    zoomAt(Math.exp(-event.deltaY * 0.01), ...fraction(event.clientX, event.clientY));
+  }, { passive: false });
+
+  // Dragging pans when zoomed in; two pointers pinch. A drag is no click.
+  const pointers = new Map();
+  let dragged = false;
+  viewport.addEventListener('pointerdown', (event) => {
+    pointers.set(event.pointerId, { x: event.clientX, y: event.clientY });
+    dragged = false;
+  });
+  viewport.addEventListener('pointermove', (event) => {
+    const last = pointers.get(event.pointerId);
+    if (!last) return;
+    if (pointers.size === 2) {
+      const [a, b] = [...pointers.values()];
+      const before = Math.hypot(a.x - b.x, a.y - b.y);
+      last.x = event.clientX;
+      last.y = event.clientY;
+      const after = Math.hypot(a.x - b.x, a.y - b.y);
+      if (before > 0 && after > 0) zoomAt(after / before, ...fraction((a.x + b.x) / 2, (a.y + b.y) / 2));
+      dragged = true;
+      return;
+    }
+    const dx = event.clientX - last.x;
+    const dy = event.clientY - last.y;
+    if (z.k <= 1 || (!dragged && Math.hypot(dx, dy) < 4)) return;
+    if (!dragged) viewport.setPointerCapture?.(event.pointerId);
+    dragged = true;
+    last.x = event.clientX;
+    last.y = event.clientY;
+    panBy(dx, dy);
+  });
+  const release = (event) => pointers.delete(event.pointerId);
+  viewport.addEventListener('pointerup', release);
+  viewport.addEventListener('pointercancel', release);
+  viewport.addEventListener('click', (event) => {
+    if (!dragged) return;
+    dragged = false;
+    event.stopPropagation();
+    event.preventDefault();
+  }, true);
+
+  viewport.addEventListener('keydown', (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const pan = 40;
+    const keys = {
+      '+': () => zoomAt(zoomStep),
+      '=': () => zoomAt(zoomStep),
+      '-': () => zoomAt(1 / zoomStep),
+      0: () => { z.k = 1; apply(); },
+      ArrowLeft: () => panBy(pan, 0),
+      ArrowRight: () => panBy(-pan, 0),
+      ArrowUp: () => panBy(0, pan),
+      ArrowDown: () => panBy(0, -pan),
+    };
+    const run = keys[event.key];
+    // Arrows scroll the page unless zoomed in, where they pan.
+    if (!run || (event.key.startsWith('Arrow') && z.k <= 1)) return;
+    event.preventDefault();
+    run();
+  });
+  apply();
+  return {
+    by: (factor) => zoomAt(factor),
+    reset: () => {
+      z.k = 1;
+      apply();
+    },
+  };
 }
 
 /** The legend of split kinds and re-distribution edges. */
@@ -212,8 +506,15 @@ export function renderLegend(list) {
   );
 }
 
-/** Marks one vertex as selected (from a click in the table or chart). */
+/**
+ * Marks one vertex as selected (from a click in the table or chart); a
+ * vertex inside a collapsed run marks the run's node.
+ */
 export function highlightVertex(container, vertexId) {
+  const view = views.get(container);
+  if (view) view.selected = vertexId;
   for (const old of container.querySelectorAll('.node.selected')) old.classList.remove('selected');
-  container.querySelector(`.node[data-vertex="${vertexId}"]`)?.classList.add('selected');
+  const node = container.querySelector(`.node[data-vertex="${vertexId}"]`)
+    ?? container.querySelector(`.node.block[data-block="${view?.runOf?.get(vertexId)}"]`);
+  node?.classList.add('selected');
 }

@@ -3,8 +3,9 @@
 // they are split in words ("data parallel x32 (batch), tensor parallel x2
 // (heads)") with the names of its first layers, the devices one of them
 // works on, and their shares of the cost and of the memory per GPU. The groups come from the core, so the page says
-// what the CLI says. Clicking a row selects the group's first layer in the
-// graph and the table.
+// what the CLI says. Clicking a row (or Enter on it) calls onGroup with its
+// index: the results filter the layer table to the group and select its
+// first layer.
 
 import { formatShare } from '../format.js';
 import { el } from './dom.js';
@@ -32,9 +33,9 @@ function splitCell(group, names) {
  * without one (a document saved by an older planner) leaves a one-row note.
  * @param {HTMLTableElement} table
  * @param {object} plan the plan-result document
- * @param {{onSelect?: (vertexId: number) => void}} options
+ * @param {{onGroup?: (index: number) => void}} options
  */
-export function renderSummary(table, plan, { onSelect } = {}) {
+export function renderSummary(table, plan, { onGroup } = {}) {
   const tbody = table.tBodies[0];
   if (!Array.isArray(plan.summary)) {
     tbody.replaceChildren(el('tr', {}, el('td', { colspan: 6, class: 'muted', text: 'This result has no summary.' })));
@@ -44,9 +45,10 @@ export function renderSummary(table, plan, { onSelect } = {}) {
   const devices = plan.cluster?.devices;
   const rows = plan.summary.map((group, index) => el('tr', {
     dataset: { group: index, first: group.vertices[0] },
-    tabindex: onSelect ? 0 : null,
-    onclick: onSelect ? () => onSelect(group.vertices[0]) : null,
-    onkeydown: onSelect ? (event) => { if (event.key === 'Enter') onSelect(group.vertices[0]); } : null,
+    tabindex: onGroup ? 0 : null,
+    title: onGroup ? `Show these ${group.vertices.length} layers in the table` : null,
+    onclick: onGroup ? () => onGroup(index) : null,
+    onkeydown: onGroup ? (event) => { if (event.key === 'Enter') onGroup(index); } : null,
   }, [
     el('td', { class: 'num', text: group.vertices.length }),
     el('td', { class: 'op', text: group.op }),
@@ -62,4 +64,9 @@ export function renderSummary(table, plan, { onSelect } = {}) {
     shareCell(group.memory_share, 'memory per GPU'),
   ]));
   tbody.replaceChildren(...rows);
+}
+
+/** Marks the summary row of group `index` as the table's filter (null: none). */
+export function markSummaryGroup(table, index) {
+  for (const row of table.tBodies[0].rows) row.classList.toggle('filtered', row.dataset.group === String(index));
 }

@@ -1,6 +1,7 @@
 // The per-layer strategy table: one row per vertex, its dimensions with their
 // sizes and splits (split ones highlighted), its split kind, its cost and
-// the memory one GPU keeps for it (`td.memory[data-bytes]`).
+// the memory one GPU keeps for it (`td.memory[data-bytes]`). A filter shows
+// the rows of one group of the plan's summary only (filterTable()).
 
 import { formatBytes, formatCost, formatShare } from '../format.js';
 import { el } from './dom.js';
@@ -50,6 +51,20 @@ export function renderTable(table, plan) {
     ]);
   });
   tbody.replaceChildren(...rows);
+}
+
+/**
+ * Shows only the rows of the vertices in `ids` (a Set of vertex ids), or
+ * every row when `ids` is null; returns how many rows show.
+ */
+export function filterTable(table, ids) {
+  let shown = 0;
+  for (const row of table.tBodies[0].rows) {
+    const visible = !ids || ids.has(Number(row.dataset.vertex));
+    row.hidden = !visible;
+    if (visible) shown += 1;
+  }
+  return shown;
 }
 
 export function clearTable(table) {
