@@ -220,6 +220,38 @@ TEST_CASE("json: plan_json and evaluate_json answer with a result or an error do
   CHECK(wrong["error"]["where"] == "strategy");
 }
 
+TEST_CASE("json: estimate_json gives the search's size without searching, or an error document") {
+  json bad = json::parse(estimate_json(R"({"model": "rnnlm", "cluster": {"devices": 0}})"));
+  CHECK(bad["error"]["where"] == "cluster.devices");
+  CHECK(json::parse(estimate_json("{")).contains("error"));
+  CHECK(json::parse(estimate_json(R"({"model": "nope"})"))["error"]["where"] == "model");
+
+  // The same pairs as the plan's search, with the request's limit and cap.
+  const char* request =
+      R"({"model": "transformer", "cluster": {"devices": 16, "memory_gib": 40}, "max_memory": 1073741824})";
+  json est = json::parse(estimate_json(request));
+  REQUIRE_FALSE(est.contains("error"));
+  json planned = json::parse(plan_json(request));
+  REQUIRE_FALSE(planned.contains("error"));
+  CHECK(est["graph"] == "transformer");
+  CHECK(est["vertices"] == 204);
+  CHECK(est["devices"] == 16);
+  CHECK(est["memory_capped"] == true);
+  CHECK(est["max_memory"] == 1073741824);
+  CHECK(est["search"]["pairs"].get<double>() == planned["search"]["pairs"].get<double>());
+  CHECK(est["search"]["peak_bytes"].get<double>() == planned["search"]["peak_bytes"].get<double>());
+  CHECK(est["search"]["configurations"] == planned["search"]["configurations"]);
+  CHECK(est["search"]["order"] == "genseq");
+
+  // A search over the table limit is estimated, not refused: the plan refuses it.
+  json bfs = json::parse(estimate_json(R"({"model": "transformer", "order": "bfs"})"));
+  REQUIRE_FALSE(bfs.contains("error"));
+  CHECK(bfs["memory_capped"] == false);
+  CHECK(bfs["search"]["peak_bytes"].get<double>() > bfs["max_memory"].get<double>());
+  CHECK(json::parse(plan_json(R"({"model": "transformer", "order": "bfs"})"))["error"]["where"] ==
+        "max_memory");
+}
+
 TEST_CASE("json: models_to_json lists the networks with their sizes") {
   json list = json::parse(models_to_json());
   REQUIRE(list.size() == list_models().size());

@@ -71,6 +71,11 @@ std::string plan_without_progress(const std::string& request) {
 
 std::string evaluate(const std::string& request) { return pase::evaluate_json(request); }
 
+// estimate(requestJson): the size of the search a plan request would run
+// (pairs, tables, dependent sets), without running it (json_api.hpp,
+// estimate_json()); the page announces long searches from it.
+std::string estimate(const std::string& request) { return pase::estimate_json(request); }
+
 // compare(requestJson): a plan request plus an optional "mcmc" object
 // (compare.hpp, compare_json()); every strategy priced on the same cost model.
 std::string compare(const std::string& request) { return pase::compare_json(request); }
@@ -239,6 +244,7 @@ EMSCRIPTEN_BINDINGS(pase) {
   emscripten::function("plan", &plan);
   emscripten::function("plan", &plan_without_progress);
   emscripten::function("evaluate", &evaluate);
+  emscripten::function("estimate", &estimate);
   emscripten::function("compare", &compare);
   emscripten::function("validate", &validate);
   emscripten::function("models", &models);

@@ -17,6 +17,8 @@ import { renderComparison, renderComparisonMessage } from './views/compare.js';
 import { ErrorBox } from './error-box.js';
 import { GraphSource } from './source.js';
 import { Results, parseNoFit } from './results.js';
+import { LongSearchDialog, confirmAboveSeconds, estimatedSeconds, formatDuration, longSearchMessage } from './long-search.js';
+import { DeviceSweep } from './sweep.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -24,6 +26,8 @@ const ui = {
   batch: $('batch'),
   seq: $('seq'),
   order: $('order'),
+  pow2Only: $('pow2-only'),
+  maxMemory: $('max-memory'),
   planButton: $('plan-button'),
   cancelButton: $('cancel-button'),
   progress: $('progress'),
@@ -78,8 +82,14 @@ const errors = new ErrorBox(
     seq: ui.seq,
     model: ui.modelSelect,
     order: ui.order,
+    pow2_only: ui.pow2Only,
+    max_memory: ui.maxMemory,
   },
 );
+
+const longSearch = new LongSearchDialog({
+  box: $('long-search'), text: $('long-search-text'), go: $('long-search-go'), cancel: $('long-search-cancel'),
+});
 
 const results = new Results({
   stepTime: $('step-time'),
@@ -99,6 +109,18 @@ const results = new Results({
   filter: { select: $('layer-filter'), count: $('filter-count'), clear: $('filter-clear') },
   noFit: { box: $('no-fit'), need: $('no-fit-need'), message: $('no-fit-message'), hint: $('no-fit-hint') },
 });
+
+// The device sweep, in a worker of its own (sweep.js); its requests are the
+// plan's with the device count replaced.
+const sweep = new DeviceSweep(
+  { button: $('sweep-button'), cancel: $('sweep-cancel'), progress: $('sweep-progress'), status: $('sweep-status'), chart: $('sweep-chart') },
+  {
+    makeClient: () => new PlannerClient('worker.js'),
+    current: () => (source.current ? { label: source.label(source.current), devices: clusterForm.pageState().devices } : null),
+    requestFor: (devices, extra = {}) => requestText(extra, { ...clusterForm.cluster(), devices }),
+    ask: (message, goLabel) => longSearch.ask(message, goLabel),
+  },
+);
 
 const source = new GraphSource(
   {
@@ -123,6 +145,7 @@ const source = new GraphSource(
       // also frees the worker to check the file at once.
       if (state.running) cancelPlan('Plan cancelled: a new graph was loaded.');
       cancelComparison('Comparison cancelled: a new graph was loaded.');
+      sweep.cancel('Sweep cancelled: a new graph was loaded.');
     },
     onStale: () => results.markStale(),
     onChange: () => updateUrl(),
@@ -154,12 +177,25 @@ function syncCancelButton() {
 
 // ---- Inputs ---------------------------------------------------------------------
 
+/** The search options' fields: pow2_only when checked, max_memory (bytes,
+ *  from GiB) when given; the core's defaults otherwise. */
+function searchOptions() {
+  const options = {};
+  if (ui.pow2Only.checked) options.pow2_only = true;
+  const gib = numberValue(ui.maxMemory);
+  // A negative value is sent as it is, for the core to refuse at max_memory.
+  if (gib !== null) options.max_memory = Math.round(gib * 2 ** 30);
+  return options;
+}
+
 /** The request as JSON text: the graph source's fields, the cluster, the
- *  training and the order. `extra` holds further request fields (the
- *  comparison's "mcmc"). */
-function requestText(extra = {}) {
-  let tail = `"cluster": ${JSON.stringify(clusterForm.cluster())}, "training": ${JSON.stringify(clusterForm.training())}`
+ *  training, the order and the search options. `extra` holds further request
+ *  fields (the comparison's "mcmc"); `cluster` replaces the form's (a sweep's
+ *  device counts). */
+function requestText(extra = {}, cluster = clusterForm.cluster()) {
+  let tail = `"cluster": ${JSON.stringify(cluster)}, "training": ${JSON.stringify(clusterForm.training())}`
     + `, "order": ${JSON.stringify(ui.order.value)}`;
+  for (const [key, value] of Object.entries(searchOptions())) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
   for (const [key, value] of Object.entries(extra)) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
   return `{${source.requestFields(numberValue(ui.batch), numberValue(ui.seq))}, ${tail}}`;
 }
@@ -195,6 +231,27 @@ async function startPlan() {
   await planCurrent();
 }
 
+/**
+ * Estimates the search of `request` with `client` and, above
+ * confirmAboveSeconds, asks whether to go on (long-search.js). Resolves to
+ * {go, seconds}; seconds is null when the estimate failed, and then the
+ * search goes on, for the plan to report the error with its field. Rejects
+ * only when the call was cancelled.
+ */
+async function checkLongSearch(client, request, what, then) {
+  let estimate;
+  try {
+    estimate = await client.call('estimate', request);
+  } catch (e) {
+    if (e.kind === 'cancelled') throw e;
+    return { go: true, seconds: null };
+  }
+  const seconds = estimatedSeconds(estimate);
+  if (!(seconds > confirmAboveSeconds)) return { go: true, seconds };
+  const message = longSearchMessage(what, seconds, { pairs: estimate.search.pairs, capped: estimate.memory_capped, then });
+  return { go: await longSearch.ask(message, 'Plan anyway'), seconds };
+}
+
 /** Plans the current source now (an imported model's own plan, and startPlan()). */
 async function planCurrent() {
   if (!source.current) return;
@@ -215,9 +272,22 @@ async function planCurrent() {
   // says once the plan is done.
   const compareRequest = requestText({ mcmc: comparisonMcmc });
   const asked = { devices: clusterForm.pageState().devices, zero: clusterForm.zero };
-  const started = performance.now();
+  let long = false;
   let planned = false;
+  let started = performance.now();
   try {
+    setStatus(`Estimating the search for ${label}…`);
+    const devices = asked.devices;
+    const check = await checkLongSearch(state.client, request, `Planning ${label}${devices ? ` on ${devices} devices` : ''}`,
+      'The comparison with the baselines, which searches again, is then offered rather than started.');
+    if (state.running !== token) return;
+    if (!check.go) {
+      setStatus(`Not planned: the search for ${label} would take about ${formatDuration(check.seconds)}.`);
+      return;
+    }
+    long = check.seconds > confirmAboveSeconds;
+    setStatus(`Planning ${label}…`);
+    started = performance.now();
     const plan = await state.client.call('plan', request, {
       onProgress: (fraction) => {
         if (state.running === token) {
@@ -256,7 +326,14 @@ async function planCurrent() {
       setRunning(false);
     }
   }
-  if (planned) compareStrategies(compareRequest, label);
+  if (!planned) return;
+  if (long) {
+    renderComparisonMessage(ui.comparison, 'The comparison with the baselines searches again, as long as the plan took.', {
+      action: { label: 'Compare now', onClick: () => compareStrategies(compareRequest, label) },
+    });
+  } else {
+    compareStrategies(compareRequest, label);
+  }
 }
 
 /** Prices the baselines (data parallel, expert, MCMC) next to the plan just
@@ -295,6 +372,7 @@ function cancelComparison(message = 'Comparison cancelled.') {
 function cancelPlan(message = 'Plan cancelled.') {
   if (!state.running) return;
   state.running = null;
+  longSearch.dismiss(); // a plan still asking whether to go on
   // WebAssembly cannot be interrupted: drop the worker and start afresh.
   state.client.restart();
   setRunning(false);
@@ -312,6 +390,8 @@ function pageState() {
       : current),
     ...clusterForm.pageState(),
     order: ui.order.value,
+    pow2Only: ui.pow2Only.checked,
+    maxMemory: numberValue(ui.maxMemory),
     embed: state.embed,
   };
 }
@@ -363,9 +443,15 @@ function wireControls() {
       if (event.key === 'Enter' && !ui.planButton.disabled) startPlan();
     });
   }
-  ui.order.addEventListener('change', () => {
-    results.markStale();
-    updateUrl();
+  for (const input of [ui.order, ui.pow2Only, ui.maxMemory]) {
+    input.addEventListener(input === ui.maxMemory ? 'input' : 'change', () => {
+      input.removeAttribute('aria-invalid');
+      results.markStale();
+      updateUrl();
+    });
+  }
+  ui.maxMemory.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !ui.planButton.disabled) startPlan();
   });
   ui.planButton.addEventListener('click', startPlan);
   ui.cancelButton.addEventListener('click', () => {
@@ -385,6 +471,10 @@ async function init() {
   clusterForm.restore(initial);
   results.showSplitHint(clusterForm.pageState().devices);
   if (initial.order) ui.order.value = initial.order;
+  ui.pow2Only.checked = initial.pow2Only;
+  if (initial.maxMemory !== null) ui.maxMemory.value = String(initial.maxMemory);
+  // The search options folded away are shown when the link sets them.
+  if (initial.pow2Only || initial.maxMemory !== null) $('search-details').open = true;
 
   state.client = new PlannerClient('worker.js');
   const examples = source.loadExamples();
@@ -405,6 +495,7 @@ async function init() {
   await examples;
   await source.restore(initial.source);
   ui.planButton.disabled = false;
+  sweep.enable();
   markReady(true);
   setStatus('Ready. Choose a network and press Plan.');
   updateUrl();

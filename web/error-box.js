@@ -68,10 +68,11 @@ export class ErrorBox {
       title = `Invalid graph file ${file}`;
       where = relativeTo(where, under);
     } else if (tooBig.test(error.message)) {
-      // The memory guard's `where` (max_memory) is a request field the page
-      // does not show; the message itself says what to change.
+      // The memory guard's `where` (max_memory) is the search options' table
+      // limit, marked; other guards name no control of the page, and the
+      // message itself says what to change.
       title = 'The graph is too big to plan';
-      where = '';
+      if (!this.#controls.has(where)) where = '';
     }
     this.show(title, error.message, where);
   }

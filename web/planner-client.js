@@ -2,7 +2,7 @@
 //
 // Each call() gets a fresh id and a promise; the worker answers with
 // {id, result}, {id, error} or, while planning, {id, progress}. The actions
-// are those of worker.js: plan and evaluate (a request's JSON text), compare
+// are those of worker.js: plan, evaluate and estimate (a request's JSON text), compare
 // (the same plus an optional "mcmc" object; no progress), validate (a graph
 // document's JSON text), models, presets, version, mode (the module the
 // worker runs: {threads, threaded, isolated, text}), exportModel ({name,

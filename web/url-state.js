@@ -10,12 +10,16 @@
 //                                             nodes of 8 GPUs with 450 GB/s inside
 //                                             (bw is then between nodes), 80 GiB per
 //                                             GPU, ZeRO stage 1, the training's bytes
+//   ...&pow2=1&maxmem=8                       search options: powers of two only, a
+//                                             search table limit of 8 GiB (0: none)
 //
 // Fields missing from the URL keep the page defaults: a link written before
 // the cluster editor existed has no gpn, mem, zero or byte counts, and plans
 // on a flat ring without a memory cap, as it did. ZeRO 0 and byte counts
-// equal to the defaults are left out. Nothing here validates values: the
-// module reports bad ones with the field they came from.
+// equal to the defaults are left out, and so are the search options when
+// they are the defaults (every split, the planner's own table limit).
+// Nothing here validates values: the module reports bad ones with the field
+// they came from.
 
 import { trainingDefaults } from './presets.js';
 
@@ -35,7 +39,8 @@ export const maxGraphFragment = 48 * 1024;
  *            activationBytes: number|null, zero: number|null}} Training
  * @typedef {{source: Source|null, devices: number|null, tflops: number|null,
  *            bandwidth: number|null, gpusPerNode: number|null, intraBandwidth: number|null,
- *            memory: number|null, training: Training, order: string|null, embed: boolean,
+ *            memory: number|null, training: Training, order: string|null,
+ *            pow2Only: boolean, maxMemory: number|null (GiB), embed: boolean,
  *            hasPlanState: boolean}} PageState
  */
 
@@ -72,6 +77,8 @@ export async function readState(href) {
     memory: numberParam(params, 'mem'),
     training: Object.fromEntries(trainingParams.map(([key, name]) => [key, numberParam(params, name)])),
     order: params.get('order'),
+    pow2Only: params.get('pow2') === '1',
+    maxMemory: numberParam(params, 'maxmem'),
     embed: params.get('embed') === '1',
     // A link that names what to plan is a shared plan: the page plans it on load.
     hasPlanState: source !== null,
@@ -114,6 +121,8 @@ export async function writeState(base, state) {
     if (value != null && value !== '' && value !== trainingDefaults[key]) params.set(name, String(value));
   }
   if (state.order && state.order !== 'genseq') params.set('order', state.order);
+  if (state.pow2Only) params.set('pow2', '1');
+  if (state.maxMemory != null && state.maxMemory !== '') params.set('maxmem', String(state.maxMemory));
   if (state.embed) params.set('embed', '1');
   return { href: url.href, graphShared };
 }

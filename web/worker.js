@@ -139,6 +139,8 @@ const actions = {
   // the core sees exactly what the user gave.
   plan: (pase, payload, progress) => pase.plan(payload, progress),
   evaluate: (pase, payload) => pase.evaluate(payload),
+  // payload: a plan request; the size of its search, not run (estimate_json()).
+  estimate: (pase, payload) => pase.estimate(payload),
   // payload: a plan request plus an optional "mcmc" object (compare.hpp).
   compare: (pase, payload) => pase.compare(payload),
   // payload: a pase-graph/1 document as JSON text; the answer is a summary

@@ -443,6 +443,30 @@ std::string evaluate_json(std::string_view request_json) {
   });
 }
 
+std::string estimate_json(std::string_view request_json) {
+  return guarded([&] {
+    Result<PlanRequest> request = parse_plan_request(request_json);
+    if (!request) return error_to_json(request.error());
+    Result<SearchStats> s = estimate(request->graph, request->cluster, request->options);
+    if (!s) return error_to_json(s.error());
+    Json j = Json::object();
+    j["graph"] = request->graph.name;
+    j["vertices"] = request->graph.vertices.size();
+    j["devices"] = request->cluster.devices;
+    j["memory_capped"] = request->cluster.memory_gib > 0;
+    j["max_memory"] = request->options.max_memory;
+    j["search"] = Json{{"order", order_name(s->order)},
+                       {"max_dependent_set", s->max_dependent_set},
+                       {"table_entries", s->table_entries},
+                       {"largest_table", s->largest_table},
+                       {"pairs", s->pairs},
+                       {"peak_bytes", s->peak_bytes},
+                       {"configurations", s->configurations},
+                       {"time_s", s->time_s}};
+    return json_detail::dump_pretty(j) + "\n";
+  });
+}
+
 std::string export_model_json(std::string_view name, double batch, double seq) {
   return guarded([&] {
     // A JavaScript number that is not a whole batch is reported rather than

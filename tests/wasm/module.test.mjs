@@ -22,7 +22,7 @@ const benchmarkModels = ['alexnet', 'resnet101', 'inception3', 'rnnlm', 'transfo
 const haveCli = existsSync(cliPath);
 const cliSkip = haveCli || process.env.CI ? false : `native CLI not found at ${cliPath} (build it or set PASE_CLI)`;
 
-/** @type {{plan: Function, evaluate: Function, compare: Function, validate: Function, models: Function, presets: Function, exportModel: Function, version: Function}} */
+/** @type {{plan: Function, evaluate: Function, estimate: Function, compare: Function, validate: Function, models: Function, presets: Function, exportModel: Function, version: Function}} */
 let pase;
 
 before(async () => {
@@ -301,6 +301,32 @@ test('plan: the summary groups every layer once, with shares adding up to 1', ()
     assert.equal(g.devices, Object.values(g.degrees).reduce((p, d) => p * d, 1));
     for (const id of g.vertices) assert.equal(doc.vertices[id].op, g.op);
   }
+});
+
+test('errors: estimate answers a bad request with the error document plan gives', () => {
+  for (const request of ['{', '{"model": "nope"}', '{"model": "alexnet", "cluster": {"devices": 0}}', '{"model": "alexnet", "max_memory": -1}']) {
+    const estimate = JSON.parse(pase.estimate(request));
+    assert.ok(estimate.error, request);
+    assert.deepEqual(estimate.error, JSON.parse(pase.plan(request)).error, request);
+  }
+});
+
+test('estimate: the pairs of the search the plan runs, with the request\'s table limit and cap', () => {
+  const request = { model: 'transformer', cluster: { devices: 8, memory_gib: 80 }, pow2_only: true, max_memory: 2 ** 31 };
+  const estimate = JSON.parse(pase.estimate(JSON.stringify(request)));
+  const plan = JSON.parse(pase.plan(JSON.stringify(request)));
+  assert.equal(plan.error, undefined);
+  assert.equal(estimate.search.pairs, plan.search.pairs);
+  assert.equal(estimate.search.peak_bytes, plan.search.peak_bytes);
+  assert.equal(estimate.search.configurations, plan.search.configurations);
+  assert.deepEqual([estimate.graph, estimate.vertices, estimate.devices, estimate.memory_capped, estimate.max_memory],
+    ['transformer', 204, 8, true, 2 ** 31]);
+  // Without pow2_only there are more configurations to search.
+  const all = JSON.parse(pase.estimate(JSON.stringify({ model: 'transformer', cluster: { devices: 24 } })));
+  const pow2 = JSON.parse(pase.estimate(JSON.stringify({ model: 'transformer', cluster: { devices: 24 }, pow2_only: true })));
+  assert.ok(pow2.search.configurations < all.search.configurations);
+  assert.equal(all.memory_capped, false);
+  assert.equal(all.max_memory, 4 * 2 ** 30, 'the default table limit');
 });
 
 test('compare: alexnet at 8 devices prices every strategy against the plan', () => {

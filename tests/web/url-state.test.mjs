@@ -117,3 +117,19 @@ test('url-state: a link from before the cluster editor has no nodes, no cap and 
   assert.equal(bad.memory, null);
   assert.equal(bad.training.zero, null);
 });
+
+test('url-state: the search options round-trip; the defaults are left out', async () => {
+  const source = { kind: 'model', name: 'transformer', batch: 64 };
+  const { href } = await writeState(base, { source, devices: 64, pow2Only: true, maxMemory: 0.5 });
+  assert.equal(href, `${base}?model=transformer&batch=64&devices=64&pow2=1&maxmem=0.5`);
+  const state = await readState(href);
+  assert.equal(state.pow2Only, true);
+  assert.equal(state.maxMemory, 0.5);
+  // 0 lifts the limit: kept, it is not the default.
+  assert.match((await writeState(base, { source, maxMemory: 0 })).href, /maxmem=0$/);
+  const plain = await writeState(base, { source, devices: 8, pow2Only: false, maxMemory: null });
+  assert.equal(plain.href, `${base}?model=transformer&batch=64&devices=8`);
+  const before = await readState(plain.href);
+  assert.equal(before.pow2Only, false);
+  assert.equal(before.maxMemory, null);
+});

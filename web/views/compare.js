@@ -137,7 +137,14 @@ export function renderComparison(container, doc) {
   );
 }
 
-/** A one-line state instead of the chart: comparing, cancelled, failed. */
-export function renderComparisonMessage(container, text, { error = false } = {}) {
-  container.replaceChildren(el('p', { class: error ? 'placeholder compare-error' : 'placeholder', text }));
+/**
+ * A one-line state instead of the chart: comparing, cancelled, failed, or
+ * not started (after a long search), with `action` {label, onClick} as a
+ * button under it.
+ */
+export function renderComparisonMessage(container, text, { error = false, action = null } = {}) {
+  container.replaceChildren(
+    el('p', { class: error ? 'placeholder compare-error' : 'placeholder', text }),
+    action ? el('button', { type: 'button', class: 'compare-action', text: action.label, onclick: action.onClick }) : '',
+  );
 }

@@ -71,6 +71,17 @@ std::string plan_json(std::string_view request_json,
                       const std::function<void(const Progress&)>& on_progress = {});
 std::string evaluate_json(std::string_view request_json);
 
+// What a plan request would need, without searching (estimate() of plan.hpp):
+// {"graph", "vertices", "devices", "memory_capped" (the request has a memory
+// cap, so plan() may run several searches of this size), "max_memory" (the
+// table limit of the request, bytes; 0: none), "search": {"order",
+// "max_dependent_set", "table_entries", "largest_table", "pairs",
+// "peak_bytes", "configurations", "time_s" (of the estimate)}}. The page
+// turns "pairs" into the seconds it announces before a long search. Errors
+// are plan_json()'s, except a search over the table limit, which is only
+// refused by the plan itself (compare "peak_bytes" with "max_memory").
+std::string estimate_json(std::string_view request_json);
+
 // The pase-graph/1 document of a built-in network. `batch` and `seq` are
 // doubles because the module's callers pass JavaScript numbers: each must be
 // a whole number from 0 (the network's default) to 1e15, else the error is at

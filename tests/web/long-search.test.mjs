@@ -1,0 +1,188 @@
+// Long searches announced, and the search options (issue 14, point 5): the
+// page estimates a plan's search first and asks before one over a few
+// seconds (web/long-search.js); pow2-only and the search table limit are
+// sent in the request and kept in the link.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { loadModule } from '../wasm/load-module.mjs';
+import {
+  confirmAboveSeconds, estimatedSeconds, formatDuration, nsPerPair, searchesUnderCap,
+} from '../../web/long-search.js';
+
+const skip = browserSkip;
+const timeout = 120_000;
+const site = useSite();
+
+// ---- The rule, under Node ---------------------------------------------------------
+
+test('long search: seconds are pairs at the page\'s rate, times the searches of a cap; nothing over the table limit', () => {
+  const search = (pairs, peak = 1) => ({ pairs, peak_bytes: peak });
+  assert.equal(estimatedSeconds({ memory_capped: false, max_memory: 2 ** 32, search: search(1e9) }), 1e9 * nsPerPair * 1e-9);
+  assert.equal(estimatedSeconds({ memory_capped: true, max_memory: 2 ** 32, search: search(1e9) }), 1e9 * nsPerPair * 1e-9 * searchesUnderCap);
+  // The plan refuses tables over the limit at once: no wait to announce. 0 lifts the limit.
+  assert.equal(estimatedSeconds({ memory_capped: false, max_memory: 100, search: search(1e12, 101) }), 0);
+  assert.equal(estimatedSeconds({ memory_capped: false, max_memory: 0, search: search(1e12, 2 ** 40) }), 1e12 * nsPerPair * 1e-9);
+  assert.equal(estimatedSeconds(null), null);
+  assert.equal(estimatedSeconds({ search: {} }), null);
+  assert.deepEqual([formatDuration(4.04), formatDuration(42), formatDuration(165), formatDuration(7200)], ['4 s', '42 s', '2.8 min', '2.0 h']);
+});
+
+test('long search: the Transformer at 64 devices plans at once, at 1024 it is announced', async () => {
+  const pase = await loadModule();
+  const estimate = (devices) => JSON.parse(pase.estimate(JSON.stringify({ model: 'transformer', cluster: { devices } })));
+  assert.ok(estimatedSeconds(estimate(64)) < confirmAboveSeconds, 'the planner\'s hardest benchmark case is not announced');
+  // 165 s in the page (8.1e10 pairs): the estimate is on the slow side, not wildly so.
+  const seconds = estimatedSeconds(estimate(1024));
+  assert.ok(seconds > 165 && seconds < 3 * 165, `${seconds} s`);
+});
+
+// ---- On the page ------------------------------------------------------------------
+
+/** A page whose worker messages are recorded in window.paseSent: [{action, payload}]. */
+async function openRecordingPage(query = '') {
+  const context = await site.browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  await context.addInitScript(() => {
+    const send = Worker.prototype.postMessage;
+    window.paseSent = [];
+    Worker.prototype.postMessage = function (data, ...rest) {
+      if (data?.action) window.paseSent.push({ action: data.action, payload: data.payload });
+      return send.call(this, data, ...rest);
+    };
+  });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
+  });
+  await page.goto(site.url + query);
+  await page.waitForSelector('#plan-button:not([disabled])', { timeout: 30_000 });
+  return { page, problems, close: () => context.close() };
+}
+
+const sent = (page, action) => page.evaluate((a) => window.paseSent.filter((m) => m.action === a).map((m) => m.payload), action);
+
+test('long search: the Transformer at 1024 devices asks first, and Cancel starts nothing', { skip, timeout }, async () => {
+  const { page, problems, close } = await openRecordingPage();
+  await page.selectOption('#model-select', 'transformer');
+  await page.fill('#devices', '1024');
+  assert.equal(await page.isVisible('#long-search'), false);
+  await page.click('#plan-button');
+  await page.waitForSelector('#long-search', { state: 'visible', timeout: 30_000 });
+  const text = await page.textContent('#long-search-text');
+  assert.match(text, /Planning Transformer on 1024 devices will take about \d+(\.\d)? min\./);
+  assert.match(text, /8\.\d\de\+10 table pairs/);
+  assert.equal(await page.textContent('#long-search-go'), 'Plan anyway');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'long-search-cancel', 'Cancel has the focus');
+  assert.equal((await sent(page, 'estimate')).length, 1);
+  assert.deepEqual(await sent(page, 'plan'), [], 'nothing planned while asking');
+
+  await page.click('#long-search-cancel');
+  assert.equal(await page.isVisible('#long-search'), false);
+  assert.match(await page.textContent('#status'), /^Not planned: the search for Transformer would take about/);
+  assert.equal(await page.isDisabled('#cancel-button'), true);
+  assert.equal(await page.evaluate(() => document.body.classList.contains('planning')), false);
+  assert.equal(await page.textContent('#total-cost'), '—');
+  await page.waitForTimeout(300);
+  assert.deepEqual(await sent(page, 'plan'), [], 'Cancel started no search');
+  assert.deepEqual(await sent(page, 'compare'), []);
+
+  // Escape cancels too; a plan of something small then goes straight on.
+  await page.click('#plan-button');
+  await page.waitForSelector('#long-search', { state: 'visible', timeout: 30_000 });
+  await page.keyboard.press('Escape');
+  assert.equal(await page.isVisible('#long-search'), false);
+  await page.selectOption('#model-select', 'alexnet');
+  await page.fill('#devices', '8');
+  await page.click('#plan-button');
+  await page.waitForFunction(() => document.body.classList.contains('has-plan'), null, { timeout: 60_000 });
+  assert.equal(await page.isVisible('#long-search'), false);
+  assert.equal((await sent(page, 'plan')).length, 1);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('long search: Plan anyway plans, and the comparison waits to be asked for', { skip, timeout }, async () => {
+  // The Transformer at 64 devices under a memory cap that does not bind:
+  // announced (three searches counted), one search in fact.
+  const { page, problems, close } = await openRecordingPage();
+  await page.selectOption('#model-select', 'transformer');
+  await page.fill('#devices', '64');
+  await page.fill('#memory', '1000');
+  await page.click('#plan-button');
+  await page.waitForSelector('#long-search', { state: 'visible', timeout: 30_000 });
+  assert.match(await page.textContent('#long-search-text'), /3 searches under the memory cap/);
+  // A new Plan while asking replaces the question; the main Cancel answers it.
+  await page.click('#cancel-button');
+  assert.equal(await page.isVisible('#long-search'), false);
+  assert.deepEqual(await sent(page, 'plan'), []);
+  await page.click('#plan-button');
+  await page.waitForSelector('#long-search', { state: 'visible', timeout: 30_000 });
+  await page.click('#long-search-go');
+  assert.equal(await page.isVisible('#long-search'), false);
+  await page.waitForFunction(() => document.body.classList.contains('has-plan') && !document.body.classList.contains('planning'), null, { timeout: 90_000 });
+  assert.equal((await sent(page, 'plan')).length, 1);
+  assert.equal(await page.textContent('#plan-title'), 'Transformer on 64 devices');
+  assert.equal(await page.isVisible('#error'), false);
+  // Not compared by itself: a button does it.
+  assert.match(await page.textContent('#comparison'), /searches again/);
+  assert.deepEqual(await sent(page, 'compare'), []);
+  await page.click('#comparison .compare-action');
+  await page.waitForFunction(() => /^Comparing/.test(document.getElementById('comparison').textContent), null, { timeout: 10_000 });
+  assert.equal((await sent(page, 'compare')).length, 1);
+  await page.click('#cancel-button');
+  assert.match(await page.textContent('#comparison'), /cancelled/i);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('search options: pow2-only and the table limit go in the request and the link, and come back from it', { skip, timeout }, async () => {
+  const { page, problems, close } = await openRecordingPage();
+  await page.selectOption('#model-select', 'alexnet');
+  await page.fill('#devices', '24');
+  await page.click('#search-details summary');
+  await page.check('#pow2-only');
+  await page.fill('#max-memory', '2');
+  await page.click('#plan-button');
+  await page.waitForFunction(() => document.body.classList.contains('has-plan') && !document.body.classList.contains('planning'), null, { timeout: 60_000 });
+  const [request] = (await sent(page, 'plan')).map((text) => JSON.parse(text));
+  assert.equal(request.pow2_only, true);
+  assert.equal(request.max_memory, 2 * 2 ** 30);
+  const expected = JSON.parse(site.pase.plan(JSON.stringify({ model: 'alexnet', batch: 128, cluster: { devices: 24 }, pow2_only: true, max_memory: 2 ** 31 })));
+  assert.equal(expected.error, undefined);
+  assert.equal(Number(await page.getAttribute('#total-cost', 'data-exact')), expected.cost);
+  // Every split a power of two, on 24 devices.
+  const splits = await page.$$eval('#strategy-table .dim.split b', (bs) => bs.map((b) => Number(b.textContent.slice(1))));
+  assert.ok(splits.length > 0 && splits.every((s) => (s & (s - 1)) === 0), splits.join(' '));
+  const url = new URL(page.url());
+  assert.equal(url.searchParams.get('pow2'), '1');
+  assert.equal(url.searchParams.get('maxmem'), '2');
+
+  // The link restores them, with the options shown.
+  const again = await openSitePage(site.browser, page.url());
+  assert.equal(await again.page.isChecked('#pow2-only'), true);
+  assert.equal(await again.page.inputValue('#max-memory'), '2');
+  assert.equal(await again.page.evaluate(() => document.getElementById('search-details').open), true);
+  await again.close();
+
+  // A limit too small: the plan is refused, pointing at the field.
+  await page.uncheck('#pow2-only');
+  await page.selectOption('#model-select', 'transformer');
+  await page.fill('#devices', '8');
+  await page.fill('#max-memory', '0.0001');
+  await page.click('#plan-button');
+  await page.waitForSelector('#error', { state: 'visible', timeout: 30_000 });
+  assert.match(await page.textContent('#error'), /too big/);
+  assert.match(await page.textContent('#error'), /max_memory/);
+  assert.equal(await page.getAttribute('#max-memory', 'aria-invalid'), 'true');
+  assert.equal(await page.isVisible('#long-search'), false, 'a search the limit refuses is not announced');
+  // A negative one is the core's error at the field.
+  await page.fill('#max-memory', '-1');
+  assert.equal(await page.getAttribute('#max-memory', 'aria-invalid'), null, 'editing clears the mark');
+  await page.click('#plan-button');
+  await page.waitForFunction(() => /non-negative/.test(document.getElementById('error').textContent), null, { timeout: 30_000 });
+  assert.equal(await page.getAttribute('#max-memory', 'aria-invalid'), 'true');
+  assert.deepEqual(problems, []);
+  await close();
+});

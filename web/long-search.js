@@ -1,0 +1,108 @@
+// Long searches announced: before a plan (or a device sweep) whose search the
+// module's estimate() says will take more than a few seconds, the page says
+// so and asks whether to go on.
+//
+// The rule (README, "In the browser"; core/docs/performance.md): the search
+// visits `pairs` (table entry, configuration) pairs, and the module does one
+// in about 2 to 3 ns when the pairs dominate (the Transformer, one thread:
+// 2.8 ns at 16 devices in the README's module benchmark, 2.0 ns at 1024
+// devices, 8.1e10 pairs in 165 s in the page), so the page counts 3 ns per
+// pair, on the slow side (a machine busy with other work is slower). Under a
+// memory cap the planner may search several times (the least cost, then, if
+// it does not fit, the least memory and the dual's breakpoints: a handful),
+// so a capped request counts three searches. A search whose tables are over
+// the request's table limit is refused at once by the plan itself: nothing
+// to announce. Fixed costs (enumeration, cost tables) are not counted: they
+// are what the estimate itself takes, already spent.
+
+import { el } from './views/dom.js';
+import { formatSeconds } from './format.js';
+
+export const nsPerPair = 3;
+export const searchesUnderCap = 3;
+// Above this many seconds the page asks first.
+export const confirmAboveSeconds = 5;
+
+/**
+ * The seconds a plan request's search is expected to take, from the
+ * module's estimate document (estimate_json(): {memory_capped, max_memory,
+ * search: {pairs, peak_bytes}}); 0 when the plan would refuse it over the
+ * table limit, null when the document gives no pairs.
+ */
+export function estimatedSeconds(estimate) {
+  const pairs = estimate?.search?.pairs;
+  if (!Number.isFinite(pairs) || pairs < 0) return null;
+  const limit = estimate.max_memory;
+  if (Number.isFinite(limit) && limit > 0 && estimate.search.peak_bytes > limit) return 0;
+  return (pairs * nsPerPair * 1e-9) * (estimate.memory_capped ? searchesUnderCap : 1);
+}
+
+/** 165 -> "2.8 min", 42.3 -> "42 s", 7200 -> "2.0 h": a duration people read at a glance. */
+export function formatDuration(seconds) {
+  if (!Number.isFinite(seconds)) return '—';
+  if (seconds < 1) return formatSeconds(seconds);
+  if (seconds < 60) return `${Math.round(seconds)} s`;
+  if (seconds < 3600) return `${(seconds / 60).toFixed(1)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+/**
+ * The inline confirmation (#long-search): a message, "Plan anyway" and
+ * "Cancel". One question at a time: asking again, or dismiss(), answers the
+ * open question with false.
+ */
+export class LongSearchDialog {
+  #ui;
+  #answer = null; // resolves the open question
+
+  /** @param {{box: HTMLElement, text: HTMLElement, go: HTMLButtonElement, cancel: HTMLButtonElement}} ui */
+  constructor(ui) {
+    this.#ui = ui;
+    ui.go.addEventListener('click', () => this.#settle(true));
+    ui.cancel.addEventListener('click', () => this.#settle(false));
+    ui.box.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape') this.#settle(false);
+    });
+  }
+
+  get open() {
+    return this.#answer !== null;
+  }
+
+  /**
+   * Shows `message` (text or nodes) with `goLabel` on the button that goes
+   * on; resolves to true (go on) or false (cancelled, or replaced).
+   */
+  ask(message, goLabel = 'Plan anyway') {
+    this.dismiss();
+    const ui = this.#ui;
+    ui.text.replaceChildren(...[message].flat());
+    ui.go.textContent = goLabel;
+    ui.box.hidden = false;
+    ui.cancel.focus();
+    return new Promise((resolve) => { this.#answer = resolve; });
+  }
+
+  dismiss() {
+    this.#settle(false);
+  }
+
+  #settle(value) {
+    const answer = this.#answer;
+    if (!answer) return;
+    this.#answer = null;
+    this.#ui.box.hidden = true;
+    answer(value);
+  }
+}
+
+/** The dialog's text for a search of `seconds`: "about 2.8 min ... (1.2e10 pairs)". */
+export function longSearchMessage(what, seconds, { pairs, capped = false, then = '' } = {}) {
+  return [
+    el('strong', { text: `${what} will take about ${formatDuration(seconds)}.` }),
+    ' ',
+    `The estimate counts ${Number.isFinite(pairs) ? pairs.toExponential(2) : 'its'} table pairs at ${nsPerPair} ns each`
+      + `${capped ? `, ${searchesUnderCap} searches under the memory cap` : ''}; the page stays usable meanwhile and Cancel stops it.`,
+    then ? ` ${then}` : '',
+  ];
+}
