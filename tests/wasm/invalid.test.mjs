@@ -1,6 +1,7 @@
 // The invalid-input corpus (tests/invalid/cases.json) through the built
 // WebAssembly module: every case comes back from plan() (and every graph case
-// from validate(), the page's check of an upload) as an error document with
+// from validate(), the page's check of an upload, and from estimate(), the
+// page's look before a long search) as an error document with
 // its own `where` and message, and the module keeps working afterwards.
 //
 //   node --test tests/wasm/invalid.test.mjs
@@ -78,6 +79,34 @@ test('invalid corpus: validate gives every graph case its place in the file', { 
     checked++;
   }
   assert.ok(checked >= 120, `${checked} graph cases checked`);
+});
+
+test('invalid corpus: estimate refuses every case as plan does, but what only the search finds', { timeout: 120_000 }, () => {
+  // estimate() does not search, so it cannot know that the tables are over
+  // the limit (it reports their size instead) or that no strategy fits a
+  // memory cap; every other refusal is the plan's, field and message.
+  const searchOnly = [];
+  let checked = 0;
+  for (const c of cases.filter((k) => k.file || k.request || k.generate)) {
+    if (!isUtf8(caseBytes(c))) continue;
+    const { request } = moduleExpectation(c);
+    const planned = JSON.parse(pase.plan(request));
+    const estimate = JSON.parse(pase.estimate(request));
+    checked++;
+    if (estimate.error) {
+      assert.deepEqual(estimate.error, planned.error, c.name);
+      continue;
+    }
+    searchOnly.push(c.name);
+    if (planned.error.where === 'max_memory') {
+      assert.ok(estimate.search.peak_bytes > estimate.max_memory, `${c.name}: tables within the limit`);
+    } else {
+      assert.equal(planned.error.where, 'cluster.memory_gib', c.name);
+      assert.equal(estimate.memory_capped, true, c.name);
+    }
+  }
+  assert.ok(checked >= 150, `${checked} cases checked`);
+  assert.ok(searchOnly.length >= 1 && searchOnly.length <= 3, `refused by the search only: ${searchOnly.join(', ')}`);
 });
 
 test('invalid corpus: the module still plans after every error', () => {
