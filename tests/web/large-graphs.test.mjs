@@ -158,6 +158,20 @@ test('large graphs: the picture zooms and pans with the buttons, the keyboard, C
   assert.equal(await page.textContent('#graph .graph-zoom-level'), '100%');
   await page.click('#graph .graph-zoom-fit');
   assert.deepEqual(await viewBox(page), [0, 0, w0, h0]);
+
+  // Expanded, its 245 layers are dots, named once zoomed in close.
+  await page.click('#graph .graph-expand');
+  assert.doesNotMatch(await page.getAttribute('#graph svg.graph-svg', 'class'), /labelled/);
+  const name = page.locator('#graph .node[data-vertex="3"] .zoom-label');
+  const shown = await name.textContent();
+  assert.ok(shown.length >= 6 && 'layer1_0_conv1'.startsWith(shown.replace(/…$/, '')), shown);
+  assert.equal(await name.isVisible(), false);
+  await page.click('#graph .graph-zoom-in');
+  assert.equal(await name.isVisible(), false, 'at 150%');
+  await page.click('#graph .graph-zoom-in');
+  await page.click('#graph .graph-zoom-in');
+  assert.equal(await page.textContent('#graph .graph-zoom-level'), '338%');
+  assert.equal(await name.isVisible(), true);
   assert.deepEqual(problems, []);
   await close();
 });

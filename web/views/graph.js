@@ -14,11 +14,12 @@
 // blocks' names, coloured by the split kind of most of their cost; clicking
 // one (or Enter) expands it in place, and the toolbar expands or collapses
 // them all. Graphs of at most `collapseAbove` vertices are drawn whole. Up
-// to `labelUpTo` drawn nodes carry their names; more are dots, named in
-// their tooltips. Zoom and pan: the toolbar's − / + / Fit, Ctrl+wheel (a
-// trackpad pinch) or a two-finger pinch, dragging when zoomed in, and, with
-// the picture focused, + / - / 0 and the arrow keys. Zooming narrows the
-// SVG's viewBox; the picture keeps its size on the page.
+// to `labelUpTo` drawn nodes carry their names; more are dots whose names,
+// in small print, show once zoomed in to `closeZoom`. Zoom and pan: the
+// toolbar's − / + / Fit, Ctrl+wheel (a trackpad pinch) or a two-finger
+// pinch, dragging when zoomed in, and, with the picture focused, + / - / 0
+// and the arrow keys. Zooming narrows the SVG's viewBox; the picture keeps
+// its size on the page.
 
 import { formatCost } from '../format.js';
 import { svg, el } from './dom.js';
@@ -31,6 +32,7 @@ const maxDrawnVertices = 4000;
 const collapseAbove = 40;
 const labelUpTo = 80;
 const maxZoom = 8;
+const closeZoom = 3;
 const zoomStep = 1.5;
 
 // The view of each container: the plan drawn, its runs of blocks and which
@@ -270,6 +272,10 @@ function draw(container, view) {
   });
 
   const labelOf = (text) => truncate(text, Math.max(labelChars, Math.floor((columnWidth - 10) / 6.4)));
+  // Dots' names, 3.2 units high (10 px from closeZoom on), as wide as a column.
+  const closeLabel = (text, y) => svg('text', {
+    class: 'zoom-label', y, 'text-anchor': 'middle', text: truncate(text, Math.max(4, Math.floor(columnWidth / 1.9))),
+  });
   const keys = (activate) => (event) => {
     if (event.key === 'Enter' || event.key === ' ') {
       event.preventDefault();
@@ -303,7 +309,7 @@ function draw(container, view) {
         svg('title', { text: runTitle(run, members, kind) }),
         svg('rect', { x: -w / 2, y: -h / 2, width: w, height: h, rx: 4 }),
         svg('text', { class: 'block-count', y: labelled ? 3.5 : 3, 'text-anchor': 'middle', text: `×${run.blocks}` }),
-        labelled ? svg('text', { y: h / 2 + 12, 'text-anchor': 'middle', text: labelOf(run.label) }) : null,
+        labelled ? svg('text', { y: h / 2 + 12, 'text-anchor': 'middle', text: labelOf(run.label) }) : closeLabel(run.label, h / 2 + 5),
       ]);
     }
     const v = item.vertex;
@@ -321,7 +327,7 @@ function draw(container, view) {
     }, [
       svg('title', { text: `${v.name} (${v.op})\n${splitKindLabel(kind)}: ${describeSplits(v)}\ncost ${formatCost(v.cost)}` }),
       svg('circle', { r: radius }),
-      labelled ? svg('text', { y: radius + 13, 'text-anchor': 'middle', text: labelOf(v.name) }) : null,
+      labelled ? svg('text', { y: radius + 13, 'text-anchor': 'middle', text: labelOf(v.name) }) : closeLabel(v.name, radius + 5),
     ]);
   });
 
@@ -398,6 +404,7 @@ function makeZoom(view, picture, viewport, width, height, level) {
     picture.setAttribute('viewBox', `${z.x} ${z.y} ${width / z.k} ${height / z.k}`);
     level.textContent = `${Math.round(z.k * 100)}%`;
     viewport.classList.toggle('zoomed', z.k > 1);
+    viewport.classList.toggle('close', z.k >= closeZoom);
   };
   // Zooms by `factor` keeping the point at (fx, fy) (fractions of the
   // picture's box) where it is.
