@@ -249,6 +249,7 @@ async function checkLongSearch(client, request, what, then) {
   const seconds = estimatedSeconds(estimate);
   if (!(seconds > confirmAboveSeconds)) return { go: true, seconds };
   const message = longSearchMessage(what, seconds, { pairs: estimate.search.pairs, capped: estimate.memory_capped, then });
+  setStatus(`${what} would take about ${formatDuration(seconds)}: plan anyway, or cancel.`);
   return { go: await longSearch.ask(message, 'Plan anyway'), seconds };
 }
 

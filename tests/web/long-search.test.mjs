@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { browserSkip, openSitePage, useSite } from './browser.mjs';
-import { loadModule } from '../wasm/load-module.mjs';
+import path from 'node:path';
+import { loadModule, repo } from '../wasm/load-module.mjs';
 import {
   confirmAboveSeconds, estimatedSeconds, formatDuration, nsPerPair, searchesUnderCap,
 } from '../../web/long-search.js';
@@ -74,9 +75,11 @@ test('long search: the Transformer at 1024 devices asks first, and Cancel starts
   assert.match(text, /Planning Transformer on 1024 devices will take about \d+(\.\d)? min\./);
   assert.match(text, /8\.\d\de\+10 table pairs/);
   assert.equal(await page.textContent('#long-search-go'), 'Plan anyway');
+  assert.match(await page.textContent('#status'), /^Planning Transformer on 1024 devices would take about .+: plan anyway, or cancel\.$/);
   assert.equal(await page.evaluate(() => document.activeElement?.id), 'long-search-cancel', 'Cancel has the focus');
   assert.equal((await sent(page, 'estimate')).length, 1);
   assert.deepEqual(await sent(page, 'plan'), [], 'nothing planned while asking');
+  await page.locator('.controls .run').screenshot({ path: path.join(repo, 'test-results', 'page-long-search.png') });
 
   await page.click('#long-search-cancel');
   assert.equal(await page.isVisible('#long-search'), false);
