@@ -135,8 +135,9 @@ export class DeviceSweep {
         this.#progress((i + 1) / counts.length);
       }
       const last = points.at(-1);
-      const summary = last.noFit ? `no strategy fits at ${last.devices} devices`
-        : `PaSE ${last.pase.toFixed(2)}× data parallelism at ${last.devices} device${last.devices === 1 ? '' : 's'}`;
+      const at = `${last.devices} device${last.devices === 1 ? '' : 's'}`;
+      let summary = `no strategy fits at ${at}`;
+      if (!last.noFit) summary = Number.isFinite(last.pase) ? `PaSE ${last.pase.toFixed(2)}× data parallelism at ${at}` : `compared at ${at}`;
       this.#finish(token, `Swept ${what.label} over ${range} in ${formatSeconds((performance.now() - started) / 1000)}: ${summary}.`);
     } catch (e) {
       if (this.#token !== token) return; // cancelled

@@ -62,7 +62,7 @@ function assertError(doc, where) {
   else if (where !== undefined) assert.equal(doc.error.where, where);
 }
 
-/** Deep equality with numbers equal to 1e-9 relative; search.time_s ignored. */
+/** Deep equality with numbers equal to 1e-9 relative; search.time_s and search.threads ignored. */
 function assertSamePlan(actual, expected, at = 'plan') {
   if (typeof expected === 'number') {
     assert.equal(typeof actual, 'number', `${at}: expected a number`);

@@ -53,8 +53,20 @@ test('blocks: the outer run wins, and inner runs are taken where the outer block
   }
   // ResNet-101: layer1..layer4 differ in length, their bottlenecks 1.. do not.
   const resnet = planOf({ model: 'resnet101', cluster: { devices: 4 } });
-  assert.deepEqual(findRepeatedBlocks(resnet.vertices, resnet.edges).map((r) => [r.label, r.blocks]),
-    [['layer1_1–layer1_2', 2], ['layer2_1–layer2_3', 3], ['layer3_1–layer3_22', 22], ['layer4_1–layer4_2', 2]]);
+  assert.deepEqual(findRepeatedBlocks(resnet.vertices, resnet.edges).map((r) => [r.label, r.name, r.blocks]), [
+    ['layer1_1–2', 'layer1_1–layer1_2', 2], ['layer2_1–3', 'layer2_1–layer2_3', 3],
+    ['layer3_1–22', 'layer3_1–layer3_22', 22], ['layer4_1–2', 'layer4_1–layer4_2', 2],
+  ]);
+  // An ONNX export's names: the short label is the last part of the path.
+  const onnx = (block, part, op) => `/layer1/layer1.${block}/${part}/${op}`;
+  const vertices = [];
+  for (const block of [0, 1, 2]) {
+    for (const [part, op] of [['conv1', 'Conv'], ['relu', 'Activation'], ['conv2', 'Conv']]) {
+      vertices.push({ id: vertices.length, name: onnx(block, part, op), op });
+    }
+  }
+  assert.deepEqual(findRepeatedBlocks(vertices, []).map((r) => [r.label, r.name, r.blocks, r.vertices.length]),
+    [['layer1.0–2', '/layer1/layer1.0–/layer1/layer1.2', 3, 9]]);
 });
 
 // ---- The graph ---------------------------------------------------------------------

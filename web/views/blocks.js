@@ -27,10 +27,23 @@
 const numbered = /\d+(?=[_./])/g;
 
 /**
- * The runs to collapse: [{key, family, label, first, last, blocks, vertices}]
- * in vertex order, `vertices` the ids of the whole run (ascending), `blocks`
- * the number of blocks, `key` a stable name ("enc#_:1-6"), `label` how the
- * picture names it ("enc1–enc6").
+ * The picture's short name of a run: the stem after its last `/`, then the
+ * numbers, "enc1–enc6", "layer0–layer11", or with a stem that ends in a
+ * separator only the last number: "layer3_1–22", "layer1.1–2" (an ONNX
+ * export's `/layer1/layer1.1/` to `/layer1/layer1.2/`).
+ */
+function shortLabel(stem, first, last) {
+  const tail = stem.slice(stem.lastIndexOf('/') + 1);
+  return tail === '' || /[_.]$/.test(tail) ? `${tail}${first}–${last}` : `${tail}${first}–${tail}${last}`;
+}
+
+/**
+ * The runs to collapse: [{key, family, label, name, first, last, blocks,
+ * vertices}] in vertex order, `vertices` the ids of the whole run
+ * (ascending), `blocks` the number of blocks, `key` a stable name
+ * ("enc#_:1-6"), `label` how the picture names it ("enc1–enc6", see
+ * shortLabel()) and `name` in full, the first and last blocks' prefixes
+ * ("/layer1/layer1.1–/layer1/layer1.2").
  * @param {{id: number, name: string, op: string}[]} vertices in id order
  * @param {{src: number, dst: number}[]} edges
  */
@@ -76,7 +89,8 @@ export function findRepeatedBlocks(vertices, edges) {
         candidates.push({
           key: `${family}:${first.number}-${last.number}`,
           family,
-          label: `${first.prefix.slice(0, -1)}–${last.prefix.slice(0, -1)}`,
+          label: shortLabel(first.stem, first.number, last.number),
+          name: `${first.prefix.slice(0, -1)}–${last.prefix.slice(0, -1)}`,
           first: first.ids[0],
           last: last.ids.at(-1),
           blocks: run.length,

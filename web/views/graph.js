@@ -120,7 +120,7 @@ function runTitle(run, members, kind) {
   for (const v of members) counts.set(splitKind(v), (counts.get(splitKind(v)) ?? 0) + 1);
   const kinds = [...counts].map(([k, c]) => `${splitKindLabel(k).toLowerCase()} ${c}`).join(', ');
   const cost = members.reduce((sum, v) => sum + (Number.isFinite(v.cost) ? v.cost : 0), 0);
-  return `${run.label}: ${run.blocks} repeated blocks, ${members.length} layers\nmostly ${splitKindLabel(kind).toLowerCase()} (${kinds})\ncost ${formatCost(cost)}\nClick to expand`;
+  return `${run.name}: ${run.blocks} repeated blocks, ${members.length} layers\nmostly ${splitKindLabel(kind).toLowerCase()} (${kinds})\ncost ${formatCost(cost)}\nClick to expand`;
 }
 
 function draw(container, view) {
@@ -300,7 +300,7 @@ function draw(container, view) {
         tabindex: 0,
         role: 'button',
         'aria-expanded': 'false',
-        'aria-label': `${run.label}: ${run.blocks} repeated blocks of ${members.length} layers, collapsed; press Enter to expand`,
+        'aria-label': `${run.name}: ${run.blocks} repeated blocks of ${members.length} layers, collapsed; press Enter to expand`,
         dataset: { block: index, blocks: run.blocks, layers: members.length },
         transform: `translate(${p.x},${p.y})`,
         onclick: expand,
