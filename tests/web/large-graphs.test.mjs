@@ -69,6 +69,15 @@ test('blocks: the outer run wins, and inner runs are taken where the outer block
     [['layer1.0–2', '/layer1/layer1.0–/layer1/layer1.2', 3, 9]]);
 });
 
+test('graph: an ONNX path is printed as the two parts before its op, other names whole', async () => {
+  // graph.js imports dom.js, which needs no document until it draws.
+  const { pictureName } = await import('../../web/views/graph.js');
+  assert.equal(pictureName('/layer1/layer1.0/conv1/Conv'), 'layer1.0/conv1');
+  assert.equal(pictureName('/conv1/Conv'), '/conv1/Conv');
+  assert.equal(pictureName('reshape1/ravel'), 'reshape1/ravel');
+  assert.equal(pictureName('enc1_attn_qkv'), 'enc1_attn_qkv');
+});
+
 // ---- The graph ---------------------------------------------------------------------
 
 test('large graphs: the Transformer\'s blocks are collapsed with labels, expand and collapse again', { skip, timeout }, async () => {

@@ -81,6 +81,18 @@ function orderColumns(columns, preds, succs) {
   sweep(forward, preds);
 }
 
+/**
+ * A layer's name as the picture prints it: an ONNX export's path names its
+ * module first and its op last (`/layer1/layer1.0/conv1/Conv`), so a name
+ * of three parts or more is cut to the two before the last
+ * (`layer1.0/conv1`), which tell its neighbours apart; other names whole.
+ * The tooltip keeps the full name.
+ */
+export function pictureName(name) {
+  const parts = name.split('/').filter(Boolean);
+  return parts.length >= 3 ? parts.slice(-3, -1).join('/') : name;
+}
+
 function truncate(text, chars) {
   return text.length <= chars ? text : `${text.slice(0, Math.max(1, chars - 1))}…`;
 }
@@ -185,7 +197,7 @@ function draw(container, view) {
   for (let c = 0; c < columns.length; c++) columns[c] ??= [];
   orderColumns(columns, preds, succs);
 
-  const nameOf = (item) => (item.run ? item.run.label : item.vertex.name);
+  const nameOf = (item) => (item.run ? item.run.label : pictureName(item.vertex.name));
   // Geometry. Small pictures get labelled nodes; large ones dots.
   const labelled = m <= labelUpTo;
   const width = Math.max(320, container.clientWidth || 800);
@@ -327,7 +339,8 @@ function draw(container, view) {
     }, [
       svg('title', { text: `${v.name} (${v.op})\n${splitKindLabel(kind)}: ${describeSplits(v)}\ncost ${formatCost(v.cost)}` }),
       svg('circle', { r: radius }),
-      labelled ? svg('text', { y: radius + 13, 'text-anchor': 'middle', text: labelOf(v.name) }) : closeLabel(v.name, radius + 5),
+      labelled ? svg('text', { y: radius + 13, 'text-anchor': 'middle', text: labelOf(pictureName(v.name)) })
+        : closeLabel(pictureName(v.name), radius + 5),
     ]);
   });
 
