@@ -36,10 +36,11 @@ after(() => {
   plain.server?.close();
 });
 
+// The exact total cost (#total-cost shows it rounded, with its unit).
 async function waitForCost(page) {
-  await page.waitForFunction(() => Number.isFinite(Number(document.getElementById('total-cost').textContent)), null,
+  await page.waitForFunction(() => Number.isFinite(Number(document.getElementById('total-cost').dataset.exact)), null,
     { timeout: 120_000 });
-  return Number(await page.textContent('#total-cost'));
+  return Number(await page.getAttribute('#total-cost', 'data-exact'));
 }
 
 /** The plan on display, as the page's Download plan JSON saves it. */
