@@ -5,9 +5,11 @@
 // kept for the whole plan (EdgePrices).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "configurations.hpp"
@@ -32,6 +34,26 @@ struct PairEdges {
 
 // One entry per adjacent pair, sorted by (a, b).
 std::vector<PairEdges> group_edges(const Graph& g);
+
+// The tensor edges between two vertices, looked up by pair: group_edges()
+// with a binary search.
+class EdgePairs {
+ public:
+  explicit EdgePairs(const Graph& g) : pairs_(group_edges(g)) {}
+  const std::vector<int>& between(int a, int b) const {
+    PairEdges key{std::min(a, b), std::max(a, b), {}};
+    auto it = std::lower_bound(pairs_.begin(), pairs_.end(), key,
+                               [](const PairEdges& x, const PairEdges& y) {
+                                 return std::pair(x.a, x.b) < std::pair(y.a, y.b);
+                               });
+    if (it == pairs_.end() || it->a != key.a || it->b != key.b) return none_;
+    return it->edges;
+  }
+
+ private:
+  std::vector<PairEdges> pairs_;
+  std::vector<int> none_;
+};
 
 // Prices of tensor edges between the distinct ends of their two vertices,
 // kept across pair matrices. Edges whose ends have the same configurations

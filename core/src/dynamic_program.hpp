@@ -77,6 +77,13 @@ struct DpTuning {
   int threshold_min_configs = 32;
   int64_t threshold_min_rows = 16;
   int row_keep = 64;
+  // Whether a step whose v has `configs` configurations and whose innermost
+  // dependent vertex has `innermost_states` states uses the threshold search
+  // (and keeps min(configs, row_keep) sorted entries per innermost state).
+  bool threshold_for(double configs, double innermost_states) const {
+    return threshold && configs >= threshold_min_configs &&
+           innermost_states >= static_cast<double>(threshold_min_rows);
+  }
 };
 
 // Runs the program on tables indexed by `classes` (from table_classes() with

@@ -1,0 +1,394 @@
+// One step of the dynamic program (dynamic_program.hpp): the table T_i of
+// recurrence (4) filled from its terms, by one thread or split across
+// several (each with its own Scratch), its innermost rows scanned or searched
+// in threshold order (core/docs/performance.md, "Planning at scale").
+// Private to run_dp; a header only because StepRunner::run is a template.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "dynamic_program.hpp"
+
+namespace pase::detail {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+// The relative margin of the threshold search's stopping test.
+inline constexpr double kThresholdMargin = 1e-12;
+
+// A summand of the recurrence: data[offset(phi) + index(c)], where offset is
+// the sum over levels k of stride[k] * (this term's class of the level's
+// state phi_k) and index(c) is v's class of configuration c in the term.
+struct Term {
+  const double* data = nullptr;
+  int level = 0;                      // deepest level it depends on, 0 = none
+  const int* inner = nullptr;         // index(c); null: c itself
+  std::vector<int64_t> stride;        // by level 1..d (index 0 unused)
+  std::vector<std::vector<int>> map;  // by level: T_i's class -> the term's; empty: the same
+  int64_t size = 0;                   // entries of data
+  int width = 0;                      // values index(c) takes: data's last dimension
+};
+
+// Fills one step's table. The shared part (terms, strides, the sorted rows of
+// the threshold search) is built once; each thread brings its own Scratch and
+// fills the entries whose outermost state lies in its range, so that any
+// split of the range gives the same table.
+class StepRunner {
+ public:
+  StepRunner(int nv, std::vector<int64_t> radix, std::vector<Term> terms, double* out,
+             uint16_t* arg, const DpTuning& tuning)
+      : nv_(nv),
+        d_(static_cast<int>(radix.size())),
+        n_terms_(static_cast<int>(terms.size())),
+        radix_(std::move(radix)),
+        terms_(std::move(terms)),
+        out_(out),
+        arg_(arg) {
+    by_level_.resize(d_ + 1);
+    moves_.resize(d_ + 1);
+    for (int t = 0; t < n_terms_; ++t) {
+      const Term& term = terms_[t];
+      by_level_[term.level].push_back(t);
+      // A term's offset is carried down to its own level, adding each
+      // level's share on the way.
+      for (int k = 1; k <= term.level; ++k) {
+        const std::vector<int>& map = term.map[k];
+        moves_[k].push_back(Move{t, term.stride[k], map.empty() ? nullptr : map.data()});
+      }
+    }
+    base_.assign(nv_, 0.0);
+    for (int t : by_level_[0]) add(base_.data(), t, 0);
+    // The threshold search pays for its sorting only when the rows are long
+    // and many share one sort.
+    threshold_ = d_ > 0 && tuning.threshold_for(nv_, static_cast<double>(radix_[d_ - 1]));
+    if (threshold_) sort_rows(std::max(1, tuning.row_keep));
+  }
+
+  struct Scratch {
+    std::vector<int64_t> off;  // (d + 1) rows of one offset per term
+    std::vector<double> acc;   // (d + 1) rows of nv partial sums
+    std::vector<int> order;    // the threshold search: configurations by bound
+    std::vector<double> bound;
+    int sorted = 0;  // order is sorted up to here
+  };
+  Scratch scratch() const {
+    Scratch s;
+    s.off.assign(static_cast<size_t>(d_ + 1) * n_terms_, 0);
+    s.acc.assign(static_cast<size_t>(d_ + 1) * nv_, 0.0);
+    std::copy(base_.begin(), base_.end(), s.acc.begin());
+    if (threshold_) {
+      s.order.resize(nv_);
+      s.bound.resize(nv_);
+    }
+    return s;
+  }
+
+  // States of the outermost dimension (1 for a step without dependent set).
+  int64_t outer() const { return d_ == 0 ? 1 : radix_[0]; }
+
+  // Fills the entries whose outermost state is in [lo, hi); `tick` is called
+  // after each innermost run of rows with the number of pairs done and
+  // returns false to stop.
+  template <class Tick>
+  bool run(Scratch& s, int64_t lo, int64_t hi, Tick&& tick) {
+    if (d_ == 0) {
+      innermost_scalar(s);
+      return true;
+    }
+    return level(s, 1, lo, hi, 0, tick);
+  }
+
+ private:
+  struct Move {
+    int term;
+    int64_t stride;
+    const int* map;  // null: the state itself
+  };
+
+  void add(double* acc, int t, int64_t off) const {
+    const double* src = terms_[t].data + off;
+    const int* inner = terms_[t].inner;
+    if (inner) {
+      for (int c = 0; c < nv_; ++c) acc[c] += src[inner[c]];
+    } else {
+      for (int c = 0; c < nv_; ++c) acc[c] += src[c];
+    }
+  }
+
+  void innermost_scalar(Scratch& s) const {
+    double best = kInf;
+    int arg = 0;
+    for (int c = 0; c < nv_; ++c)
+      if (s.acc[c] < best) {
+        best = s.acc[c];
+        arg = c;
+      }
+    out_[0] = best;
+    arg_[0] = static_cast<uint16_t>(arg);
+  }
+
+  // Offsets at level k for state phi, from those at level k - 1.
+  void move(Scratch& s, int k, int64_t phi) const {
+    int64_t* off = s.off.data() + static_cast<size_t>(k) * n_terms_;
+    const int64_t* up = off - n_terms_;
+    for (const Move& m : moves_[k])
+      off[m.term] = up[m.term] + m.stride * (m.map ? m.map[phi] : phi);
+  }
+
+  template <class Tick>
+  bool level(Scratch& s, int k, int64_t lo, int64_t hi, int64_t out_base, Tick& tick) const {
+    const double* prev = s.acc.data() + static_cast<size_t>(k - 1) * nv_;
+    const int64_t* off = s.off.data() + static_cast<size_t>(k) * n_terms_;
+    const std::vector<int>& mine = by_level_[k];
+    if (k == d_) {
+      if (threshold_) sort_bounds(s, prev);
+      for (int64_t phi = lo; phi < hi; ++phi) {
+        move(s, k, phi);
+        if (threshold_) {
+          threshold_row(s, prev, off, phi, out_base + phi);
+        } else {
+          row(prev, mine, off, out_base + phi);
+        }
+      }
+      return tick(static_cast<uint64_t>(hi - lo) * nv_);
+    }
+    double* acc = s.acc.data() + static_cast<size_t>(k) * nv_;
+    for (int64_t phi = lo; phi < hi; ++phi) {
+      move(s, k, phi);
+      std::copy(prev, prev + nv_, acc);
+      for (int t : mine) add(acc, t, off[t]);
+      if (!level(s, k + 1, 0, radix_[k], (out_base + phi) * radix_[k], tick)) return false;
+    }
+    return true;
+  }
+
+  // min over c of prev[c] + a[index_a(c)] (+ b[index_b(c)]): the innermost
+  // loop, with the terms read directly or through v's class map. The sums
+  // are formed in the order of the reference engine, so they are the same
+  // numbers.
+  template <bool GatherA>
+  void row1(const double* prev, const double* a, const int* ia, int64_t out_index) const {
+    double best = kInf;
+    int arg = 0;
+    for (int c = 0; c < nv_; ++c) {
+      double s = prev[c] + (GatherA ? a[ia[c]] : a[c]);
+      if (s < best) {
+        best = s;
+        arg = c;
+      }
+    }
+    out_[out_index] = best;
+    arg_[out_index] = static_cast<uint16_t>(arg);
+  }
+
+  template <bool GatherA, bool GatherB>
+  void row2(const double* prev, const double* a, const int* ia, const double* b, const int* ib,
+            int64_t out_index) const {
+    double best = kInf;
+    int arg = 0;
+    for (int c = 0; c < nv_; ++c) {
+      double s = prev[c] + (GatherA ? a[ia[c]] : a[c]) + (GatherB ? b[ib[c]] : b[c]);
+      if (s < best) {
+        best = s;
+        arg = c;
+      }
+    }
+    out_[out_index] = best;
+    arg_[out_index] = static_cast<uint16_t>(arg);
+  }
+
+  void row(const double* prev, const std::vector<int>& mine, const int64_t* off,
+           int64_t out_index) const {
+    if (mine.size() == 1) {
+      const Term& ta = terms_[mine[0]];
+      const double* a = ta.data + off[mine[0]];
+      if (ta.inner) {
+        row1<true>(prev, a, ta.inner, out_index);
+      } else {
+        row1<false>(prev, a, nullptr, out_index);
+      }
+      return;
+    }
+    if (mine.size() == 2) {
+      const Term& ta = terms_[mine[0]];
+      const Term& tb = terms_[mine[1]];
+      const double* a = ta.data + off[mine[0]];
+      const double* b = tb.data + off[mine[1]];
+      if (ta.inner && tb.inner) {
+        row2<true, true>(prev, a, ta.inner, b, tb.inner, out_index);
+      } else if (ta.inner) {
+        row2<true, false>(prev, a, ta.inner, b, nullptr, out_index);
+      } else if (tb.inner) {
+        row2<false, true>(prev, a, nullptr, b, tb.inner, out_index);
+      } else {
+        row2<false, false>(prev, a, nullptr, b, nullptr, out_index);
+      }
+      return;
+    }
+    double best = kInf;
+    int arg = 0;
+    for (int c = 0; c < nv_; ++c) {
+      double s = prev[c];
+      for (int t : mine) {
+        const Term& term = terms_[t];
+        s += term.data[off[t] + (term.inner ? term.inner[c] : c)];
+      }
+      if (s < best) {
+        best = s;
+        arg = c;
+      }
+    }
+    out_[out_index] = best;
+    arg_[out_index] = static_cast<uint16_t>(arg);
+  }
+
+  // The threshold search (core/docs/performance.md, "Threshold search").
+  // The innermost terms split into row terms, which depend on the innermost
+  // state only, and the others. For each innermost state, the row terms'
+  // sum per configuration is sorted once per step (its least row_keep
+  // entries are kept); for each outer state, prev plus the others' least
+  // values (floor_) is sorted. A row then walks both lists at once and stops
+  // when the sum of the i-th entries of the two exceeds the best sum found:
+  // every configuration not yet seen has both parts at least that large.
+  void sort_rows(int row_keep) {
+    const int64_t n = radix_[d_ - 1];
+    floor_.assign(nv_, 0.0);
+    std::vector<int> rows;
+    for (int t : by_level_[d_]) {
+      const Term& term = terms_[t];
+      bool row_only = true;
+      for (int k = 1; k < d_; ++k)
+        if (term.stride[k] != 0) row_only = false;
+      if (row_only) {
+        rows.push_back(t);
+        continue;
+      }
+      // A term that also depends on outer states: its least value per class
+      // of v over the whole table.
+      std::vector<double> least(term.width, kInf);
+      for (int64_t e = 0; e < term.size; ++e) {
+        double& m = least[e % term.width];
+        m = std::min(m, term.data[e]);
+      }
+      for (int c = 0; c < nv_; ++c) floor_[c] += least[term.inner ? term.inner[c] : c];
+    }
+    has_rows_ = !rows.empty();
+    keep_ = std::min(nv_, row_keep);
+    row_order_.resize(static_cast<size_t>(n) * keep_);
+    row_value_.resize(static_cast<size_t>(n) * keep_);
+    std::vector<double> sum(nv_);
+    std::vector<int> order(nv_);
+    for (int64_t phi = 0; phi < n; ++phi) {
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (int t : rows) {
+        const Term& term = terms_[t];
+        const std::vector<int>& map = term.map[d_];
+        const double* r = term.data + term.stride[d_] * (map.empty() ? phi : map[phi]);
+        for (int c = 0; c < nv_; ++c) sum[c] += r[term.inner ? term.inner[c] : c];
+      }
+      for (int c = 0; c < nv_; ++c) order[c] = c;
+      std::partial_sort(order.begin(), order.begin() + keep_, order.end(),
+                        [&](int x, int y) { return sum[x] < sum[y]; });
+      for (int i = 0; i < keep_; ++i) {
+        row_order_[phi * keep_ + i] = static_cast<uint16_t>(order[i]);
+        row_value_[phi * keep_ + i] = sum[order[i]];
+      }
+    }
+  }
+
+  // Sorts the configurations by prev + floor_, the first keep_ of them
+  // now and the rest when a row gets that far.
+  void sort_bounds(Scratch& s, const double* prev) const {
+    for (int c = 0; c < nv_; ++c) {
+      s.order[c] = c;
+      s.bound[c] = prev[c] + floor_[c];
+    }
+    s.sorted = keep_;
+    std::partial_sort(s.order.begin(), s.order.begin() + s.sorted, s.order.end(),
+                      [&](int x, int y) { return s.bound[x] < s.bound[y]; });
+  }
+
+  void threshold_row(Scratch& s, const double* prev, const int64_t* off, int64_t phi,
+                     int64_t out_index) const {
+    const std::vector<int>& mine = by_level_[d_];
+    if (mine.size() == 1) {
+      const Term& ta = terms_[mine[0]];
+      threshold_row_n<1>(s, prev, {ta.data + off[mine[0]]}, {ta.inner}, phi, out_index);
+    } else if (mine.size() == 2) {
+      const Term& ta = terms_[mine[0]];
+      const Term& tb = terms_[mine[1]];
+      threshold_row_n<2>(s, prev, {ta.data + off[mine[0]], tb.data + off[mine[1]]},
+                         {ta.inner, tb.inner}, phi, out_index);
+    } else {
+      threshold_row_n<0>(s, prev, {}, {}, phi, out_index, off);
+    }
+  }
+
+  // N innermost terms (0: any number, read through off).
+  template <int N>
+  void threshold_row_n(Scratch& s, const double* prev, std::array<const double*, 2> data,
+                       std::array<const int*, 2> inner, int64_t phi, int64_t out_index,
+                       const int64_t* off = nullptr) const {
+    const std::vector<int>& mine = by_level_[d_];
+    double best = kInf;
+    int arg = nv_;
+    // The exact sum of the reference engine, in its order.
+    auto consider = [&](int c) {
+      double sum = prev[c];
+      if constexpr (N == 0) {
+        for (int t : mine) {
+          const Term& term = terms_[t];
+          sum += term.data[off[t] + (term.inner ? term.inner[c] : c)];
+        }
+      } else {
+        for (int t = 0; t < N; ++t) sum += data[t][inner[t] ? inner[t][c] : c];
+      }
+      if (sum < best || (sum == best && c < arg)) {
+        best = sum;
+        arg = c;
+      }
+    };
+    const uint16_t* rord = row_order_.data() + phi * keep_;
+    const double* rval = row_value_.data() + phi * keep_;
+    for (int i = 0; i < nv_; ++i) {
+      if (i == s.sorted) {
+        std::sort(s.order.begin() + i, s.order.end(),
+                  [&](int x, int y) { return s.bound[x] < s.bound[y]; });
+        s.sorted = nv_;
+      }
+      int c = s.order[i];
+      consider(c);
+      double r = rval[std::min(i, keep_ - 1)];
+      if (i < keep_ && has_rows_) consider(rord[i]);
+      // Every configuration not seen yet has prev + floor >= bound[c] and
+      // row sum >= r. The exact sum adds the same parts in another order,
+      // so it may differ by a few units in the last place: the relative
+      // margin keeps the test safe.
+      double threshold = s.bound[c] + r;
+      if (threshold - std::abs(threshold) * kThresholdMargin > best) break;
+    }
+    out_[out_index] = best;
+    arg_[out_index] = static_cast<uint16_t>(arg == nv_ ? 0 : arg);
+  }
+
+  int nv_, d_, n_terms_;
+  std::vector<int64_t> radix_;
+  std::vector<Term> terms_;
+  double* out_;
+  uint16_t* arg_;
+  std::vector<std::vector<int>> by_level_;  // terms by their level
+  std::vector<std::vector<Move>> moves_;    // by level: the offsets to carry down
+  std::vector<double> base_;                // the level-0 terms' sum per configuration
+  bool threshold_ = false;
+  bool has_rows_ = false;
+  int keep_ = 0;
+  std::vector<double> floor_;        // per configuration: the outer-dependent terms' least values
+  std::vector<uint16_t> row_order_;  // per innermost state: its first keep_ configurations
+  std::vector<double> row_value_;    // ... and their row sums
+};
+
+}  // namespace pase::detail
