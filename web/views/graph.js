@@ -1,13 +1,11 @@
 // A picture of the layer graph, each vertex coloured by how its layer is split.
 //
-// Layout: a layered drawing, data flowing left to right. A vertex's column is
-// its longest-path depth from the inputs; within a column vertices are ordered
-// by the barycentre of their neighbours (a few sweeps of the classic
-// Sugiyama-style heuristic) to keep edges short and mostly uncrossed. The
+// Layout: a layered drawing, data flowing left to right, in the columns that
+// graph-layout.js gives (longest-path depth, ordered to keep edges short). The
 // benchmark networks are long and thin (ResNet-101 is ~240 columns deep), so
 // the columns wrap into rows that fit the container, like lines of text; an
 // edge that crosses a row break leaves at the right margin and re-enters at the
-// left. O(V + E) per sweep; a few hundred vertices draw in milliseconds.
+// left. A few hundred vertices draw in milliseconds.
 //
 // Large graphs: runs of repeated blocks (blocks.js: the Transformer's six
 // encoder layers, GPT-2's twelve) are drawn as one node each, "×6" with the
@@ -15,71 +13,26 @@
 // one (or Enter) expands it in place, and the toolbar expands or collapses
 // them all. Graphs of at most `collapseAbove` vertices are drawn whole. Up
 // to `labelUpTo` drawn nodes carry their names; more are dots whose names,
-// in small print, show once zoomed in to `closeZoom`. Zoom and pan: the
-// toolbar's − / + / Fit, Ctrl+wheel (a trackpad pinch) or a two-finger
-// pinch, dragging when zoomed in, and, with the picture focused, + / - / 0
-// and the arrow keys. Zooming narrows the SVG's viewBox; the picture keeps
-// its size on the page.
+// in small print, show once zoomed in to `closeZoom`. Zoom and pan
+// (graph-zoom.js): the toolbar's − / + / Fit, the wheel, a pinch, dragging
+// and keys; the picture keeps its size on the page.
 
 import { formatCost } from '../format.js';
 import { svg, el } from './dom.js';
 import { splitKinds, splitKind, splitKindLabel, describeSplits } from './split-kind.js';
 import { findRepeatedBlocks } from './blocks.js';
+import { layerColumns } from './graph-layout.js';
+import { makeZoom, zoomStep } from './graph-zoom.js';
 
 // Larger graphs are not drawn: thousands of SVG nodes make the page sluggish
 // and the picture unreadable anyway.
 const maxDrawnVertices = 4000;
 const collapseAbove = 40;
 const labelUpTo = 80;
-const maxZoom = 8;
-const closeZoom = 3;
-const zoomStep = 1.5;
 
 // The view of each container: the plan drawn, its runs of blocks and which
 // are expanded, the zoom ({k, x, y}: scale and the viewBox's corner).
 const views = new WeakMap();
-
-/** Column (depth) of each vertex: longest path from a source, Kahn order. */
-function depths(n, preds, succs) {
-  const indegree = preds.map((p) => p.length);
-  const depth = new Array(n).fill(0);
-  const queue = [];
-  for (let v = 0; v < n; v++) if (indegree[v] === 0) queue.push(v);
-  for (let head = 0; head < queue.length; head++) {
-    const v = queue[head];
-    for (const w of succs[v]) {
-      depth[w] = Math.max(depth[w], depth[v] + 1);
-      if (--indegree[w] === 0) queue.push(w);
-    }
-  }
-  return depth;
-}
-
-/** Orders each column by the mean position of neighbours in the previous column. */
-function orderColumns(columns, preds, succs) {
-  const pos = new Map();
-  const place = () => columns.forEach((col) => col.forEach((v, i) => pos.set(v, i)));
-  place();
-  const sweep = (range, neighbours) => {
-    for (const c of range) {
-      const col = columns[c];
-      const key = new Map(col.map((v, i) => {
-        const ns = neighbours[v];
-        // Vertices without neighbours on that side keep their place.
-        return [v, ns.length ? ns.reduce((s, u) => s + pos.get(u), 0) / ns.length : i];
-      }));
-      col.sort((a, b) => key.get(a) - key.get(b) || pos.get(a) - pos.get(b));
-      col.forEach((v, i) => pos.set(v, i));
-    }
-  };
-  const forward = [...columns.keys()].slice(1);
-  const backward = [...columns.keys()].reverse().slice(1);
-  for (let pass = 0; pass < 2; pass++) {
-    sweep(forward, preds);
-    sweep(backward, succs);
-  }
-  sweep(forward, preds);
-}
 
 /**
  * A layer's name as the picture prints it: an ONNX export's path names its
@@ -185,17 +138,7 @@ function draw(container, view) {
   }
   const m = items.length;
   const links = [...drawnEdges.values()];
-  const preds = items.map(() => []);
-  const succs = items.map(() => []);
-  for (const e of links) {
-    preds[e.dst].push(e.src);
-    succs[e.src].push(e.dst);
-  }
-  const depth = depths(m, preds, succs);
-  const columns = [];
-  for (let v = 0; v < m; v++) (columns[depth[v]] ??= []).push(v);
-  for (let c = 0; c < columns.length; c++) columns[c] ??= [];
-  orderColumns(columns, preds, succs);
+  const columns = layerColumns(m, links);
 
   const nameOf = (item) => (item.run ? item.run.label : pictureName(item.vertex.name));
   // Geometry. Small pictures get labelled nodes; large ones dots.
@@ -399,121 +342,6 @@ function toolbar(container, view, { n, m }) {
       zoomOut.addEventListener('click', () => zoom.by(1 / zoomStep));
       zoomIn.addEventListener('click', () => zoom.by(zoomStep));
       fit.addEventListener('click', () => zoom.reset());
-    },
-  };
-}
-
-/**
- * Zoom and pan of `picture` (width x height user units) inside `viewport`,
- * kept in view.zoom: the viewBox is (x, y, width / k, height / k), 1 <= k <=
- * maxZoom, never past the picture's edges.
- */
-function makeZoom(view, picture, viewport, width, height, level) {
-  const z = view.zoom;
-  const apply = () => {
-    z.k = Math.min(maxZoom, Math.max(1, z.k));
-    z.x = Math.min(Math.max(0, z.x), width - width / z.k);
-    z.y = Math.min(Math.max(0, z.y), height - height / z.k);
-    picture.setAttribute('viewBox', `${z.x} ${z.y} ${width / z.k} ${height / z.k}`);
-    level.textContent = `${Math.round(z.k * 100)}%`;
-    viewport.classList.toggle('zoomed', z.k > 1);
-    viewport.classList.toggle('close', z.k >= closeZoom);
-  };
-  // Zooms by `factor` keeping the point at (fx, fy) (fractions of the
-  // picture's box) where it is.
-  const zoomAt = (factor, fx = 0.5, fy = 0.5) => {
-    const k = Math.min(maxZoom, Math.max(1, z.k * factor));
-    const wx = z.x + (fx * width) / z.k;
-    const wy = z.y + (fy * height) / z.k;
-    z.k = k;
-    z.x = wx - (fx * width) / k;
-    z.y = wy - (fy * height) / k;
-    apply();
-  };
-  const fraction = (clientX, clientY) => {
-    const box = picture.getBoundingClientRect();
-    return [(clientX - box.left) / box.width, (clientY - box.top) / box.height];
-  };
-  // Pans by (dx, dy) screen pixels.
-  const panBy = (dx, dy) => {
-    const box = picture.getBoundingClientRect();
-    z.x -= (dx / box.width) * (width / z.k);
-    z.y -= (dy / box.height) * (height / z.k);
-    apply();
-  };
-
-  viewport.addEventListener('wheel', (event) => {
-    // A plain wheel scrolls the page; Ctrl+wheel (and a trackpad's pinch,
-    // which browsers send as one) zooms.
-    if (!event.ctrlKey && !event.metaKey) return;
-    event.preventDefault();
-    zoomAt(Math.exp(-event.deltaY * 0.01), ...fraction(event.clientX, event.clientY));
-  }, { passive: false });
-
-  // Dragging pans when zoomed in; two pointers pinch. A drag is no click.
-  const pointers = new Map();
-  let dragged = false;
-  viewport.addEventListener('pointerdown', (event) => {
-    pointers.set(event.pointerId, { x: event.clientX, y: event.clientY });
-    dragged = false;
-  });
-  viewport.addEventListener('pointermove', (event) => {
-    const last = pointers.get(event.pointerId);
-    if (!last) return;
-    if (pointers.size === 2) {
-      const [a, b] = [...pointers.values()];
-      const before = Math.hypot(a.x - b.x, a.y - b.y);
-      last.x = event.clientX;
-      last.y = event.clientY;
-      const after = Math.hypot(a.x - b.x, a.y - b.y);
-      if (before > 0 && after > 0) zoomAt(after / before, ...fraction((a.x + b.x) / 2, (a.y + b.y) / 2));
-      dragged = true;
-      return;
-    }
-    const dx = event.clientX - last.x;
-    const dy = event.clientY - last.y;
-    if (z.k <= 1 || (!dragged && Math.hypot(dx, dy) < 4)) return;
-    if (!dragged) viewport.setPointerCapture?.(event.pointerId);
-    dragged = true;
-    last.x = event.clientX;
-    last.y = event.clientY;
-    panBy(dx, dy);
-  });
-  const release = (event) => pointers.delete(event.pointerId);
-  viewport.addEventListener('pointerup', release);
-  viewport.addEventListener('pointercancel', release);
-  viewport.addEventListener('click', (event) => {
-    if (!dragged) return;
-    dragged = false;
-    event.stopPropagation();
-    event.preventDefault();
-  }, true);
-
-  viewport.addEventListener('keydown', (event) => {
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const pan = 40;
-    const keys = {
-      '+': () => zoomAt(zoomStep),
-      '=': () => zoomAt(zoomStep),
-      '-': () => zoomAt(1 / zoomStep),
-      0: () => { z.k = 1; apply(); },
-      ArrowLeft: () => panBy(pan, 0),
-      ArrowRight: () => panBy(-pan, 0),
-      ArrowUp: () => panBy(0, pan),
-      ArrowDown: () => panBy(0, -pan),
-    };
-    const run = keys[event.key];
-    // Arrows scroll the page unless zoomed in, where they pan.
-    if (!run || (event.key.startsWith('Arrow') && z.k <= 1)) return;
-    event.preventDefault();
-    run();
-  });
-  apply();
-  return {
-    by: (factor) => zoomAt(factor),
-    reset: () => {
-      z.k = 1;
-      apply();
     },
   };
 }
