@@ -5,46 +5,25 @@
 // one (an ONNX model, or a Hugging Face config.json of a language model).
 //
 // This module owns the Model select, whether the batch and sequence fields
-// apply, the hint under the select, the file input, the drop target, the
-// summary of an imported model and the form asking for its dynamic
-// dimensions. A graph document becomes the source only once it has passed
-// the size check, JSON.parse and the module's validate(); a model file once
-// the module has imported it (in the worker, which reads the file in slices:
-// no size limit for ONNX). Until then the previous source stays.
+// apply, the hint under the select and the summary of an imported model; the
+// file input, the drop target and the form asking for a model's dynamic
+// dimensions are file-intake.js's. A graph document becomes the source only
+// once it has passed the size check, JSON.parse and the module's validate();
+// a model file once the module has imported it. Until then the previous
+// source stays.
 
 import { el } from './views/dom.js';
 import { formatCount, formatParameters } from './format.js';
-import { fileKind, importName, jsonKind, sniffBytes } from './model-file.js';
-import { parametersText, renderDimsForm, renderImported } from './views/imported.js';
+import { FileIntake, graphBatch } from './file-intake.js';
+import { renderImported } from './views/imported.js';
 
 export const defaultModel = 'alexnet';
-// Graph documents beyond this are refused before reading: the benchmark
-// networks export to well under 1 MB, so anything this large is not a graph
-// worth planning here. ONNX files have no limit: they are never read whole
-// (an imported ResNet-50 is a graph document of about 10 kB).
-export const maxFileBytes = 32 * 1024 * 1024;
 const uploadValue = 'upload';
 const examplePrefix = 'example:';
 
 /** "AlexNet: 5 conv + 3 FC layers" -> "AlexNet" */
 function displayName(model) {
   return model.description?.split(':')[0] || model.name;
-}
-
-/**
- * The batch size a graph document sets: the leading dimension of its first
- * input (as for an imported model, core/docs/import.md), or null when the
- * document has no input with a positive integer there.
- * @param {string} text a pase-graph/1 document that validate() accepted
- */
-export function graphBatch(text) {
-  try {
-    const first = Object.values(JSON.parse(text)?.inputs ?? {})[0];
-    const batch = Array.isArray(first) ? first[0] : null;
-    return Number.isInteger(batch) && batch > 0 ? batch : null;
-  } catch {
-    return null;
-  }
 }
 
 async function fetchExample(name) {
@@ -84,6 +63,8 @@ export class GraphSource {
   upload = null;
   #ui;
   #hooks;
+  /** @type {FileIntake} */
+  #files;
   // Bumped by every new choice (a file, the select); a check or import that
   // answers after a newer choice is dropped.
   #choice = 0;
@@ -111,10 +92,29 @@ export class GraphSource {
    * @param {() => void} hooks.onStale the results no longer answer the form
    * @param {() => void} hooks.onChange the source changed (the URL follows it)
    * @param {() => void} hooks.onImported a model file was imported and is the source: plan it
+   *
+   * The file input, the drop target and the dims form, and the hooks about
+   * files (validate, importModel, onNewGraph, onImported), are the
+   * FileIntake's (file-intake.js).
    */
   constructor(ui, hooks) {
     this.#ui = ui;
     this.#hooks = hooks;
+    const { ready, validate, importModel, errors, setStatus, onNewGraph, onImported } = hooks;
+    this.#files = new FileIntake(ui, {
+      ready,
+      validate,
+      importModel,
+      errors,
+      setStatus,
+      onNewGraph,
+      onImported,
+      current: () => this.current,
+      newChoice: () => ++this.#choice,
+      isLatest: (choice) => choice === this.#choice,
+      track: (name, work) => this.#track(name, work),
+      loaded: (upload) => this.#loaded(upload),
+    });
   }
 
   /**
@@ -135,51 +135,20 @@ export class GraphSource {
     return entry.done;
   }
 
-  /** Listens to the select, the file input and drops on the window. */
+  /** Listens to the select; the FileIntake to an import's batch and sequence fields, the file input and drops. */
   wire() {
     const ui = this.#ui;
     ui.select.addEventListener('change', () => this.#chooseFromSelect());
-    // An imported model's batch is the leading dimension of its first input
-    // (a config's sequences per step), its sequence length a config's tokens
-    // per sequence: a new value imports the file again with it (the CLI's
-    // --batch and --seq). The other size stays as it was.
-    for (const [field, size] of [[ui.batch, 'batch'], [ui.seq, 'seq']]) {
-      field.addEventListener('change', () => {
-        const imported = this.current?.imported;
-        const value = Number(field.value);
-        if (!imported || (size === 'seq' && !imported.config)) return;
-        if (!Number.isInteger(value) || value < 1 || value === imported[size]) return;
-        const { kind, dims, batch, seq } = imported;
-        const choice = ++this.#choice;
-        this.#track(imported.file.name,
-          this.#importModel(imported.file, choice, { kind, dims, batch, seq, [size]: value }));
-      });
-    }
-    ui.fileInput.addEventListener('change', () => {
-      this.accept(ui.fileInput.files?.[0]);
-      ui.fileInput.value = ''; // choosing the same file again must fire again
-    });
-    // The whole window accepts drops, so a near miss does not make the browser
-    // navigate away to the dropped file.
-    let depth = 0;
-    window.addEventListener('dragenter', (event) => {
-      if (!event.dataTransfer?.types.includes('Files')) return;
-      depth++;
-      ui.dropzone.classList.add('active');
-    });
-    window.addEventListener('dragleave', () => {
-      if (--depth <= 0) {
-        depth = 0;
-        ui.dropzone.classList.remove('active');
-      }
-    });
-    window.addEventListener('dragover', (event) => event.preventDefault());
-    window.addEventListener('drop', (event) => {
-      event.preventDefault();
-      depth = 0;
-      ui.dropzone.classList.remove('active');
-      this.accept(event.dataTransfer?.files?.[0]);
-    });
+    this.#files.wire();
+  }
+
+  /** A file's graph (file-intake.js) is the source now, and the last upload. */
+  #loaded(upload) {
+    this.upload = upload;
+    this.current = { kind: 'upload', ...this.upload };
+    this.#fill();
+    this.#hooks.onStale();
+    this.#hooks.onChange();
   }
 
   modelInfo(name) {
@@ -255,178 +224,6 @@ export class GraphSource {
     this.#ui.select.replaceChildren(el('option', { text: 'Planner unavailable' }));
   }
 
-  /**
-   * Checks a file and, if it is a valid graph, makes it the source; a model
-   * file (ONNX, or a JSON document that is a Hugging Face config) is
-   * imported instead. Every refusal is shown in the error box and the status
-   * line ("x.json was not loaded.") and leaves the source as it was. Until
-   * it is done the file is the pending choice (`pending`). Resolves to the
-   * outcome (see #pending).
-   */
-  async accept(file) {
-    if (!file) return 'refused';
-    // A file dropped while the module loads is checked once it is there.
-    if (!(await this.#hooks.ready)) return 'refused';
-    const choice = ++this.#choice;
-    return this.#track(file.name, this.#accept(file, choice));
-  }
-
-  async #accept(file, choice) {
-    const { errors, setStatus } = this.#hooks;
-    errors.clear();
-    this.#closeDimsForm();
-    const refuse = (title, message) => {
-      errors.show(title, message);
-      setStatus(`${file.name} was not loaded.`);
-      return 'refused';
-    };
-    setStatus(`Reading ${file.name}…`);
-    let prefix;
-    try {
-      prefix = new Uint8Array(await file.slice(0, sniffBytes).arrayBuffer());
-    } catch (e) {
-      return choice === this.#choice ? refuse(`Could not read ${file.name}`, e.message) : 'superseded';
-    }
-    if (choice !== this.#choice) return 'superseded';
-    if (fileKind(file.name, prefix) === 'onnx') return this.#importModel(file, choice, { kind: 'onnx' });
-    if (file.size > maxFileBytes) {
-      return refuse('Graph file too big', `${file.name} is ${(file.size / 2 ** 20).toFixed(1)} MiB; the limit is ${maxFileBytes / 2 ** 20} MiB`);
-    }
-    let text;
-    try {
-      text = await file.text();
-    } catch (e) {
-      return choice === this.#choice ? refuse(`Could not read ${file.name}`, e.message) : 'superseded';
-    }
-    if (choice !== this.#choice) return 'superseded';
-    let document;
-    try {
-      document = JSON.parse(text);
-    } catch (e) {
-      return refuse(`Invalid graph file ${file.name}`, `not valid JSON: ${e.message}`);
-    }
-    if (jsonKind(document) === 'config') {
-      // The module is given the text just parsed (decoded as UTF-8, without a
-      // byte order mark, which the importer would not take for JSON).
-      return this.#importModel(new File([text], file.name, { type: 'application/json' }), choice, { kind: 'config' });
-    }
-    this.#hooks.onNewGraph();
-    setStatus(`Checking ${file.name}…`);
-    try {
-      await this.#hooks.validate(text);
-    } catch (e) {
-      if (choice !== this.#choice) return 'superseded';
-      if (e.kind === 'cancelled') {
-        // Only a newer choice cancels a check (onNewGraph stops plans, not
-        // checks); say so rather than leave "Checking" on the status line.
-        setStatus(`${file.name} was not loaded: the check was cancelled.`);
-        return 'refused';
-      }
-      errors.showPlannerError(e, { file: file.name });
-      setStatus(`${file.name} was not loaded.`);
-      return 'refused';
-    }
-    if (choice !== this.#choice) return 'superseded';
-    this.upload = { fileName: file.name, text, batch: graphBatch(text) };
-    this.current = { kind: 'upload', ...this.upload };
-    this.#fill();
-    this.#hooks.onStale();
-    this.#hooks.onChange();
-    setStatus(`Loaded ${file.name}. Press Plan to plan it.`);
-    return 'loaded';
-  }
-
-  /**
-   * Imports the model file `file`, an ONNX model or a Hugging Face config
-   * (`kind`), with the sizes `dims` ({name: size}) for an ONNX model's
-   * dynamic dimensions. Sizes still missing are asked for in the dims form,
-   * which imports again with them; any other refusal is shown in the error
-   * box. The imported graph becomes the source like an uploaded one, unless
-   * another choice (`#choice` is no longer `choice`) came meanwhile, and is
-   * planned. `batch`, when given, sets the first input's leading dimension
-   * (a config's sequences per step), `seq` a config's sequence length. The
-   * graph is named after the file, as in the CLI; a config.json after its
-   * model type (importName()). Resolves to the outcome (see #pending).
-   */
-  async #importModel(file, choice, { kind = 'onnx', dims = {}, batch = 0, seq = 0 } = {}) {
-    const { errors, setStatus } = this.#hooks;
-    this.#hooks.onNewGraph();
-    setStatus(`Importing ${file.name}…`);
-    const options = {};
-    const name = importName(file.name, kind);
-    if (name) options.name = name;
-    if (Object.keys(dims).length) options.dims = dims;
-    if (batch > 0) options.batch = batch;
-    if (seq > 0) options.seq = seq;
-    let result;
-    try {
-      result = await this.#hooks.importModel(file, options);
-    } catch (e) {
-      if (choice !== this.#choice) return 'superseded';
-      if (e.kind === 'cancelled') {
-        setStatus(`${file.name} was not imported: the import was cancelled.`);
-        return 'refused';
-      }
-      if (e.missingDims?.length) {
-        this.#askDims(file, e.missingDims, dims, batch);
-        setStatus(`${file.name} has dynamic dimensions: give their sizes to import it.`);
-        return 'asked';
-      }
-      if (e.kind === 'module') errors.showPlannerError(e);
-      else errors.show(`Could not import ${file.name}`, e.message, e.where);
-      setStatus(`${file.name} was not imported.`);
-      return 'refused';
-    }
-    if (choice !== this.#choice) return 'superseded';
-    const imported = {
-      parameters: result.parameters,
-      layers: result.graph.layers.map((layer, i) => ({ name: layer.name, op: layer.op, outputs: result.layer_outputs?.[i] ?? [] })),
-      dynamicDims: result.dynamic_dims ?? [],
-      // A config's hyper-parameters (format "hf-config"), else null.
-      config: result.config ?? null,
-      // What importing again (another batch or sequence length) needs.
-      file,
-      kind,
-      dims,
-      batch: result.batch ?? Object.values(result.graph.inputs ?? {})[0]?.[0] ?? null,
-      seq: result.seq ?? null,
-    };
-    // The graph is planned as a graph document like any upload's (and
-    // travels in a shared link the same way).
-    this.upload = { fileName: file.name, text: JSON.stringify(result.graph), imported };
-    this.current = { kind: 'upload', ...this.upload };
-    this.#fill();
-    this.#hooks.onStale();
-    this.#hooks.onChange();
-    setStatus(`Imported ${file.name}: ${parametersText(result.parameters)}, ${result.layers} layers.`);
-    // Dropping a model asks for its plan (core/docs/plan-your-model.md).
-    this.#hooks.onImported();
-    return 'imported';
-  }
-
-  #askDims(file, missing, given, batch) {
-    const { dimsForm } = this.#ui;
-    renderDimsForm(dimsForm, {
-      fileName: file.name,
-      missing,
-      values: given,
-      onSubmit: (values) => {
-        this.#closeDimsForm();
-        const choice = ++this.#choice;
-        this.#track(file.name, this.#importModel(file, choice, { kind: 'onnx', dims: { ...given, ...values }, batch }));
-      },
-      onCancel: () => {
-        this.#closeDimsForm();
-        this.#hooks.setStatus(`${file.name} was not imported.`);
-      },
-    });
-  }
-
-  #closeDimsForm() {
-    this.#ui.dimsForm.hidden = true;
-    this.#ui.dimsForm.replaceChildren();
-  }
-
   #fill() {
     const groups = [
       el('optgroup', { label: 'Benchmark networks' }, this.models.filter((m) => !m.llm).map(modelOption)),
@@ -497,7 +294,7 @@ export class GraphSource {
     const ui = this.#ui;
     const value = ui.select.value;
     const choice = ++this.#choice;
-    this.#closeDimsForm();
+    this.#files.closeDimsForm();
     this.#hooks.onStale();
     if (value === uploadValue && this.upload) {
       this.current = { kind: 'upload', ...this.upload };
