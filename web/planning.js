@@ -1,0 +1,244 @@
+// What Plan (or Enter) does: wait for a file or example still being checked
+// (source.js), estimate the search and, above the long-search threshold, ask
+// whether to go on (long-search.js), plan in the page's worker and show the
+// result (results.js), then compare it with the baselines (views/compare.js),
+// or only offer to after a long search. Also Cancel, which stops whichever of
+// the plan and its comparison is running, the progress bar and whether the
+// page is planning. The request's text, the worker and the other parts of the
+// page are app.js's, handed in as hooks.
+
+import { formatSeconds } from './format.js';
+import { renderComparison, renderComparisonMessage } from './views/compare.js';
+import { parseNoFit } from './results.js';
+import { confirmAboveSeconds, estimatedSeconds, formatDuration, longSearchMessage } from './long-search.js';
+
+// The comparison's MCMC search gets a fixed proposal budget and no time
+// limit, so the page shows the same numbers on every machine (compare.hpp,
+// DETERMINISM); 20000 proposals take well under a second on every benchmark.
+const comparisonMcmc = { iterations: 20000, time_limit_s: 0 };
+
+export class Planning {
+  /** token of the plan in flight; any other answer is stale */
+  running = null;
+  /** token of the comparison in flight, likewise */
+  comparing = null;
+  // token of a Plan click waiting for the pending choice to be checked
+  #waiting = null;
+  #ui;
+  #hooks;
+
+  /**
+   * @param {{progress: HTMLProgressElement, cancelButton: HTMLButtonElement, comparison: HTMLElement}} ui
+   * @param {object} hooks
+   * @param {() => import('./planner-client.js').PlannerClient} hooks.client the page's worker
+   * @param {import('./source.js').GraphSource} hooks.source
+   * @param {import('./cluster-form.js').ClusterForm} hooks.clusterForm
+   * @param {import('./results.js').Results} hooks.results
+   * @param {import('./error-box.js').ErrorBox} hooks.errors
+   * @param {import('./long-search.js').LongSearchDialog} hooks.longSearch
+   * @param {(text: string) => void} hooks.setStatus
+   * @param {(extra?: object) => string} hooks.requestText the plan request as JSON text, with
+   *   the further fields `extra`
+   * @param {() => void} hooks.updateUrl
+   */
+  constructor(ui, hooks) {
+    this.#ui = ui;
+    this.#hooks = hooks;
+  }
+
+  #setProgress(fraction) {
+    this.#ui.progress.value = Math.max(0, Math.min(1, fraction));
+    this.#ui.progress.textContent = `${Math.round(fraction * 100)}%`;
+  }
+
+  setRunning(running) {
+    document.body.classList.toggle('planning', running);
+    this.#syncCancelButton();
+  }
+
+  /** Cancel stops whatever the worker is doing: a plan or, after it, its comparison. */
+  #syncCancelButton() {
+    this.#ui.cancelButton.disabled = !(this.running || this.comparing);
+  }
+
+  /**
+   * Plan pressed (or Enter) while a file or example is still being checked or
+   * imported: waits for it, so that the click plans what was just chosen
+   * rather than the graph before it. Resolves to whether to go on planning;
+   * when not, the status line says why (the check's refusal, the dimensions
+   * to give) or a newer click or choice took over.
+   */
+  async #waitForPendingChoice() {
+    const { source, setStatus } = this.#hooks;
+    const pending = source.pending;
+    if (!pending) return true;
+    const token = {};
+    this.#waiting = token;
+    setStatus(`Checking ${pending.name} before planning it…`);
+    const outcome = await pending.done;
+    if (this.#waiting !== token) return false; // a newer click waits instead
+    this.#waiting = null;
+    if (outcome === 'loaded') return true;
+    // An import plans the model itself once it is in: it is planning now.
+    if (outcome === 'imported' || outcome === 'superseded') return false;
+    if (outcome === 'refused') setStatus(`${pending.name} was not loaded, so nothing was planned.`);
+    return false;
+  }
+
+  /** What Plan and Enter do: plan the current source, once a pending choice is in. */
+  async start() {
+    if (this.#hooks.source.pending && !(await this.#waitForPendingChoice())) return;
+    await this.planCurrent();
+  }
+
+  /**
+   * Estimates the search of `request` with `client` and, above
+   * confirmAboveSeconds, asks whether to go on (long-search.js). Resolves to
+   * {go, seconds}; seconds is null when the estimate failed, and then the
+   * search goes on, for the plan to report the error with its field. Rejects
+   * only when the call was cancelled.
+   */
+  async #checkLongSearch(client, request, what, then) {
+    let estimate;
+    try {
+      estimate = await client.call('estimate', request);
+    } catch (e) {
+      if (e.kind === 'cancelled') throw e;
+      return { go: true, seconds: null };
+    }
+    const seconds = estimatedSeconds(estimate);
+    if (!(seconds > confirmAboveSeconds)) return { go: true, seconds };
+    const message = longSearchMessage(what, seconds, { pairs: estimate.search.pairs, capped: estimate.memory_capped, then });
+    this.#hooks.setStatus(`${what} would take about ${formatDuration(seconds)}: plan anyway, or cancel.`);
+    return { go: await this.#hooks.longSearch.ask(message, 'Plan anyway'), seconds };
+  }
+
+  /** Plans the current source now (an imported model's own plan, and start()). */
+  async planCurrent() {
+    const { source, clusterForm, results, errors, setStatus, requestText } = this.#hooks;
+    if (!source.current) return;
+    if (this.running) this.cancelPlan(); // a new plan replaces the one in flight
+    this.cancelComparison(); // ... and the comparison of the previous plan
+    errors.clear();
+    results.clearNoFit();
+    const token = {};
+    this.running = token;
+    const planning = source.current;
+    const label = source.label(planning);
+    this.setRunning(true);
+    this.#setProgress(0);
+    setStatus(`Planning ${label}…`);
+    this.#hooks.updateUrl();
+    const request = requestText();
+    // Built now, from the inputs this plan answers, not from what the form
+    // says once the plan is done.
+    const compareRequest = requestText({ mcmc: comparisonMcmc });
+    const asked = { devices: clusterForm.pageState().devices, zero: clusterForm.zero };
+    let long = false;
+    let planned = false;
+    let started = performance.now();
+    try {
+      setStatus(`Estimating the search for ${label}…`);
+      const devices = asked.devices;
+      const check = await this.#checkLongSearch(this.#hooks.client(), request, `Planning ${label}${devices ? ` on ${devices} devices` : ''}`,
+        'The comparison with the baselines, which searches again, is then offered rather than started.');
+      if (this.running !== token) return;
+      if (!check.go) {
+        setStatus(`Not planned: the search for ${label} would take about ${formatDuration(check.seconds)}.`);
+        return;
+      }
+      long = check.seconds > confirmAboveSeconds;
+      setStatus(`Planning ${label}…`);
+      started = performance.now();
+      const plan = await this.#hooks.client().call('plan', request, {
+        onProgress: (fraction) => {
+          if (this.running === token) {
+            this.#setProgress(fraction);
+            setStatus(`Planning ${label}… ${Math.round(fraction * 100)}%`);
+          }
+        },
+      });
+      if (this.running !== token) return;
+      // The title names a built-in network as the status line does
+      // ("ResNet-101", not its id "resnet101"); a file's graph by its own name
+      // (an imported model's is derived from the file), or the file's when the
+      // document has none.
+      results.show(plan, { title: planning.kind === 'model' || !plan.graph ? label : plan.graph });
+      this.#setProgress(1);
+      setStatus(`Planned ${label} in ${formatSeconds((performance.now() - started) / 1000)}.`);
+      planned = true;
+    } catch (e) {
+      if (this.running !== token) return; // superseded or cancelled
+      this.#setProgress(0);
+      const noFit = e.kind === 'input' ? parseNoFit(e) : null;
+      if (noFit) {
+        // Not a mistake in the form: the answer is that this cluster is too small.
+        results.showNoFit(e, noFit, asked);
+        clusterForm.memoryInput.setAttribute('aria-invalid', 'true');
+        setStatus(`${label} does not fit: no strategy fits in the memory per GPU.`);
+        return;
+      }
+      // Only graph errors belong to the file; cluster errors are the form's.
+      const file = planning.kind !== 'model' && e.where?.startsWith('graph') ? label : undefined;
+      errors.showPlannerError(e, { file, under: 'graph' });
+      setStatus('Planning failed.');
+    } finally {
+      if (this.running === token) {
+        this.running = null;
+        this.setRunning(false);
+      }
+    }
+    if (!planned) return;
+    if (long) {
+      renderComparisonMessage(this.#ui.comparison, 'The comparison with the baselines searches again, as long as the plan took.', {
+        action: { label: 'Compare now', onClick: () => this.#compareStrategies(compareRequest, label) },
+      });
+    } else {
+      this.#compareStrategies(compareRequest, label);
+    }
+  }
+
+  /** Prices the baselines (data parallel, expert, MCMC) next to the plan just
+   *  shown, in the same worker; its errors stay in the comparison card, since
+   *  the plan itself succeeded. */
+  async #compareStrategies(request, label) {
+    const token = {};
+    this.comparing = token;
+    this.#syncCancelButton();
+    renderComparisonMessage(this.#ui.comparison, 'Comparing with data parallelism, the expert strategy and an MCMC search…');
+    const started = performance.now();
+    try {
+      const comparison = await this.#hooks.client().call('compare', request);
+      if (this.comparing !== token) return;
+      renderComparison(this.#ui.comparison, comparison);
+      this.#hooks.setStatus(`Planned ${label}; compared with the baselines in ${formatSeconds((performance.now() - started) / 1000)}.`);
+    } catch (e) {
+      if (this.comparing !== token) return; // superseded or cancelled
+      renderComparisonMessage(this.#ui.comparison, `The comparison failed: ${e.message}`, { error: true });
+    } finally {
+      if (this.comparing === token) {
+        this.comparing = null;
+        this.#syncCancelButton();
+      }
+    }
+  }
+
+  cancelComparison(message = 'Comparison cancelled.') {
+    if (!this.comparing) return;
+    this.comparing = null;
+    this.#hooks.client().restart();
+    renderComparisonMessage(this.#ui.comparison, message);
+    this.#syncCancelButton();
+  }
+
+  cancelPlan(message = 'Plan cancelled.') {
+    if (!this.running) return;
+    this.running = null;
+    this.#hooks.longSearch.dismiss(); // a plan still asking whether to go on
+    // WebAssembly cannot be interrupted: drop the worker and start afresh.
+    this.#hooks.client().restart();
+    this.setRunning(false);
+    this.#setProgress(0);
+    this.#hooks.setStatus(message);
+  }
+}
