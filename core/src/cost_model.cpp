@@ -62,6 +62,7 @@ Machine make_machine(const Cluster& cluster) {
   if (cluster.hierarchical()) {
     m.gpus_per_node = cluster.gpus_per_node;
     m.r1 = (cluster.tflops * 1000) / (cluster.intra_node_gbps / 8);
+    m.first_device = cluster.first_device;
   }
   return m;
 }
@@ -69,18 +70,18 @@ Machine make_machine(const Cluster& cluster) {
 namespace {
 
 // The group of device 0 over `group` (core/docs/cluster.md, "Collectives
-// inside a layer"): the devices sum(i_k * sigma_k) over the positions k of
-// the group, the last dimension innermost. `nodes` is how many distinct
+// inside a layer"): the devices first_device + sum(i_k * sigma_k) over the
+// positions k of the group, the last dimension innermost. `nodes` is how many distinct
 // nodes hold them and `most` the most members on one node.
 void group_nodes(const int64_t* c, size_t n, const std::vector<int>& group, int64_t per_node,
-                 int64_t& nodes, int64_t& most) {
+                 int64_t first_device, int64_t& nodes, int64_t& most) {
   std::vector<int64_t> sigma(n, 1);
   for (size_t k = n; k-- > 1;) sigma[k - 1] = sigma[k] * c[k];
   // Walk every member: a mixed-radix counter over the group's positions.
   std::vector<int64_t> index(group.size(), 0);
   std::vector<std::pair<int64_t, int64_t>> count;  // (node, members), nodes ascending
   for (;;) {
-    int64_t device = 0;
+    int64_t device = first_device;
     for (size_t j = 0; j < group.size(); ++j) device += index[j] * sigma[group[j]];
     const int64_t node = device / per_node;
     auto it = std::lower_bound(count.begin(), count.end(), std::pair<int64_t, int64_t>{node, 0});
@@ -104,7 +105,7 @@ double Machine::allreduce_over(double w, double p, const int64_t* c, size_t n,
                                const std::vector<int>& group) const {
   if (gpus_per_node == 0 || p <= 1) return allreduce(w, p);
   int64_t nodes = 0, most = 0;
-  group_nodes(c, n, group, gpus_per_node, nodes, most);
+  group_nodes(c, n, group, gpus_per_node, first_device, nodes, most);
   if (nodes == 1) return r1 * (w / p) * 2 * (p - 1);
   const double l = static_cast<double>(most), m = static_cast<double>(nodes);
   return r1 * (w / l) * 2 * (l - 1) + r * (w / (l * m)) * 2 * (m - 1);
@@ -114,7 +115,7 @@ double Machine::words_over(double w, const int64_t* c, size_t n,
                            const std::vector<int>& group) const {
   if (gpus_per_node == 0) return words(w);
   int64_t nodes = 0, most = 0;
-  group_nodes(c, n, group, gpus_per_node, nodes, most);
+  group_nodes(c, n, group, gpus_per_node, first_device, nodes, most);
   return (nodes == 1 ? r1 : r) * w;
 }
 
@@ -165,13 +166,15 @@ LayerCost gemm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
   // ZeRO stage 3 gathers a layer's weight again in the forward and backward
   // passes: half as much again as the weight gradient's all-reduce.
   const double gather = mc.training.zero == 3 && model.weight_elements > 0 ? 1.5 : 1.0;
+  const double weight_grad = gather * mc.allreduce_over(n * k, cm, c, dims, g.m);
   double comm = mc.allreduce_over(m * n, ck, c, dims, g.k) +
-                mc.allreduce_over(m * k, cn, c, dims, g.n) +
-                gather * mc.allreduce_over(n * k, cm, c, dims, g.m);
+                mc.allreduce_over(m * k, cn, c, dims, g.n) + weight_grad;
   LayerCost out;
   out.total = bpp * (comp + comm);
   out.compute = bpp * comp;
   out.comm = out.total - out.compute;
+  // Only a layer with a weight has a weight gradient to reduce.
+  if (model.weight_elements > 0) out.weight_sync = bpp * weight_grad;
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -43,12 +44,26 @@ struct Machine {
   // allreduce().
   int64_t gpus_per_node = 0;
   double r1 = 0;
+  // Cluster::first_device: where device 0 sits among the nodes.
+  int64_t first_device = 0;
   Training training;  // the memory model's bytes and the ZeRO stage
   // The search's objective: cost_weight * cost + memory_weight * device 0's
   // memory in bytes (planning under a memory cap, core/docs/cluster.md). The
   // defaults are the cost alone.
   double cost_weight = 1;
   double memory_weight = 0;
+  // A pipeline stage's objective (core/docs/pipeline.md): each vertex's cost
+  // but its weight_sync, and every edge, count `microbatches` times, and the
+  // activations `activation_copies` times in the memory. 1 and 1: the plain
+  // search.
+  double microbatches = 1;
+  double activation_copies = 1;
+
+  // Devices of device 0's node from device 0 on (the edge's "near" devices,
+  // core/docs/cluster.md): gpus_per_node for a whole cluster; 0 when flat.
+  int64_t near_devices() const {
+    return gpus_per_node == 0 ? 0 : gpus_per_node - first_device % gpus_per_node;
+  }
 
   double words(double w) const { return r * w; }
   double allreduce(double w, double p) const { return p <= 1 ? 0.0 : r * (w / p) * 2 * (p - 1); }
@@ -106,6 +121,9 @@ struct VertexModel {
 // The op table's view of every vertex of a Graph (Graph::model).
 struct GraphModel {
   std::vector<VertexModel> vertices;
+  // The document the graph was built from (build_graph()); null for a
+  // stage's part of a graph (pipeline.cpp), which is never lowered again.
+  std::shared_ptr<const GraphSpec> spec;
 };
 
 inline const VertexModel& model_of(const Graph& g, int vertex) { return g.model->vertices[vertex]; }

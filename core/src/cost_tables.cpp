@@ -17,12 +17,20 @@ std::vector<double> vertex_cost_vector(const Graph& g, int vertex, const ConfigS
   std::vector<double> out(set.size());
   const Vertex& v = g.vertices[vertex];
   for (size_t i = 0; i < set.size(); ++i) {
-    out[i] = ops::layer_cost(g, v, set.at(i), m).total;
+    const LayerCost cost = ops::layer_cost(g, v, set.at(i), m);
+    out[i] = cost.total;
+    // A pipeline stage counts the cost once per micro-batch, but the weight
+    // gradient's reduction once (Machine::microbatches).
+    if (m.microbatches != 1)
+      out[i] = m.microbatches * (cost.total - cost.weight_sync) + cost.weight_sync;
     // Planning under a memory cap weighs the two (Machine); the plain search
     // keeps the cost as it is.
     if (m.cost_weight != 1 || m.memory_weight != 0) {
-      out[i] =
-          m.cost_weight * out[i] + m.memory_weight * ops::vertex_memory(g, v, set.at(i), m).total();
+      const MemoryBytes b = ops::vertex_memory(g, v, set.at(i), m);
+      const double bytes = m.activation_copies == 1 ? b.total()
+                                                    : b.params + b.grads + b.optimizer +
+                                                          m.activation_copies * b.activations;
+      out[i] = m.cost_weight * out[i] + m.memory_weight * bytes;
     }
   }
   return out;
@@ -131,7 +139,7 @@ double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int6
   ops::tensor_config(in, c_dst, t.data());
   if (m.gpus_per_node > 0) {
     const Placement src =
-        placement(shape, out, c_src, g.vertices[e.src].dom.size(), m.gpus_per_node);
+        placement(shape, out, c_src, g.vertices[e.src].dom.size(), m.near_devices());
     return hierarchical_edge(shape, src, t.data(), box_of(shape, t.data()).data(), m);
   }
   return m.words(2 * ops::redistribution_words(shape, s.data(), t.data()));
@@ -324,7 +332,7 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
   size_t n_inner = configs[inner].size();
   std::vector<double> out(n_outer * n_inner, 0.0);
   std::optional<EdgePrices> own;
-  if (prices == nullptr) prices = &own.emplace(g, configs, m.gpus_per_node, 0);
+  if (prices == nullptr) prices = &own.emplace(g, configs, m.near_devices(), 0);
   for (int id : edge_ids) {
     const Edge& e = g.edges[id];
     std::unique_ptr<EdgePrices::Entry> scratch;
@@ -354,8 +362,9 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
       }
     }
   }
-  if (m.cost_weight != 1)
-    for (double& x : out) x *= m.cost_weight;
+  const double weight = m.cost_weight * m.microbatches;
+  if (weight != 1)
+    for (double& x : out) x *= weight;
   return out;
 }
 

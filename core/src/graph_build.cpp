@@ -87,6 +87,9 @@ class Builder final : public Lowering {
       return Error{"must be a non-negative integer (or -1: count the layers' weights)",
                    "parameters"};
     g_.parameters = spec_.parameters >= 0 ? spec_.parameters : weight_elements();
+    // The spec is kept so that the graph can be lowered again at another
+    // batch (a pipeline's micro-batch graph, core/docs/pipeline.md).
+    model_.spec = std::make_shared<const GraphSpec>(spec_);
     g_.model = std::make_shared<const GraphModel>(std::move(model_));
     return std::move(g_);
   }

@@ -25,7 +25,6 @@ using json_detail::ObjectReader;
 using json_detail::type_error;
 using json_detail::with_prefix;
 
-
 // ---- Readers ------------------------------------------------------------------
 
 // The cluster object; absent fields keep those of `base` (the defaults, or a

@@ -15,6 +15,7 @@
 #include "ordering.hpp"
 #include "testing.hpp"
 #include "text.hpp"
+#include "weighted_plan.hpp"
 
 namespace pase {
 
@@ -60,6 +61,7 @@ std::optional<Error> check_cluster(const Cluster& c) {
       {c.training.activation_bytes, "training.activation_bytes"}};
   for (const auto& [value, where] : bytes)
     if (value < 0) return Error{"must be a non-negative integer", where};
+  if (c.first_device < 0) return Error{"must be non-negative", "cluster.first_device"};
   if (c.training.zero < 0 || c.training.zero > 3)
     return Error{"must be 0, 1, 2 or 3, got " + std::to_string(c.training.zero), "training.zero"};
   return std::nullopt;
@@ -175,7 +177,7 @@ Result<Prepared> prepare(const Graph& graph, const Cluster& cluster, const PlanO
   }
   p.ord = make_ordering(graph, options.order, counts);
   const uint64_t configurations = p.est.configurations;
-  p.classes = table_classes(graph, p.configs, p.ord, ops::make_machine(cluster).gpus_per_node);
+  p.classes = table_classes(graph, p.configs, p.ord, ops::make_machine(cluster).near_devices());
   p.est = estimate_dp(p.ord, p.configs, &p.classes);
   p.est.configurations = configurations;
   return p;
@@ -219,6 +221,11 @@ int default_threads() {
 }
 
 Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions& options) {
+  return plan_weighted(graph, cluster, options, StageWeights{});
+}
+
+Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                           const StageWeights& weights) {
   auto start = std::chrono::steady_clock::now();
   auto prep = prepare(graph, cluster, options);
   if (!prep) return prep.error();
@@ -246,12 +253,14 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
   int searches = 0;
   // Edge prices for every search of this plan (they do not depend on the
   // weights).
-  EdgePrices prices(graph, prep->configs, machine.gpus_per_node, kEdgePriceBudget);
+  EdgePrices prices(graph, prep->configs, machine.near_devices(), kEdgePriceBudget);
   auto search = [&](double cost_weight, double memory_weight) -> Result<Searched> {
     ++searches;
     ops::Machine m = machine;
     m.cost_weight = cost_weight;
     m.memory_weight = memory_weight;
+    m.microbatches = weights.microbatches + weights.tie;
+    m.activation_copies = weights.activation_copies;
     auto dp = run_dp(graph, prep->configs, prep->ord, prep->classes, m, est, options, {}, &prices);
     if (!dp) return dp.error();
     Strategy s(graph.vertices.size());
@@ -272,18 +281,23 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
     return p;
   };
 
+  // What the searches minimise and keep under the cap: the plan's cost and
+  // memory, or a pipeline stage's (StageWeights).
+  auto value = [&](const Plan& p) { return weights.value(p); };
+  auto bytes = [&](const Plan& p) { return weights.bytes(p.memory); };
+
   Result<Searched> first = search(1, 0);
   if (!first) return first.error();
   Plan best = std::move(first->plan);
-  best.lower_bound = best.cost;
+  best.lower_bound = value(best);
   if (cluster.memory_gib <= 0) return finish(std::move(best));
 
   // Under a cap C: every search of cost + lambda * memory gives the bound
   // DP(lambda) - lambda * C, and a search for the lambda that maximises it
   // finds fitting plans (core/docs/cluster.md, "Planning under a memory cap").
   const double cap = cluster.capacity_bytes();
-  double bound = best.cost;
-  auto fits = [&](const Plan& p) { return p.memory.total() <= cap; };
+  double bound = value(best);
+  auto fits = [&](const Plan& p) { return bytes(p) <= cap; };
   if (!fits(best)) {
     Result<Searched> least = search(0, 1);
     if (!least) return least.error();
@@ -292,7 +306,7 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
       std::snprintf(text, sizeof text,
                     "no strategy fits in %.4g GiB per device: the least memory any strategy "
                     "reaches is %.4g GiB",
-                    cluster.memory_gib, least->plan.memory.total() / 0x1p30);
+                    cluster.memory_gib, bytes(least->plan) / 0x1p30);
       return Error{text, "cluster.memory_gib"};
     }
     // The dual g(lambda) = DP(lambda) - lambda * C is concave and piecewise
@@ -306,15 +320,15 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
     Plan hi = std::move(least->plan);
     Plan fitting = hi;
     for (int i = 0; i < 100; ++i) {
-      const double lo_mem = lo.memory.total(), hi_mem = hi.memory.total();
-      const double lambda = (hi.cost - lo.cost) / (lo_mem - hi_mem);
+      const double lo_mem = bytes(lo), hi_mem = bytes(hi);
+      const double lambda = (value(hi) - value(lo)) / (lo_mem - hi_mem);
       if (!(lambda >= 0) || !std::isfinite(lambda)) break;
       Result<Searched> r = search(1, lambda);
       if (!r) return r.error();
       bound = std::max(bound, r->objective - lambda * cap);
-      const double at_ends = std::min(lo.cost + lambda * lo_mem, hi.cost + lambda * hi_mem);
-      if (fits(r->plan) && r->plan.cost < fitting.cost) fitting = r->plan;
-      if (fitting.cost <= bound * (1 + 1e-12)) break;
+      const double at_ends = std::min(value(lo) + lambda * lo_mem, value(hi) + lambda * hi_mem);
+      if (fits(r->plan) && value(r->plan) < value(fitting)) fitting = r->plan;
+      if (value(fitting) <= bound * (1 + 1e-12)) break;
       if (r->objective >= at_ends * (1 - 1e-12)) break;
       (fits(r->plan) ? hi : lo) = std::move(r->plan);
     }
@@ -322,8 +336,8 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
   }
   best.capacity_bytes = cap;
   best.fits = true;
-  best.lower_bound = std::min(bound, best.cost);
-  best.optimal = best.cost <= bound * (1 + 1e-12);
+  best.lower_bound = std::min(bound, value(best));
+  best.optimal = value(best) <= bound * (1 + 1e-12);
   return finish(std::move(best));
 }
 

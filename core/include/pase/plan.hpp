@@ -83,6 +83,11 @@ struct Cluster {
   // How the devices train: what the memory model counts, and ZeRO stage 3's
   // extra traffic (a request's "training" in JSON).
   Training training{};
+  // The cluster as a pipeline stage sees it: its device 0 is global device
+  // first_device and nodes are counted globally, so that a stage starting
+  // inside a node is priced as it sits (core/docs/pipeline.md). 0 for a
+  // whole cluster; not part of the JSON cluster.
+  int64_t first_device = 0;
 
   bool hierarchical() const { return gpus_per_node > 0; }
   // memory_gib in bytes (0: no cap).
@@ -164,6 +169,11 @@ struct LayerCost {
   double total = 0;
   double compute = 0;  // arithmetic (including fused point-wise ops)
   double comm = 0;     // intra-layer communication (all-reduces, halos, gathers)
+  // The part of comm that reduces the weight gradient (the GEMM
+  // allreduce(n*k, cm) of a layer with a weight, with ZeRO-3's factor): a
+  // pipeline reduces it once per step, not per micro-batch
+  // (core/docs/pipeline.md).
+  double weight_sync = 0;
 };
 
 // Device 0's memory in bytes, by kind (core/docs/cluster.md, "Memory per

@@ -1,0 +1,121 @@
+// Pipeline stages and micro-batches on top of the per-layer plans
+// (core/docs/pipeline.md).
+//
+// USAGE
+//   PipelineOptions po{.stages = 0, .microbatches = 0};   // 0: "auto"
+//   Result<PipelinePlan> p = plan_pipeline(graph, cluster, po);
+//   Result<PipelinePlan> e = evaluate_pipeline(graph, cluster, strategy);
+//
+// THE MODEL. Stages are contiguous ranges of the vertex order; stage s runs
+// on devices s*q .. (s+1)*q - 1 (q = devices / S) and plans its layers over
+// them. Every stage runs the micro-batch graph (the graph inputs' first
+// dimension divided by M). A stage costs A_s = F_s + X_s per micro-batch
+// (its layers but their weight-gradient reductions, its internal edges, and
+// sending its outputs on) and W_s once per step (the weight-gradient
+// reductions). The step costs
+//   T = sum_s A_s + (M - 1) * max_s A_s + max_s W_s,
+// and a stage holds the activations of k_s micro-batches (GPipe: M; 1F1B:
+// min(S - s, M)).
+//
+// THE SEARCH. For given S and M every candidate stage (a range of layers at a
+// position) takes the plan of least M * A_s + W_s that fits the memory cap
+// (the dynamic program of plan.hpp, with its weights); then the partition
+// into stages minimises T exactly over those stage plans. Stage plans are
+// shared between ranges that hold the same layers (an LLM's repeated blocks)
+// at positions that see the nodes alike. With "auto" (0), S ranges over the
+// divisors of the device count and M over the divisors of the batch up to
+// max_microbatches; the least T wins, ties to fewer stages, then fewer
+// micro-batches.
+//
+// BOUNDARIES. A graph of at most 64 vertices may be cut anywhere; a larger
+// one only where the fewest tensors cross (the boundaries between repeated
+// blocks). The result is exact over the boundaries allowed.
+//
+// ERRORS
+//   "pipeline.stages": S does not divide the device count, or is more than
+//   the boundaries allow; "pipeline.microbatches": M does not divide the
+//   batch of every graph input, or the micro-batch graph does not build (a
+//   Reshape that names the batch); "cluster.memory_gib": no partition fits;
+//   the errors of plan() (memory limit of the tables, cancellation).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pase/graph.hpp"
+#include "pase/plan.hpp"
+#include "pase/result.hpp"
+
+namespace pase {
+
+enum class Schedule : uint8_t { k1F1B, kGPipe };
+const char* schedule_name(Schedule schedule);  // "1f1b", "gpipe"
+
+inline constexpr int64_t kAuto = 0;
+
+struct PipelineOptions {
+  int64_t stages = 1;        // S, or kAuto
+  int64_t microbatches = 1;  // M, or kAuto
+  Schedule schedule = Schedule::k1F1B;
+  int64_t max_microbatches = 64;  // the largest M that "auto" tries
+};
+
+// A strategy with a pipeline: a configuration and a stage per vertex of the
+// micro-batch graph (stage_of non-decreasing from 0, every stage present).
+struct PipelineStrategy {
+  Strategy configs;
+  std::vector<int> stage_of;
+  int64_t microbatches = 1;
+  Schedule schedule = Schedule::k1F1B;
+};
+
+// One stage of a pipeline plan: costs in FLOP-equivalents of the micro-batch
+// graph, memory of its device 0 with k_s micro-batches of activations.
+struct PipelineStage {
+  int first_vertex = 0, last_vertex = 0;  // the range [first, last)
+  int64_t first_device = 0, devices = 0;  // global device ids [first, first + devices)
+  double F = 0, W = 0, X = 0, A = 0;
+  int64_t activation_copies = 1;  // k_s
+  MemoryBytes memory;
+  bool fits = true;  // memory.total() <= the cap (true without one)
+  double time_s = 0;  // A_s / (tflops * 1e12): one micro-batch through the stage
+};
+
+struct PipelineInfo {
+  int64_t stages = 1, microbatches = 1;
+  Schedule schedule = Schedule::k1F1B;
+  int64_t micro_batch = 0;    // the batch of the micro-batch graph
+  std::vector<int> stage_of;  // per vertex
+  std::vector<PipelineStage> stage;
+  int allowed_boundaries = 0;  // positions a stage may start at (search only)
+  int stage_plans = 0;         // distinct stage plans searched (search only)
+};
+
+// A plan with a pipeline. `plan` is over `graph`, the micro-batch graph:
+// strategy, per-vertex costs (each at its stage's devices), per-edge costs
+// (an edge between stages: its share of X), memory per vertex with its
+// stage's k_s; cost = T, step_time_s = T / (tflops * 1e12), memory = the
+// largest stage's; under a cap, `optimal` when every stage plan met its
+// bound (T is then the least over the boundaries allowed).
+struct PipelinePlan {
+  Graph graph;
+  Plan plan;
+  PipelineInfo pipeline;
+};
+
+// The micro-batch graph: the graph lowered again with the first dimension of
+// every input divided by `microbatches` (the graph itself for 1).
+Result<Graph> micro_batch_graph(const Graph& graph, int64_t microbatches);
+
+Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
+                                   const PipelineOptions& pipeline,
+                                   const PlanOptions& options = {});
+
+// The step time and memory of a given pipeline strategy. Errors name the
+// field: "strategy.stage_of[4]", "strategy.configs[2][1]",
+// "strategy.microbatches".
+Result<PipelinePlan> evaluate_pipeline(const Graph& graph, const Cluster& cluster,
+                                       const PipelineStrategy& strategy);
+
+}  // namespace pase

@@ -1,0 +1,50 @@
+// plan() with a pipeline stage's objective (core/docs/pipeline.md, "What the
+// planner chooses"): a stage run for M micro-batches does its layers' work
+// and its edges M times but reduces its weight gradients once, and holds the
+// activations of k micro-batches at once. plan() is plan_weighted() with
+// M = k = 1, bit for bit.
+#pragma once
+
+#include "pase/graph.hpp"
+#include "pase/plan.hpp"
+#include "pase/result.hpp"
+
+namespace pase {
+
+struct StageWeights {
+  double microbatches = 1;       // M
+  double activation_copies = 1;  // k
+  // Ties in value() go to the smaller A (core/docs/pipeline.md): the search
+  // minimises value() + tie * A, with tie far below value()'s ties (1e-12
+  // relative) and far above its rounding. 0: ties to the configuration
+  // enumerated first, as plan().
+  double tie = 0;
+
+  // The weight-gradient part of a plan's cost: the sum of its layers'
+  // weight_sync.
+  static double weight_sync(const Plan& p) {
+    double w = 0;
+    for (const LayerCost& l : p.layers) w += l.weight_sync;
+    return w;
+  }
+  // What the search minimises: M * (cost - W) + W, the plan's cost when M = 1.
+  double value(const Plan& p) const {
+    if (microbatches == 1) return p.cost;
+    const double w = weight_sync(p);
+    return microbatches * (p.cost - w) + w;
+  }
+  // Device 0's memory with k copies of the activations.
+  double bytes(const MemoryBytes& m) const {
+    if (activation_copies == 1) return m.total();
+    return m.params + m.grads + m.optimizer + activation_copies * m.activations;
+  }
+};
+
+// plan() minimising StageWeights::value() of a plan, under Cluster::memory_gib
+// for StageWeights::bytes(). The Plan is evaluate()'s (its cost and memory
+// are one micro-batch's, with one copy of the activations); lower_bound is in
+// the units of value().
+Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                           const StageWeights& weights);
+
+}  // namespace pase

@@ -1,0 +1,267 @@
+// Pipeline stages and micro-batches (core/docs/pipeline.md): the golden step
+// times and stage memory, S = M = 1 against the plan without a pipeline, the
+// partition against brute force, "auto", hand-computed chains, and errors.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pase/graph.hpp"
+#include "pase/models.hpp"
+#include "pase/pipeline.hpp"
+#include "pase/plan.hpp"
+#include "pipeline_model.hpp"
+#include "test_util.hpp"
+
+using json = nlohmann::json;
+using namespace pase;
+
+namespace {
+
+json read_golden(const std::string& file) {
+  return json::parse(testing::read_text(std::string(PASE_TEST_DATA_DIR) + "/golden/" + file));
+}
+
+Cluster golden_cluster(const json& c) {
+  Cluster out;
+  const json& j = c["cluster"];
+  out.devices = j["devices"];
+  out.tflops = j["tflops"];
+  out.bandwidth_gbps = j["bandwidth_gbps"];
+  out.gpus_per_node = j.value("gpus_per_node", int64_t{0});
+  out.intra_node_gbps = j.value("intra_node_gbps", 0.0);
+  out.training.zero = c["training"].value("zero", int64_t{0});
+  return out;
+}
+
+bool close(double a, double b, double rel = 1e-12) {
+  return std::fabs(a - b) <= rel * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
+
+}  // namespace
+
+TEST_CASE("pipeline: the golden step times and stage memory of the FC3 network") {
+  const json golden = read_golden("fc3_cluster_pipeline.json");
+  Result<Graph> g = load_graph(golden["graph"].dump());
+  REQUIRE(g.ok());
+  REQUIRE(golden["pipeline"].size() == 2);
+  for (const json& c : golden["pipeline"]) {
+    CAPTURE(c.dump());
+    PipelineStrategy s;
+    for (const json& config : c["strategy"]["configs"]) s.configs.push_back(config.get<Config>());
+    s.stage_of = c["strategy"]["stage_of"].get<std::vector<int>>();
+    s.microbatches = c["strategy"]["microbatches"];
+    s.schedule = c["strategy"]["schedule"] == "gpipe" ? Schedule::kGPipe : Schedule::k1F1B;
+    Result<PipelinePlan> p = evaluate_pipeline(*g, golden_cluster(c), s);
+    REQUIRE_MESSAGE(p.ok(), testing::why(p));
+    CHECK(close(p->plan.cost, c["cost"].get<double>(), 1e-9));
+    CHECK(close(p->plan.memory.total(), c["memory_per_device_bytes"].get<double>(), 1e-9));
+  }
+}
+
+namespace {
+
+// The spec's two levels by brute force (core/docs/pipeline.md, "What the
+// planner chooses"): every partition of the vertex order into `stages`
+// ranges; in each, the stage plan of least M * A + W that fits (ties within
+// 1e-12 to the smaller A), every combination of its vertices'
+// configurations tried; then the least T. Returns inf when nothing fits.
+double brute_force_T(const Graph& g, const Cluster& cluster, int64_t stages, int64_t microbatches,
+                     Schedule schedule) {
+  Result<Graph> micro = micro_batch_graph(g, microbatches);
+  REQUIRE(micro.ok());
+  const int n = static_cast<int>(micro->vertices.size());
+  const int64_t q = cluster.devices / stages;
+  const double M = static_cast<double>(microbatches);
+  const double cap = cluster.memory_gib > 0 ? cluster.capacity_bytes() : INFINITY;
+  const ops::Machine machine = ops::make_machine(cluster);
+  const pipeline_detail::Sender sender{*micro, machine, q};
+  // Stage plans by (s, first, last): A (inf: none fits) and W.
+  std::map<std::tuple<int64_t, int, int>, std::pair<double, double>> memo;
+  auto stage = [&](int64_t s, int a, int b) -> std::pair<double, double> {
+    auto key = std::make_tuple(s, a, b);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    Cluster cs = cluster;
+    cs.devices = q;
+    cs.first_device = s * q;
+    cs.memory_gib = 0;
+    const Graph sub = pipeline_detail::stage_graph(*micro, a, b);
+    std::vector<std::vector<Config>> options;
+    for (const Vertex& v : sub.vertices) {
+      Result<std::vector<Config>> c = enumerate_configs(sub, v.id, cs);
+      REQUIRE(c.ok());
+      options.push_back(*c);
+    }
+    const double k = static_cast<double>(pipeline_detail::copies_of(schedule, stages, s, microbatches));
+    double x = 0;
+    if (s + 1 < stages)
+      for (const Edge& e : micro->edges)
+        if (e.src >= a && e.src < b && e.dst >= b) x += sender.edge(e, s, s + 1);
+    double best_value = INFINITY, best_a = INFINITY, best_w = 0;
+    std::vector<size_t> at(sub.vertices.size(), 0);
+    for (;;) {
+      Strategy st;
+      for (size_t v = 0; v < at.size(); ++v) st.push_back(options[v][at[v]]);
+      Result<Plan> p = evaluate(sub, cs, st);
+      REQUIRE(p.ok());
+      double w = 0;
+      for (const LayerCost& l : p->layers) w += l.weight_sync;
+      const double a_s = p->cost - w + x;
+      const double bytes =
+          p->memory.params + p->memory.grads + p->memory.optimizer + k * p->memory.activations;
+      const double value = M * (p->cost - w) + w;
+      if (bytes <= cap) {
+        const bool tie = std::fabs(value - best_value) <= 1e-12 * std::fabs(best_value);
+        if ((!tie && value < best_value) || (tie && a_s < best_a)) {
+          best_value = std::min(value, best_value);
+          best_a = a_s;
+          best_w = w;
+        }
+      }
+      size_t v = 0;
+      while (v < at.size() && ++at[v] == options[v].size()) at[v++] = 0;
+      if (v == at.size()) break;
+    }
+    return memo[key] = {best_a, best_w};
+  };
+  double best = INFINITY;
+  // Every increasing sequence of stages - 1 cut positions in 1..n-1.
+  std::vector<int> cuts(static_cast<size_t>(stages - 1));
+  std::function<void(int, int)> walk = [&](int index, int from) {
+    if (index == static_cast<int>(cuts.size())) {
+      double sum = 0, max_a = 0, max_w = 0;
+      int a = 0;
+      for (int64_t s = 0; s < stages; ++s) {
+        const int b = s + 1 < stages ? cuts[s] : n;
+        auto [A, W] = stage(s, a, b);
+        if (A == INFINITY) return;
+        sum += A;
+        max_a = std::max(max_a, A);
+        max_w = std::max(max_w, W);
+        a = b;
+      }
+      best = std::min(best, sum + (M - 1) * max_a + max_w);
+      return;
+    }
+    for (int c = from; c < n; ++c) {
+      cuts[index] = c;
+      walk(index + 1, c + 1);
+    }
+  };
+  walk(0, 1);
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline: the partition against brute force on small graphs") {
+  const json golden = read_golden("fc3_cluster_pipeline.json");
+  Result<Graph> fc3 = load_graph(golden["graph"].dump());
+  REQUIRE(fc3.ok());
+  struct Case {
+    int64_t devices, per_node;
+    double memory_gib;
+  };
+  int gaps = 0;
+  // Two-level clusters at 4 and 8 devices: stages sharing a node (q < G)
+  // on the chain, stages on nodes of their own, and a memory cap that binds.
+  for (const Case& c : {Case{4, 2, 0}, Case{4, 4, 0}, Case{8, 4, 0}, Case{8, 2, 0.006}, Case{4, 2, 0.012}}) {
+    Cluster cluster{.devices = c.devices, .bandwidth_gbps = 10};
+    cluster.gpus_per_node = c.per_node;
+    cluster.intra_node_gbps = 100;
+    cluster.memory_gib = c.memory_gib;
+    for (int64_t stages : {int64_t{1}, int64_t{2}, int64_t{4}})
+      for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{4}})
+        for (Schedule schedule : {Schedule::k1F1B, Schedule::kGPipe}) {
+          if (c.devices % stages != 0) continue;
+          CAPTURE(c.devices);
+          CAPTURE(c.per_node);
+          CAPTURE(stages);
+          CAPTURE(m);
+          PipelineOptions po{.stages = stages, .microbatches = m, .schedule = schedule};
+          if (stages > static_cast<int64_t>(fc3->vertices.size())) {
+            Result<PipelinePlan> p = plan_pipeline(*fc3, cluster, po);
+            REQUIRE_FALSE(p.ok());
+            CHECK(p.error().where == "pipeline.stages");
+            continue;
+          }
+          const double expected = brute_force_T(*fc3, cluster, stages, m, schedule);
+          Result<PipelinePlan> p = plan_pipeline(*fc3, cluster, po);
+          if (expected == INFINITY) {
+            REQUIRE_FALSE(p.ok());
+            CHECK(p.error().where == "cluster.memory_gib");
+            continue;
+          }
+          REQUIRE_MESSAGE(p.ok(), testing::why(p));
+          // Under a cap a stage plan is the Lagrangian search's
+          // (core/docs/cluster.md), exact when it proves itself optimal.
+          if (p->plan.optimal) {
+            CHECK_MESSAGE(close(p->plan.cost, expected, 1e-9), p->plan.cost << " vs " << expected);
+          } else {
+            CHECK(p->plan.cost >= expected * (1 - 1e-9));
+            ++gaps;
+          }
+        }
+  }
+  // The tight cap leaves the Lagrangian search a gap in its stage plans.
+  MESSAGE("capped cases with a gap (checked as upper bounds): " << gaps);
+}
+
+TEST_CASE("pipeline: one stage and one micro-batch is the plan without a pipeline") {
+  for (const ModelInfo& info : list_models()) {
+    if (info.llm) continue;  // the LLMs' plans take minutes; covered in the CLI tests
+    CAPTURE(info.name);
+    Result<Graph> g = build_model(info.name);
+    REQUIRE(g.ok());
+    const Cluster cluster{.devices = 8};
+    Result<Plan> plain = plan(*g, cluster);
+    REQUIRE(plain.ok());
+    Result<PipelinePlan> piped = plan_pipeline(*g, cluster, PipelineOptions{});
+    REQUIRE_MESSAGE(piped.ok(), testing::why(piped));
+    CHECK(piped->plan.cost == plain->cost);
+    CHECK(piped->plan.strategy == plain->strategy);
+    CHECK(piped->plan.memory.total() == plain->memory.total());
+    CHECK(piped->pipeline.stage.size() == 1);
+  }
+}
+
+TEST_CASE("pipeline: auto is never worse than one stage, and errors name their field") {
+  const json golden = read_golden("fc3_cluster_pipeline.json");
+  Result<Graph> g = load_graph(golden["graph"].dump());
+  REQUIRE(g.ok());
+  Cluster cluster{.devices = 8, .bandwidth_gbps = 10};
+  cluster.gpus_per_node = 4;
+  cluster.intra_node_gbps = 100;
+  Result<PipelinePlan> one = plan_pipeline(*g, cluster, PipelineOptions{.stages = 1, .microbatches = kAuto});
+  Result<PipelinePlan> best = plan_pipeline(*g, cluster, PipelineOptions{.stages = kAuto, .microbatches = kAuto});
+  REQUIRE(one.ok());
+  REQUIRE(best.ok());
+  CHECK(best->plan.cost <= one->plan.cost);
+  CHECK(best->pipeline.stages >= 1);
+
+  Result<PipelinePlan> bad_s = plan_pipeline(*g, cluster, PipelineOptions{.stages = 3});
+  REQUIRE_FALSE(bad_s.ok());
+  CHECK(bad_s.error().where == "pipeline.stages");
+  CHECK(bad_s.error().message.find("do not divide the 8 devices") != std::string::npos);
+  Result<PipelinePlan> bad_m = plan_pipeline(*g, cluster, PipelineOptions{.microbatches = 5});
+  REQUIRE_FALSE(bad_m.ok());
+  CHECK(bad_m.error().where == "pipeline.microbatches");
+  CHECK(bad_m.error().message.find("do not divide the batch 32") != std::string::npos);
+
+  PipelineStrategy s{.configs = {{1, 2, 1}, {2, 1, 1}, {1, 1, 2}}, .stage_of = {0, 2, 2}};
+  Result<PipelinePlan> gap = evaluate_pipeline(*g, cluster, s);
+  REQUIRE_FALSE(gap.ok());
+  CHECK(gap.error().where == "strategy.stage_of[1]");
+  s.stage_of = {0, 1, 1};
+  s.configs[2] = {1, 1, 8};
+  Result<PipelinePlan> too_wide = evaluate_pipeline(*g, cluster, s);
+  REQUIRE_FALSE(too_wide.ok());
+  CHECK(too_wide.error().where.rfind("strategy.configs[2]", 0) == 0);
+}
