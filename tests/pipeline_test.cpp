@@ -1,21 +1,23 @@
 // Pipeline stages and micro-batches (core/docs/pipeline.md): the golden step
 // times and stage memory, S = M = 1 against the plan without a pipeline, the
 // partition against brute force, "auto", hand-computed chains, and errors.
+#include "pase/pipeline.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
-#include <tuple>
-#include <utility>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "pase/graph.hpp"
+#include "pase/json_api.hpp"
 #include "pase/models.hpp"
-#include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
 #include "pipeline_model.hpp"
 #include "test_util.hpp"
@@ -99,7 +101,8 @@ double brute_force_T(const Graph& g, const Cluster& cluster, int64_t stages, int
       REQUIRE(c.ok());
       options.push_back(*c);
     }
-    const double k = static_cast<double>(pipeline_detail::copies_of(schedule, stages, s, microbatches));
+    const double k =
+        static_cast<double>(pipeline_detail::copies_of(schedule, stages, s, microbatches));
     double x = 0;
     if (s + 1 < stages)
       for (const Edge& e : micro->edges)
@@ -172,7 +175,8 @@ TEST_CASE("pipeline: the partition against brute force on small graphs") {
   int gaps = 0;
   // Two-level clusters at 4 and 8 devices: stages sharing a node (q < G)
   // on the chain, stages on nodes of their own, and a memory cap that binds.
-  for (const Case& c : {Case{4, 2, 0}, Case{4, 4, 0}, Case{8, 4, 0}, Case{8, 2, 0.006}, Case{4, 2, 0.012}}) {
+  for (const Case& c :
+       {Case{4, 2, 0}, Case{4, 4, 0}, Case{8, 4, 0}, Case{8, 2, 0.006}, Case{4, 2, 0.012}}) {
     Cluster cluster{.devices = c.devices, .bandwidth_gbps = 10};
     cluster.gpus_per_node = c.per_node;
     cluster.intra_node_gbps = 100;
@@ -233,18 +237,43 @@ TEST_CASE("pipeline: one stage and one micro-batch is the plan without a pipelin
 }
 
 TEST_CASE("pipeline: auto is never worse than one stage, and errors name their field") {
-  const json golden = read_golden("fc3_cluster_pipeline.json");
-  Result<Graph> g = load_graph(golden["graph"].dump());
+  // The FC3 network with a fourth layer, so that ranges recur at several
+  // stage counts (on other device counts).
+  json doc = read_golden("fc3_cluster_pipeline.json")["graph"];
+  doc["layers"].push_back(json{{"name", "fc4"}, {"op", "FC"}, {"inputs", {"fc3"}}, {"units", 128}});
+  Result<Graph> g = load_graph(doc.dump());
   REQUIRE(g.ok());
   Cluster cluster{.devices = 8, .bandwidth_gbps = 10};
   cluster.gpus_per_node = 4;
   cluster.intra_node_gbps = 100;
-  Result<PipelinePlan> one = plan_pipeline(*g, cluster, PipelineOptions{.stages = 1, .microbatches = kAuto});
-  Result<PipelinePlan> best = plan_pipeline(*g, cluster, PipelineOptions{.stages = kAuto, .microbatches = kAuto});
+  Result<PipelinePlan> one =
+      plan_pipeline(*g, cluster, PipelineOptions{.stages = 1, .microbatches = kAuto});
+  Result<PipelinePlan> best =
+      plan_pipeline(*g, cluster, PipelineOptions{.stages = kAuto, .microbatches = kAuto});
   REQUIRE(one.ok());
   REQUIRE(best.ok());
   CHECK(best->plan.cost <= one->plan.cost);
-  CHECK(best->pipeline.stages >= 1);
+  // "auto" is the least over every S and M tried one by one, ties to fewer
+  // stages, then fewer micro-batches.
+  double least = INFINITY;
+  int64_t least_s = 0, least_m = 0;
+  for (int64_t s : {1, 2, 4, 8})
+    for (int64_t m : {1, 2, 4, 8, 16, 32}) {
+      Result<PipelinePlan> p =
+          plan_pipeline(*g, cluster, PipelineOptions{.stages = s, .microbatches = m});
+      if (!p) {
+        CHECK(p.error().where == "pipeline.stages");  // more stages than layers
+        continue;
+      }
+      if (p->plan.cost < least * (1 - 1e-12)) {
+        least = p->plan.cost;
+        least_s = s;
+        least_m = m;
+      }
+    }
+  CHECK(best->plan.cost == doctest::Approx(least).epsilon(1e-12));
+  CHECK(best->pipeline.stages == least_s);
+  CHECK(best->pipeline.microbatches == least_m);
 
   Result<PipelinePlan> bad_s = plan_pipeline(*g, cluster, PipelineOptions{.stages = 3});
   REQUIRE_FALSE(bad_s.ok());
@@ -255,13 +284,68 @@ TEST_CASE("pipeline: auto is never worse than one stage, and errors name their f
   CHECK(bad_m.error().where == "pipeline.microbatches");
   CHECK(bad_m.error().message.find("do not divide the batch 32") != std::string::npos);
 
-  PipelineStrategy s{.configs = {{1, 2, 1}, {2, 1, 1}, {1, 1, 2}}, .stage_of = {0, 2, 2}};
+  PipelineStrategy s{.configs = {{1, 2, 1}, {2, 1, 1}, {1, 1, 2}, {1, 1, 1}},
+                     .stage_of = {0, 2, 2, 2}};
   Result<PipelinePlan> gap = evaluate_pipeline(*g, cluster, s);
   REQUIRE_FALSE(gap.ok());
   CHECK(gap.error().where == "strategy.stage_of[1]");
-  s.stage_of = {0, 1, 1};
+  s.stage_of = {0, 1, 1, 1};
   s.configs[2] = {1, 1, 8};
   Result<PipelinePlan> too_wide = evaluate_pipeline(*g, cluster, s);
   REQUIRE_FALSE(too_wide.ok());
   CHECK(too_wide.error().where.rfind("strategy.configs[2]", 0) == 0);
+}
+
+TEST_CASE("pipeline: requests, results and saved plans in JSON") {
+  const json graph = read_golden("fc3_cluster_pipeline.json")["graph"];
+  const json cluster = {{"devices", 4},
+                        {"tflops", 10},
+                        {"bandwidth_gbps", 10},
+                        {"gpus_per_node", 2},
+                        {"intra_node_gbps", 100}};
+  json request = {{"graph", graph},
+                  {"cluster", cluster},
+                  {"pipeline", {{"stages", 2}, {"microbatches", "auto"}, {"schedule", "gpipe"}}}};
+  const json planned = json::parse(plan_json(request.dump()));
+  REQUIRE_MESSAGE(!planned.contains("error"), planned.dump());
+  const json& p = planned["pipeline"];
+  CHECK(p["stages"] == 2);
+  CHECK(p["schedule"] == "gpipe");
+  CHECK(p["stage"].size() == 2);
+  CHECK(p["stage_of"].size() == 3);
+  CHECK(p["label"].get<std::string>().rfind("pipeline x2 (", 0) == 0);
+  // The step time is T; the memory is the largest stage's.
+  const double T = planned["cost"];
+  double sum_a = 0, max_a = 0, max_w = 0, max_mem = 0;
+  for (const json& st : p["stage"]) {
+    sum_a += st["A"].get<double>();
+    max_a = std::max(max_a, st["A"].get<double>());
+    max_w = std::max(max_w, st["W"].get<double>());
+    max_mem = std::max(max_mem, st["memory_bytes"].get<double>());
+  }
+  CHECK(close(T, sum_a + (p["microbatches"].get<double>() - 1) * max_a + max_w));
+  CHECK(planned["memory"]["per_device_bytes"].get<double>() == max_mem);
+  CHECK(close(planned["step_time_s"], T / 10e12));
+
+  // The saved result evaluates to the same step time.
+  json again = {{"graph", graph}, {"cluster", cluster}, {"strategy", planned}};
+  const json evaluated = json::parse(evaluate_json(again.dump()));
+  REQUIRE_MESSAGE(!evaluated.contains("error"), evaluated.dump());
+  CHECK(close(evaluated["cost"], T));
+  CHECK(evaluated["pipeline"]["stage_of"] == p["stage_of"]);
+
+  // Bad fields are named.
+  request["pipeline"] = {{"stages", 0}};
+  CHECK(json::parse(plan_json(request.dump()))["error"]["where"] == "pipeline.stages");
+  request["pipeline"] = {{"schedule", "zigzag"}};
+  CHECK(json::parse(plan_json(request.dump()))["error"]["where"] == "pipeline.schedule");
+  request["pipeline"] = {{"stages", 3}};
+  CHECK(json::parse(plan_json(request.dump()))["error"]["where"] == "pipeline.stages");
+  request["pipeline"] = {{"microbatches", 3}};
+  CHECK(json::parse(plan_json(request.dump()))["error"]["where"] == "pipeline.microbatches");
+  json bad = {
+      {"graph", graph},
+      {"cluster", cluster},
+      {"strategy", {{"configs", {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}}}, {"stage_of", {1, 1, 1}}}}};
+  CHECK(json::parse(evaluate_json(bad.dump()))["error"]["where"] == "strategy.stage_of[0]");
 }

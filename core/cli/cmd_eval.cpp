@@ -19,7 +19,8 @@ namespace pase_cli {
 std::string eval_usage() {
   return "usage: pase eval (--model NAME | --graph FILE [--dim NAME=SIZE ...])\n"
          "                 [--batch B] [--seq S] --strategy FILE [options]\n\n"
-         "Evaluates a strategy: a JSON list of configurations in vertex order, or a\n"
+         "Evaluates a strategy: a JSON list of configurations in vertex order, a\n"
+         "pipeline strategy {\"configs\", \"stage_of\", \"microbatches\", \"schedule\"}, or a\n"
          "plan-result document (as written by 'pase plan --format json').\n\n" +
          std::string(kGraphHelp) + std::string(kClusterHelp) +
          "  --memory GIB        memory of one device in GiB: says whether the strategy\n"
@@ -49,9 +50,20 @@ int run_eval(const Args& args) {
   if (!graph) return input_error(graph.error());
   pase::Result<std::string> text = read_file(*strategy_path);
   if (!text) return input_error(text.error());
-  pase::Result<pase::Strategy> strategy = pase::parse_strategy(*text);
+  pase::Result<pase::PipelineStrategy> strategy = pase::parse_any_strategy(*text);
   if (!strategy) return input_error(in_file(*strategy_path, strategy.error()));
-  pase::Result<pase::Plan> result = pase::evaluate(*graph, cluster, *strategy);
+  if (!strategy->stage_of.empty()) {
+    pase::Result<pase::PipelinePlan> piped = pase::evaluate_pipeline(*graph, cluster, *strategy);
+    if (!piped) return input_error(in_file(*strategy_path, piped.error()));
+    const std::string out = json ? pase::pipeline_plan_to_json(cluster, *piped)
+                                 : plan_text(piped->graph, cluster, piped->plan,
+                                             PlanSource::kEvaluated, &piped->pipeline) +
+                                       pad_right("strategy", 17) + display_name(*strategy_path) +
+                                       "\n";
+    if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
+    return kExitOk;
+  }
+  pase::Result<pase::Plan> result = pase::evaluate(*graph, cluster, strategy->configs);
   if (!result) return input_error(in_file(*strategy_path, result.error()));
 
   const std::string out = json

@@ -30,9 +30,15 @@ namespace {
 // on, the line says which ("planning: search 3 under the memory cap: ...").
 class ProgressPrinter {
  public:
-  ProgressPrinter() : tty_(isatty(fileno(stderr)) != 0) {}
+  // A pipeline's progress counts stage plans, each a search of its own.
+  explicit ProgressPrinter(bool pipeline = false)
+      : tty_(isatty(fileno(stderr)) != 0), pipeline_(pipeline) {}
 
   void operator()(const pase::Progress& p) {
+    if (p.fraction >= 1 && pipeline_) {
+      finish();
+      return;
+    }
     if (p.fraction >= 1) {
       ++searches_;
       finish();
@@ -41,6 +47,15 @@ class ProgressPrinter {
     const Clock::time_point now = Clock::now();
     if (now - start_ < std::chrono::seconds(1)) return;
     if (printed_ && now - last_ < std::chrono::milliseconds(500)) return;
+    if (pipeline_) {
+      std::fprintf(stderr, "%splanning the pipeline: %d/%d stage plans (%.0f%%)%s",
+                   tty_ ? "\r\033[K" : "", p.vertices_done, p.vertices_total, 100 * p.fraction,
+                   tty_ ? "" : "\n");
+      std::fflush(stderr);
+      printed_ = true;
+      last_ = now;
+      return;
+    }
     const std::string search =
         searches_ > 0 ? "search " + std::to_string(searches_ + 1) + " under the memory cap: " : "";
     std::fprintf(stderr, "%splanning: %s%d/%d vertices (%.0f%%)%s", tty_ ? "\r\033[K" : "",
@@ -60,6 +75,7 @@ class ProgressPrinter {
  private:
   using Clock = std::chrono::steady_clock;
   bool tty_;
+  bool pipeline_;
   bool printed_ = false;
   int searches_ = 0;  // finished so far
   Clock::time_point start_ = Clock::now();
@@ -77,7 +93,7 @@ std::string plan_usage() {
          "  --order ORDER       vertex order: genseq (default), bfs, mintable\n"
          "  --max-memory SIZE   limit for the search tables, the planner's own memory\n"
          "                      (default 4GiB; 0: none); bytes or e.g. 512M, 4GiB, 2GB\n" +
-         std::string(kThreadsHelp) +
+         std::string(kThreadsHelp) + std::string(kPipelineHelp) +
          "  --pow2-only         only power-of-two splits\n"
          "  --all-devices       only configurations that use every device\n"
          "  --format FORMAT     text (default) or json (the plan-result document)\n";
@@ -91,7 +107,10 @@ int run_plan(const Args& args) {
                                            {"--pow2-only", false},
                                            {"--all-devices", false},
                                            {"--threads", true},
-                                           {"--format", true}},
+                                           {"--format", true},
+                                           {"--stages", true},
+                                           {"--microbatches", true},
+                                           {"--schedule", true}},
                                           flags))
     return usage_error("plan", *message);
 
@@ -112,6 +131,8 @@ int run_plan(const Args& args) {
   }
   if (auto message = threads_from_flags(flags, options.threads))
     return usage_error("plan", *message);
+  std::optional<pase::PipelineOptions> pipeline;
+  if (auto message = pipeline_from_flags(flags, pipeline)) return usage_error("plan", *message);
   options.enumeration.pow2_only = flags.has("--pow2-only");
   options.enumeration.all_devices = flags.has("--all-devices");
   bool json = false;
@@ -123,8 +144,20 @@ int run_plan(const Args& args) {
 
   pase::Result<pase::Graph> graph = load_source(source);
   if (!graph) return input_error(graph.error());
-  ProgressPrinter progress;
+  ProgressPrinter progress(pipeline.has_value());
   options.on_progress = [&progress](const pase::Progress& p) { progress(p); };
+  if (pipeline) {
+    pase::Result<pase::PipelinePlan> piped =
+        pase::plan_pipeline(*graph, cluster, *pipeline, options);
+    progress.finish();
+    if (!piped) return input_error(with_memory_hint(piped.error(), cluster));
+    const std::string out = json ? pase::pipeline_plan_to_json(cluster, *piped)
+                                 : plan_text(piped->graph, cluster, piped->plan,
+                                             PlanSource::kSearched, &piped->pipeline) +
+                                       search_text(piped->plan.search);
+    if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
+    return kExitOk;
+  }
   pase::Result<pase::Plan> plan = pase::plan(*graph, cluster, options);
   progress.finish();
   if (!plan) return input_error(with_memory_hint(plan.error(), cluster));

@@ -175,6 +175,41 @@ std::optional<std::string> threads_from_flags(const Flags& flags, int& threads) 
   return std::nullopt;
 }
 
+std::optional<std::string> pipeline_from_flags(const Flags& flags,
+                                               std::optional<pase::PipelineOptions>& pipeline) {
+  std::optional<std::string> stages = flags.get("--stages");
+  std::optional<std::string> micro = flags.get("--microbatches");
+  std::optional<std::string> schedule = flags.get("--schedule");
+  if (!stages && !micro && !schedule) return std::nullopt;
+  pase::PipelineOptions p;
+  auto count = [](const std::string& flag, const std::string& text,
+                  int64_t& out) -> std::optional<std::string> {
+    if (text == "auto") {
+      out = pase::kAuto;
+      return std::nullopt;
+    }
+    std::optional<int64_t> n = parse_int(text);
+    if (!n || *n < 1) return flag + ": '" + text + "' is not a positive whole number or auto";
+    out = *n;
+    return std::nullopt;
+  };
+  if (stages)
+    if (auto e = count("--stages", *stages, p.stages)) return e;
+  if (micro)
+    if (auto e = count("--microbatches", *micro, p.microbatches)) return e;
+  if (schedule) {
+    if (*schedule == "1f1b") {
+      p.schedule = pase::Schedule::k1F1B;
+    } else if (*schedule == "gpipe") {
+      p.schedule = pase::Schedule::kGPipe;
+    } else {
+      return "--schedule: '" + *schedule + "' is not a schedule (1f1b or gpipe)";
+    }
+  }
+  pipeline = p;
+  return std::nullopt;
+}
+
 std::optional<std::string> parse_planning_flags(const Args& args, std::vector<FlagSpec> extra,
                                                 Flags& flags) {
   return parse_flags(args, join({kGraphFlags, kClusterFlags, std::move(extra)}), flags);

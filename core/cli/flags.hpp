@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "pase/pipeline.hpp"
+
 namespace pase_cli {
 
 using Args = std::vector<std::string_view>;
@@ -77,6 +79,19 @@ std::optional<std::string> threads_from_flags(const Flags& flags, int& threads);
 constexpr std::string_view kThreadsHelp =
     "  --threads N         threads for the search (default: every core); the plan\n"
     "                      does not depend on it\n";
+
+// --stages S|auto --microbatches M|auto --schedule 1f1b|gpipe
+// (core/docs/pipeline.md), of plan and compare: `pipeline` is set when any of
+// them is given (the absent ones: 1, 1, 1f1b); an error message for a bad
+// value.
+std::optional<std::string> pipeline_from_flags(const Flags& flags,
+                                               std::optional<pase::PipelineOptions>& pipeline);
+constexpr std::string_view kPipelineHelp =
+    "  --stages S          pipeline stages: S divides the devices, or auto\n"
+    "  --microbatches M    micro-batches per step: M divides the batch, or auto\n"
+    "                      (1 to 64)\n"
+    "  --schedule NAME     1f1b (default) or gpipe: how many micro-batches of\n"
+    "                      activations a stage holds\n";
 
 // Their lines in the usage texts of plan and eval.
 constexpr std::string_view kGraphHelp =

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "format.hpp"
+#include "pase/json_api.hpp"
 #include "pase/summary.hpp"
 #include "text.hpp"
 
@@ -115,9 +116,40 @@ std::string summary_text(const pase::Graph& graph, const pase::Plan& plan) {
   return out;
 }
 
+namespace {
+
+// The stage table of a plan with a pipeline.
+std::string stages_text(const pase::Graph& graph, const pase::PipelineInfo& p) {
+  std::string out =
+      line("pipeline", pase::pipeline_label(p) + ", micro-batch " + std::to_string(p.micro_batch));
+  out += pad_left("stage", 5) + "  " + pad_left("layers", 6) + "  " + pad_right("devices", 11) +
+         "  " + pad_left("A", 10) + "  " + pad_left("W", 10) + "  " + pad_left("X", 10) + "  " +
+         pad_left("time", 9) + "  " + pad_left("memory", 10) + "  first layer\n";
+  for (size_t s = 0; s < p.stage.size(); ++s) {
+    const pase::PipelineStage& st = p.stage[s];
+    const std::string devices =
+        std::to_string(st.first_device) + "-" + std::to_string(st.first_device + st.devices - 1);
+    const std::string first = st.first_vertex < static_cast<int>(graph.vertices.size())
+                                  ? graph.vertices[st.first_vertex].name
+                                  : "";
+    out += pad_left(std::to_string(s), 5) + "  " +
+           pad_left(std::to_string(st.last_vertex - st.first_vertex), 6) + "  " +
+           pad_right(devices, 11) + "  " + pad_left(format("%.4g", st.A), 10) + "  " +
+           pad_left(format("%.4g", st.W), 10) + "  " + pad_left(format("%.4g", st.X), 10) + "  " +
+           pad_left(seconds_text(st.time_s), 9) + "  " +
+           pad_left(pase::bytes_text(st.memory.total()), 10) + (st.fits ? "  " : "! ") + first +
+           "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
-                      const pase::Plan& plan, PlanSource source) {
+                      const pase::Plan& plan, PlanSource source,
+                      const pase::PipelineInfo* pipeline) {
   std::string out = graph.name + ": " + graph_text(graph) + " on " + cluster_text(cluster) + "\n\n";
+  if (pipeline != nullptr) out += stages_text(graph, *pipeline) + "\n";
   out += summary_text(graph, plan) + "\n";
   size_t name_width = 5, op_width = 2;
   for (const pase::Vertex& v : graph.vertices) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "pase/graph.hpp"
+#include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
 
 namespace pase_cli {
@@ -31,8 +32,13 @@ std::string summary_text(const pase::Graph& graph, const pase::Plan& plan);
 // memory per device (core/docs/cluster.md, "Memory per device"): the total
 // and its parts, the capacity and whether the plan fits under a cap, and for
 // a searched plan under a cap its lower bound and whether it is proven optimal.
+//
+// With a pipeline (core/docs/pipeline.md) the graph is the micro-batch graph,
+// and a "pipeline" line and the stage table (layers, devices, A, W, X, time
+// per micro-batch, memory and whether it fits) come before the layer table.
 std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
-                      const pase::Plan& plan, PlanSource source);
+                      const pase::Plan& plan, PlanSource source,
+                      const pase::PipelineInfo* pipeline = nullptr);
 
 // The memory lines of plan_text(): "memory  2.1 GiB per device (...)", its
 // parts, and under a cap "capacity  80 GiB: fits" and (searched) the bound.

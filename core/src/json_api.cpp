@@ -19,6 +19,7 @@
 #include "json_util.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
+#include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
 #include "pase/presets.hpp"
 #include "pase/summary.hpp"
@@ -52,9 +53,7 @@ Json summary_to_json(const Graph& graph, const Plan& plan) {
   return groups;
 }
 
-}  // namespace
-
-std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan& plan) {
+Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
   // The cluster is echoed so that a saved result stands on its own: the
   // costs mean nothing without the machine they were computed for.
   Json j = Json::object();
@@ -129,6 +128,56 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
                      {"searches", s.searches},
                      {"threads", s.threads},
                      {"time_s", s.time_s}};
+  return j;
+}
+
+}  // namespace
+
+std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan& plan) {
+  return json_detail::dump_pretty(plan_object(graph, cluster, plan)) + "\n";
+}
+
+std::string pipeline_label(const PipelineInfo& p) {
+  std::string label = "pipeline x" + std::to_string(p.stages) + " (" +
+                      std::to_string(p.microbatches) + " micro-batch" +
+                      (p.microbatches == 1 ? "" : "es") + ", " +
+                      (p.schedule == Schedule::kGPipe ? "GPipe" : "1F1B") + ")";
+  return label;
+}
+
+std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& result) {
+  Json j = plan_object(result.graph, cluster, result.plan);
+  const PipelineInfo& p = result.pipeline;
+  Json stages = Json::array();
+  for (const PipelineStage& s : p.stage) {
+    const MemoryBytes& m = s.memory;
+    stages.push_back(Json{{"first_vertex", s.first_vertex},
+                          {"end_vertex", s.last_vertex},
+                          {"layers", s.last_vertex - s.first_vertex},
+                          {"first_device", s.first_device},
+                          {"devices", s.devices},
+                          {"F", s.F},
+                          {"W", s.W},
+                          {"X", s.X},
+                          {"A", s.A},
+                          {"time_s", s.time_s},
+                          {"activation_copies", s.activation_copies},
+                          {"memory_bytes", m.total()},
+                          {"memory", Json{{"params", m.params},
+                                          {"grads", m.grads},
+                                          {"optimizer", m.optimizer},
+                                          {"activations", m.activations}}},
+                          {"fits", s.fits}});
+  }
+  j["pipeline"] = Json{{"stages", p.stages},
+                       {"microbatches", p.microbatches},
+                       {"schedule", schedule_name(p.schedule)},
+                       {"micro_batch", p.micro_batch},
+                       {"label", pipeline_label(p)},
+                       {"stage_of", p.stage_of},
+                       {"stage", std::move(stages)},
+                       {"allowed_boundaries", p.allowed_boundaries},
+                       {"stage_plans", p.stage_plans}};
   return json_detail::dump_pretty(j) + "\n";
 }
 
@@ -187,6 +236,12 @@ std::string plan_json(std::string_view request_json,
     Result<PlanRequest> request = parse_plan_request(request_json);
     if (!request) return error_to_json(request.error());
     request->options.on_progress = on_progress;
+    if (request->pipeline) {
+      Result<PipelinePlan> piped =
+          plan_pipeline(request->graph, request->cluster, *request->pipeline, request->options);
+      if (!piped) return error_to_json(piped.error());
+      return pipeline_plan_to_json(request->cluster, *piped);
+    }
     Result<Plan> result = plan(request->graph, request->cluster, request->options);
     if (!result) return error_to_json(result.error());
     return plan_to_json(request->graph, request->cluster, *result);
@@ -197,6 +252,12 @@ std::string evaluate_json(std::string_view request_json) {
   return guarded([&] {
     Result<PlanRequest> request = parse_plan_request(request_json);
     if (!request) return error_to_json(request.error());
+    if (request->pipeline_strategy) {
+      Result<PipelinePlan> piped =
+          evaluate_pipeline(request->graph, request->cluster, *request->pipeline_strategy);
+      if (!piped) return error_to_json(piped.error());
+      return pipeline_plan_to_json(request->cluster, *piped);
+    }
     if (!request->strategy) {
       return error_to_json(Error{"missing required field 'strategy'", "strategy"});
     }

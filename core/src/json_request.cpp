@@ -12,6 +12,7 @@
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
+#include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
 #include "pase/presets.hpp"
 
@@ -116,6 +117,74 @@ Result<Strategy> strategy_from_json(const Json& value, const std::string& where)
   return strategy;
 }
 
+// A positive count or "auto" (kAuto).
+Result<int64_t> count_or_auto(const Json& value, const std::string& where) {
+  if (value.is_string() && value.get<std::string>() == "auto") return kAuto;
+  if (value.is_number_integer() && value.get<int64_t>() >= 1) return value.get<int64_t>();
+  return type_error("a positive integer or \"auto\"", value, where);
+}
+
+Result<Schedule> schedule_from_json(const Json& value, const std::string& where) {
+  if (value.is_string() && value.get<std::string>() == "1f1b") return Schedule::k1F1B;
+  if (value.is_string() && value.get<std::string>() == "gpipe") return Schedule::kGPipe;
+  return type_error("\"1f1b\" or \"gpipe\"", value, where);
+}
+
+// The request's "pipeline" (core/docs/pipeline.md): {"stages", "microbatches",
+// "schedule", "max_microbatches"}, each optional.
+Result<PipelineOptions> pipeline_from_json(const Json& value, const std::string& where) {
+  if (!value.is_object()) return type_error("an object", value, where);
+  ObjectReader reader(value, where);
+  reader.allow_only({"stages", "microbatches", "schedule", "max_microbatches"});
+  PipelineOptions p;
+  reader.read("stages", p.stages, count_or_auto);
+  reader.read("microbatches", p.microbatches, count_or_auto);
+  reader.read("schedule", p.schedule, schedule_from_json);
+  reader.read("max_microbatches", p.max_microbatches, json_detail::to_positive_int);
+  if (!reader.ok()) return reader.error();
+  return p;
+}
+
+Result<std::vector<int>> stage_list(const Json& value, const std::string& where) {
+  return json_detail::to_list<int>(
+      value, where, "a list of stage numbers", [](const Json& v, const std::string& w) {
+        Result<int64_t> s = json_detail::to_int_at_least(v, w, 0, "a stage number");
+        if (!s) return Result<int>(s.error());
+        if (*s > kMaxDevices) return Result<int>(Error{"more stages than devices can be", w});
+        return Result<int>(static_cast<int>(*s));
+      });
+}
+
+// A strategy with or without a pipeline (parse_any_strategy()).
+Result<PipelineStrategy> any_strategy_from_json(const Json& value, const std::string& where) {
+  PipelineStrategy out;
+  if (value.is_object() && value.contains("configs")) {
+    ObjectReader reader(value, where);
+    reader.allow_only({"configs", "stage_of", "microbatches", "schedule"});
+    reader.require("configs", out.configs, [](const Json& v, const std::string& w) {
+      return json_detail::to_list<Config>(v, w, "a list of configurations", config_from_json);
+    });
+    reader.require("stage_of", out.stage_of, stage_list);
+    reader.read("microbatches", out.microbatches, json_detail::to_positive_int);
+    reader.read("schedule", out.schedule, schedule_from_json);
+    if (!reader.ok()) return reader.error();
+    return out;
+  }
+  Result<Strategy> configs = strategy_from_json(value, where);
+  if (!configs) return configs.error();
+  out.configs = std::move(*configs);
+  // A saved plan result with a pipeline keeps it.
+  if (value.is_object() && value.contains("pipeline") && value["pipeline"].is_object()) {
+    const std::string p_where = field_path(where, "pipeline");
+    ObjectReader reader(value["pipeline"], p_where);
+    reader.require("stage_of", out.stage_of, stage_list);
+    reader.read("microbatches", out.microbatches, json_detail::to_positive_int);
+    reader.read("schedule", out.schedule, schedule_from_json);
+    if (!reader.ok()) return reader.error();
+  }
+  return out;
+}
+
 // parse_order() names its own field "order"; inside a request the caller's
 // path is used instead.
 Result<Order> order_from_json(const Json& value, const std::string& where) {
@@ -149,7 +218,7 @@ Result<PlanRequest> request_from_json(const Json& value) {
   if (!value.is_object()) return Error{"the request must be a JSON object", ""};
   ObjectReader reader(value, "");
   reader.allow_only({"graph", "model", "batch", "seq", "preset", "cluster", "training", "order",
-                     "max_memory", "strategy", "pow2_only", "all_devices", "threads"});
+                     "max_memory", "strategy", "pow2_only", "all_devices", "threads", "pipeline"});
 
   PlanRequest request;
   const Json* graph = reader.find("graph");
@@ -202,8 +271,16 @@ Result<PlanRequest> request_from_json(const Json& value) {
       request.options.threads = static_cast<int>(threads);
     }
   }
-  Strategy strategy;
-  if (reader.read("strategy", strategy, strategy_from_json)) request.strategy = std::move(strategy);
+  PipelineStrategy strategy;
+  if (reader.read("strategy", strategy, any_strategy_from_json)) {
+    if (strategy.stage_of.empty()) {
+      request.strategy = std::move(strategy.configs);
+    } else {
+      request.pipeline_strategy = std::move(strategy);
+    }
+  }
+  PipelineOptions pipeline;
+  if (reader.read("pipeline", pipeline, pipeline_from_json)) request.pipeline = pipeline;
   if (!reader.ok()) return reader.error();
 
   // build_model() and build_graph() report paths relative to the graph
@@ -249,6 +326,10 @@ Result<Cluster> parse_cluster(std::string_view json_text, const std::string& whe
 
 Result<Strategy> parse_strategy(std::string_view json_text) {
   return read_document<Strategy>(json_text, "strategy", strategy_from_json);
+}
+
+Result<PipelineStrategy> parse_any_strategy(std::string_view json_text) {
+  return read_document<PipelineStrategy>(json_text, "strategy", any_strategy_from_json);
 }
 
 Result<Order> parse_order(std::string_view name) {

@@ -12,8 +12,8 @@
 #include <numeric>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -153,8 +153,8 @@ Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
       Cluster cs = cluster;
       cs.devices = q;
       cs.first_device = s * q;
-      p.edge_costs[i] = edge_cost(micro, e, configs[e.src].data(), configs[e.dst].data(),
-                                  ops::make_machine(cs));
+      p.edge_costs[i] =
+          edge_cost(micro, e, configs[e.src].data(), configs[e.dst].data(), ops::make_machine(cs));
     } else {
       p.edge_costs[i] = sender.edge(e, s, t);
       info.stage[s].X += p.edge_costs[i];
@@ -234,8 +234,8 @@ Result<PipelinePlan> evaluate_pipeline(const Graph& graph, const Cluster& cluste
     return Error{"must be a positive integer, got " + std::to_string(strategy.microbatches),
                  "strategy.microbatches"};
   if (static_cast<int>(strategy.stage_of.size()) != n)
-    return Error{"has " + std::to_string(strategy.stage_of.size()) +
-                     " entries but the graph has " + std::to_string(n) + " vertices",
+    return Error{"has " + std::to_string(strategy.stage_of.size()) + " entries but the graph has " +
+                     std::to_string(n) + " vertices",
                  "strategy.stage_of"};
   if (static_cast<int>(strategy.configs.size()) != n)
     return Error{"has " + std::to_string(strategy.configs.size()) +
@@ -243,11 +243,12 @@ Result<PipelinePlan> evaluate_pipeline(const Graph& graph, const Cluster& cluste
                  "strategy.configs"};
   for (int v = 0; v < n; ++v) {
     const int s = strategy.stage_of[v];
-    const int prev = v == 0 ? 0 : strategy.stage_of[v - 1];
-    if (s != prev && s != prev + 1)
+    const int prev = v == 0 ? -1 : strategy.stage_of[v - 1];
+    if ((v == 0 && s != 0) || (v > 0 && s != prev && s != prev + 1))
       return Error{"stages are contiguous ranges of the vertex order, from 0: vertex " +
                        std::to_string(v) + " is in stage " + std::to_string(s) +
-                       " after a vertex of stage " + std::to_string(prev),
+                       (v == 0 ? std::string(", not 0")
+                               : " after a vertex of stage " + std::to_string(prev)),
                    "strategy.stage_of[" + std::to_string(v) + "]"};
   }
   const int64_t stages = n == 0 ? 1 : strategy.stage_of.back() + 1;
@@ -264,6 +265,5 @@ Result<PipelinePlan> evaluate_pipeline(const Graph& graph, const Cluster& cluste
   return assemble(*micro, cluster, strategy.stage_of, strategy.configs, strategy.microbatches,
                   strategy.schedule);
 }
-
 
 }  // namespace pase

@@ -122,10 +122,10 @@ struct Searcher {
   const PlanOptions& options;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
-  // Stage plans by (M, range signature, first device mod node size, k); k
-  // is 0 for the plan without a cap.
+  // Stage plans by (q, M, range signature, first device mod node size, k);
+  // k is 0 for the plan without a cap.
   std::map<std::vector<int64_t>, int> signatures{};
-  std::map<std::tuple<int64_t, int, int64_t, int64_t>, StagePlan> plans{};
+  std::map<std::tuple<int64_t, int64_t, int, int64_t, int64_t>, StagePlan> plans{};
   int64_t searches = 0;
   SearchStats stats{};
   // Progress: stage plans searched of those the search will need (known
@@ -153,6 +153,9 @@ struct Searcher {
     shown = std::max(shown, std::min(1.0, (done + fraction) / total));
     Progress p;
     p.fraction = shown;
+    // A pipeline's progress counts stage plans (pipeline.hpp).
+    p.vertices_done = static_cast<int>(done);
+    p.vertices_total = static_cast<int>(std::max(total, done));
     options.on_progress(p);
   }
 
@@ -165,7 +168,7 @@ struct Searcher {
     Cluster cs = cluster;
     cs.devices = q;
     cs.first_device = align;
-    auto free_key = std::make_tuple(microbatches, sig, align, int64_t{0});
+    auto free_key = std::make_tuple(q, microbatches, sig, align, int64_t{0});
     auto it = plans.find(free_key);
     if (it == plans.end()) {
       Cluster free = cs;
@@ -177,7 +180,7 @@ struct Searcher {
     if (cluster.memory_gib <= 0) return &it->second;
     const StageWeights weights{static_cast<double>(microbatches), static_cast<double>(k)};
     if (weights.bytes(it->second.memory) <= cluster.capacity_bytes()) return &it->second;
-    auto capped_key = std::make_tuple(microbatches, sig, align, k);
+    auto capped_key = std::make_tuple(q, microbatches, sig, align, k);
     auto c = plans.find(capped_key);
     if (c == plans.end()) {
       Result<StagePlan> r = search(micro, a, b, cs, microbatches, k);
@@ -196,8 +199,8 @@ struct Searcher {
     // The whole graph at M = 1 (S = M = 1) is plan() itself, ties and all.
     const bool whole = a == 0 && b == static_cast<int>(micro.vertices.size()) && microbatches == 1;
     const double m = static_cast<double>(microbatches);
-    Result<Plan> r = plan_weighted(sub, cs, o,
-                                   StageWeights{m, static_cast<double>(k), whole ? 0.0 : 1e-13 * m});
+    Result<Plan> r =
+        plan_weighted(sub, cs, o, StageWeights{m, static_cast<double>(k), whole ? 0.0 : 1e-13 * m});
     done += 1;
     report(0);
     StagePlan sp;
@@ -236,41 +239,47 @@ struct Partition {
   int boundaries = 0;
 };
 
-Result<Partition> best_partition(Searcher& searcher, const Graph& micro, int64_t stages,
-                                 int64_t microbatches, const std::vector<int>& bounds) {
+// Stage s over bounds[i] .. bounds[j], i < j, leaving room for the stages
+// before and after it (nb boundaries).
+bool range_ok(int64_t stages, int nb, int64_t s, int i, int j) {
+  if (i >= j || (s == 0) != (i == 0) || (s == stages - 1) != (j == nb - 1)) return false;
+  return i >= s && (nb - 1 - j) >= stages - 1 - s;
+}
+
+// A micro-batch graph with its allowed boundaries and the signature of the
+// range between any two of them.
+struct Micro {
+  Graph graph;
+  std::vector<int> bounds;
+  std::vector<std::vector<int>> sig;
+};
+
+Micro prepare_micro(Searcher& searcher, Graph graph) {
+  Micro m;
+  m.graph = std::move(graph);
+  m.bounds = allowed_boundaries(m.graph);
+  const int n = static_cast<int>(m.graph.vertices.size());
+  const int nb = static_cast<int>(m.bounds.size());
+  std::vector<std::vector<int64_t>> prints(n);
+  for (int v = 0; v < n; ++v) prints[v] = vertex_print(m.graph.vertices[v], model_of(m.graph, v));
+  m.sig.assign(nb, std::vector<int>(nb, -1));
+  for (int i = 0; i < nb; ++i)
+    for (int j = i + 1; j < nb; ++j)
+      m.sig[i][j] = searcher.signature(m.graph, m.bounds[i], m.bounds[j], prints);
+  return m;
+}
+
+Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t stages,
+                                 int64_t microbatches) {
+  const Graph& micro = mg.graph;
+  const std::vector<int>& bounds = mg.bounds;
+  const std::vector<std::vector<int>>& sig = mg.sig;
   const int nb = static_cast<int>(bounds.size());
   const int n = static_cast<int>(micro.vertices.size());
   const int64_t q = searcher.cluster.devices / stages;
-  const int64_t per_node = searcher.cluster.gpus_per_node;
   const ops::Machine machine = ops::make_machine(searcher.cluster);
   const Sender sender{micro, machine, q};
-  std::vector<std::vector<int64_t>> prints(n);
-  for (int v = 0; v < n; ++v) prints[v] = vertex_print(micro.vertices[v], model_of(micro, v));
-
-  // Stage s over bounds[i] .. bounds[j], i < j, leaving room for the stages
-  // before and after it.
-  auto range_ok = [&](int64_t s, int i, int j) {
-    if (i >= j || (s == 0) != (i == 0) || (s == stages - 1) != (j == nb - 1)) return false;
-    return i >= s && (nb - 1 - j) >= stages - 1 - s;
-  };
-  auto align_of = [&](int64_t s) { return per_node > 0 ? (s * q) % per_node : int64_t{0}; };
-  std::vector<std::vector<int>> sig(nb, std::vector<int>(nb, -1));
-  for (int i = 0; i < nb; ++i)
-    for (int j = i + 1; j < nb; ++j)
-      sig[i][j] = searcher.signature(micro, bounds[i], bounds[j], prints);
-  // Progress counts the stage plans not searched yet (without a cap; those
-  // under a cap are found as they come).
-  {
-    std::set<std::tuple<int64_t, int, int64_t, int64_t>> fresh;
-    for (int64_t s = 0; s < stages; ++s)
-      for (int i = 0; i < nb; ++i)
-        for (int j = i + 1; j < nb; ++j)
-          if (range_ok(s, i, j)) {
-            auto key = std::make_tuple(microbatches, sig[i][j], align_of(s), int64_t{0});
-            if (!searcher.plans.count(key)) fresh.insert(key);
-          }
-    searcher.total += static_cast<double>(fresh.size());
-  }
+  auto range_ok = [&](int64_t s, int i, int j) { return pase::range_ok(stages, nb, s, i, j); };
 
   // A and W of every candidate (A = inf: it does not fit). X_s prices the
   // edges leaving the range as sent to the next stage (exact when no two
@@ -435,16 +444,31 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
   }
 
   Searcher searcher{graph, cluster, pipeline, options};
-  std::map<int64_t, Graph> micros;
-  std::map<int64_t, std::vector<int>> bounds_of;
+  std::map<int64_t, Micro> micros;
   for (int64_t m : micro_counts) {
     Result<Graph> micro = micro_batch_graph(graph, m);
     if (!micro) {
       if (pipeline.microbatches != kAuto) return micro.error();
       continue;  // "auto" skips a count the graph cannot be lowered at
     }
-    bounds_of[m] = allowed_boundaries(*micro);
-    micros.emplace(m, std::move(*micro));
+    micros.emplace(m, prepare_micro(searcher, std::move(*micro)));
+  }
+  // Progress: the stage plans without a cap that every (S, M) needs, each
+  // searched once (those under a cap come on top, as they are found).
+  {
+    std::set<std::tuple<int64_t, int64_t, int, int64_t>> needed;
+    for (int64_t s : stage_counts)
+      for (const auto& [m, micro] : micros) {
+        const int nb = static_cast<int>(micro.bounds.size());
+        const int64_t q = p / s;
+        for (int64_t st = 0; st < s; ++st)
+          for (int i = 0; i < nb; ++i)
+            for (int j = i + 1; j < nb; ++j)
+              if (range_ok(s, nb, st, i, j))
+                needed.emplace(q, m, micro.sig[i][j],
+                               cluster.gpus_per_node > 0 ? (st * q) % cluster.gpus_per_node : 0);
+      }
+    searcher.total = std::max<double>(1, static_cast<double>(needed.size()));
   }
   struct Best {
     double T = kInf;
@@ -453,7 +477,7 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
   } best;
   for (int64_t s : stage_counts)
     for (const auto& [m, micro] : micros) {
-      const std::vector<int>& bounds = bounds_of[m];
+      const std::vector<int>& bounds = micro.bounds;
       if (s > static_cast<int64_t>(bounds.size()) - 1) {
         if (pipeline.stages != kAuto)
           return Error{std::to_string(s) + " stages, but the graph may be cut at only " +
@@ -462,7 +486,7 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
                        "pipeline.stages"};
         continue;
       }
-      Result<Partition> part = best_partition(searcher, micro, s, m, bounds);
+      Result<Partition> part = best_partition(searcher, micro, s, m);
       if (!part) return part.error();
       // Ties (1e-12 relative) go to fewer stages, then fewer micro-batches:
       // the order of these loops.
@@ -482,7 +506,7 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
                  "pipeline.microbatches"};
   }
   Result<PipelinePlan> out =
-      assemble(micros.at(best.microbatches), cluster, best.part.stage_of, best.part.configs,
+      assemble(micros.at(best.microbatches).graph, cluster, best.part.stage_of, best.part.configs,
                best.microbatches, pipeline.schedule);
   if (!out) return out.error();
   Plan& plan = out->plan;

@@ -17,6 +17,7 @@
 
 #include "pase/graph.hpp"
 #include "pase/import.hpp"
+#include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
 
@@ -25,11 +26,18 @@ namespace pase {
 // A plan (or evaluate) request: {"graph": {...} | "model": "name", "batch": B, "seq": S,
 // "preset": "h100" (fills the cluster; its own fields win), "training": {...},
 // "cluster": {...}, "order": "genseq", "max_memory": bytes, "strategy": [...]}.
+// With "pipeline": {"stages": S | "auto", "microbatches": M | "auto",
+// "schedule": "1f1b" | "gpipe", "max_microbatches": 64} the plan has a
+// pipeline (core/docs/pipeline.md); a strategy with "stage_of"
+// ({"configs", "stage_of", "microbatches", "schedule"}, or a plan result
+// with a "pipeline") is evaluated as one.
 struct PlanRequest {
   Graph graph;
   Cluster cluster;
   PlanOptions options;  // order, max_memory, enumeration; callbacks left empty
   std::optional<Strategy> strategy;
+  std::optional<PipelineOptions> pipeline;
+  std::optional<PipelineStrategy> pipeline_strategy;
 };
 
 Result<PlanRequest> parse_plan_request(std::string_view json_text);
@@ -41,6 +49,23 @@ Result<Cluster> parse_cluster(std::string_view json_text, const std::string& whe
 // A strategy: a JSON list of configurations in vertex order, or a plan result
 // (its vertices[].config are used).
 Result<Strategy> parse_strategy(std::string_view json_text);
+
+// A strategy as parse_strategy() reads it, or one with a pipeline: an object
+// {"configs": [[...], ...], "stage_of": [...], "microbatches": M, "schedule":
+// "1f1b"}, or a plan result with a "pipeline" object. stage_of is empty for
+// a strategy without a pipeline.
+Result<PipelineStrategy> parse_any_strategy(std::string_view json_text);
+
+// "pipeline x4 (8 micro-batches, 1F1B)": the practitioner's words for it.
+std::string pipeline_label(const PipelineInfo& pipeline);
+
+// The plan-result document of a plan with a pipeline: plan_to_json() of its
+// micro-batch graph and plan, plus "pipeline": {"stages", "microbatches",
+// "schedule", "micro_batch", "label", "stage_of", "stage": [{"first_vertex",
+// "end_vertex", "layers", "first_device", "devices", "F", "W", "X", "A",
+// "time_s", "activation_copies", "memory_bytes", "memory", "fits"}, ...],
+// "allowed_boundaries", "stage_plans"}.
+std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& result);
 
 // Order names: "genseq", "bfs", "mintable".
 Result<Order> parse_order(std::string_view name);

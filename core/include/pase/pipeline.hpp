@@ -31,6 +31,10 @@
 // one only where the fewest tensors cross (the boundaries between repeated
 // blocks). The result is exact over the boundaries allowed.
 //
+// PROGRESS. PlanOptions::on_progress sees the fraction of the stage plans
+// searched (vertices_done / vertices_total count stage plans, not vertices),
+// and fraction 1 once at the end.
+//
 // ERRORS
 //   "pipeline.stages": S does not divide the device count, or is more than
 //   the boundaries allow; "pipeline.microbatches": M does not divide the
@@ -78,7 +82,7 @@ struct PipelineStage {
   double F = 0, W = 0, X = 0, A = 0;
   int64_t activation_copies = 1;  // k_s
   MemoryBytes memory;
-  bool fits = true;  // memory.total() <= the cap (true without one)
+  bool fits = true;   // memory.total() <= the cap (true without one)
   double time_s = 0;  // A_s / (tflops * 1e12): one micro-batch through the stage
 };
 
