@@ -5,6 +5,7 @@
 
 #include "pase/json_api.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -148,8 +149,21 @@ std::string pipeline_label(const PipelineInfo& p) {
 std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& result) {
   Json j = plan_object(result.graph, cluster, result.plan);
   const PipelineInfo& p = result.pipeline;
+  // The micro-batches' part of T (the pipeline's latency), and how much of
+  // it each stage computes: M * A_s of it; the rest is its bubble.
+  double latency = 0, max_a = 0;
+  for (const PipelineStage& s : p.stage) {
+    latency += s.A;
+    max_a = std::max(max_a, s.A);
+  }
+  latency += static_cast<double>(p.microbatches - 1) * max_a;
+  const auto busy = [&](const PipelineStage& s) {
+    return latency > 0 ? static_cast<double>(p.microbatches) * s.A / latency : 1.0;
+  };
+  double busy_sum = 0;
   Json stages = Json::array();
   for (const PipelineStage& s : p.stage) {
+    busy_sum += busy(s);
     const MemoryBytes& m = s.memory;
     stages.push_back(Json{{"first_vertex", s.first_vertex},
                           {"end_vertex", s.last_vertex},
@@ -161,6 +175,7 @@ std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& re
                           {"X", s.X},
                           {"A", s.A},
                           {"time_s", s.time_s},
+                          {"busy_share", busy(s)},
                           {"activation_copies", s.activation_copies},
                           {"memory_bytes", m.total()},
                           {"memory", Json{{"params", m.params},
@@ -169,15 +184,17 @@ std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& re
                                           {"activations", m.activations}}},
                           {"fits", s.fits}});
   }
-  j["pipeline"] = Json{{"stages", p.stages},
-                       {"microbatches", p.microbatches},
-                       {"schedule", schedule_name(p.schedule)},
-                       {"micro_batch", p.micro_batch},
-                       {"label", pipeline_label(p)},
-                       {"stage_of", p.stage_of},
-                       {"stage", std::move(stages)},
-                       {"allowed_boundaries", p.allowed_boundaries},
-                       {"stage_plans", p.stage_plans}};
+  j["pipeline"] =
+      Json{{"stages", p.stages},
+           {"microbatches", p.microbatches},
+           {"schedule", schedule_name(p.schedule)},
+           {"micro_batch", p.micro_batch},
+           {"label", pipeline_label(p)},
+           {"bubble", p.stage.empty() ? 0.0 : 1 - busy_sum / static_cast<double>(p.stage.size())},
+           {"stage_of", p.stage_of},
+           {"stage", std::move(stages)},
+           {"allowed_boundaries", p.allowed_boundaries},
+           {"stage_plans", p.stage_plans}};
   return json_detail::dump_pretty(j) + "\n";
 }
 

@@ -61,10 +61,11 @@ std::string pipeline_label(const PipelineInfo& pipeline);
 
 // The plan-result document of a plan with a pipeline: plan_to_json() of its
 // micro-batch graph and plan, plus "pipeline": {"stages", "microbatches",
-// "schedule", "micro_batch", "label", "stage_of", "stage": [{"first_vertex",
-// "end_vertex", "layers", "first_device", "devices", "F", "W", "X", "A",
-// "time_s", "activation_copies", "memory_bytes", "memory", "fits"}, ...],
-// "allowed_boundaries", "stage_plans"}.
+// "schedule", "micro_batch", "label", "bubble", "stage_of", "stage":
+// [{"first_vertex", "end_vertex", "layers", "first_device", "devices", "F",
+// "W", "X", "A", "time_s", "busy_share", "activation_copies", "memory_bytes",
+// "memory", "fits"}, ...], "allowed_boundaries", "stage_plans"}. busy_share:
+// M * A_s over the latency sum A + (M - 1) max A; bubble: 1 - their mean.
 std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& result);
 
 // Order names: "genseq", "bfs", "mintable".
