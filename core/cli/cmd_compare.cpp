@@ -68,6 +68,7 @@ std::vector<const pase::StrategyReport*> reports(const pase::Comparison& c) {
   std::vector<const pase::StrategyReport*> all = {&c.pase, &c.data_parallel};
   if (c.expert) all.push_back(&*c.expert);
   if (c.mcmc) all.push_back(&*c.mcmc);
+  if (c.pipeline) all.push_back(&*c.pipeline);
   return all;
 }
 
@@ -214,6 +215,9 @@ std::string compare_usage() {
          "  --seed S              MCMC seed (default 1)\n"
          "  --threads N           threads for the PaSE search (default: every core); the\n"
          "                        plan does not depend on it\n"
+         "  --stages S|auto --microbatches M|auto --schedule 1f1b|gpipe\n"
+         "                        also plan with a pipeline (its row: \"pipeline\"; pase\n"
+         "                        stays the best plan without one)\n"
          "  --layers              also list every layer's configuration per strategy\n"
          "  --format FORMAT       text (default) or json\n";
 }
@@ -228,7 +232,10 @@ int run_compare(const Args& args) {
                                            {"--seed", true},
                                            {"--threads", true},
                                            {"--format", true},
-                                           {"--layers", false}},
+                                           {"--layers", false},
+                                           {"--stages", true},
+                                           {"--microbatches", true},
+                                           {"--schedule", true}},
                                           flags))
     return usage_error("compare", *message);
   bool json = false;
@@ -264,6 +271,11 @@ int run_compare(const Args& args) {
   pase::CompareOptions options;
   if (auto message = threads_from_flags(flags, options.plan.threads))
     return usage_error("compare", *message);
+  if (auto message = pipeline_from_flags(flags, options.pipeline))
+    return usage_error("compare", *message);
+  if (options.pipeline && sweeping)
+    return usage_error("compare",
+                       "a pipeline (--stages, --microbatches) is not swept: use --procs");
   const std::pair<std::string_view, uint64_t*> counts[] = {
       {"--mcmc-iterations", &options.mcmc_iterations}, {"--seed", &options.mcmc_seed}};
   for (const auto& [name, out] : counts) {

@@ -82,14 +82,16 @@ std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, Pl
   return out;
 }
 
-std::string summary_text(const pase::Graph& graph, const pase::Plan& plan) {
+std::string summary_text(const pase::Graph& graph, const pase::Plan& plan,
+                         const pase::PipelineInfo* pipeline) {
   const std::vector<pase::LayerGroup> groups = pase::summarize(graph, plan);
   size_t op_width = 2, label_width = 5;
   for (const pase::LayerGroup& g : groups) {
     op_width = std::max(op_width, g.op.size());
     label_width = std::max(label_width, g.label.size());
   }
-  std::string out = line("summary", std::to_string(groups.size()) + " group" +
+  const std::string piped = pipeline ? pase::pipeline_label(*pipeline) + "; " : "";
+  std::string out = line("summary", piped + std::to_string(groups.size()) + " group" +
                                         (groups.size() == 1 ? "" : "s") + " of layers split alike");
   out += pad_left("cost", 7) + "  " + pad_left("memory", 6) + "  " + pad_left("devices", 7) + "  " +
          pad_left("layers", 6) + "  " + pad_right("op", op_width) + "  " +
@@ -150,7 +152,7 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
                       const pase::PipelineInfo* pipeline) {
   std::string out = graph.name + ": " + graph_text(graph) + " on " + cluster_text(cluster) + "\n\n";
   if (pipeline != nullptr) out += stages_text(graph, *pipeline) + "\n";
-  out += summary_text(graph, plan) + "\n";
+  out += summary_text(graph, plan, pipeline) + "\n";
   size_t name_width = 5, op_width = 2;
   for (const pase::Vertex& v : graph.vertices) {
     name_width = std::max(name_width, v.name.size());

@@ -25,7 +25,10 @@ enum class PlanSource { kSearched, kEvaluated };
 // device 0's memory, the devices one of its layers works on, its layer count,
 // op and split ("data parallel x32 (batch), tensor parallel x2 (heads)"),
 // and the names of its first two layers.
-std::string summary_text(const pase::Graph& graph, const pase::Plan& plan);
+// With a pipeline the line starts with its label: "pipeline x4 (8
+// micro-batches, 1F1B); 5 groups ...".
+std::string summary_text(const pase::Graph& graph, const pase::Plan& plan,
+                         const pase::PipelineInfo* pipeline = nullptr);
 
 // The header (the cluster, with its nodes when it has them), the summary, the per-layer
 // table (cost, device 0's memory, configuration), the cost summary and the

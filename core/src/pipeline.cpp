@@ -207,6 +207,11 @@ Result<Graph> micro_batch_graph(const Graph& graph, int64_t microbatches) {
                  "pipeline.microbatches"};
   if (microbatches == 1) return graph;
   GraphSpec spec = *graph.model->spec;
+  // A Reshape whose target starts with the batch (a flatten, as AlexNet's)
+  // keeps the batch first at the micro-batch size.
+  const int64_t batch = common_batch(spec);
+  for (LayerSpec& l : spec.layers)
+    if (l.op == "Reshape" && !l.shape.empty() && l.shape[0] == batch) l.shape[0] /= microbatches;
   for (auto& [name, shape] : spec.inputs) {
     if (shape.empty() || shape[0] % microbatches != 0)
       return Error{std::to_string(microbatches) + " micro-batches do not divide the batch " +

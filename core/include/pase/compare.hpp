@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "pase/graph.hpp"
+#include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
 
@@ -73,6 +74,9 @@ namespace pase {
 // use, so all strategies talk about the same configurations.
 struct CompareOptions {
   PlanOptions plan;
+  // A plan with a pipeline (core/docs/pipeline.md) beside the others; "pase"
+  // stays the best plan without one, so the two show what pipelining buys.
+  std::optional<PipelineOptions> pipeline;
 
   // MCMC (FlexFlow): at most `mcmc_iterations` proposals (0: no MCMC run) and
   // `mcmc_time_limit_s` seconds (0: no time limit); whichever comes first. A
@@ -226,6 +230,10 @@ struct Comparison {
   StrategyReport data_parallel;
   std::optional<StrategyReport> expert;  // none for a custom graph
   std::optional<StrategyReport> mcmc;    // none when mcmc_iterations is 0
+  // With CompareOptions::pipeline: the pipeline plan ("pipeline"; its plan
+  // over the micro-batch graph of pipeline_plan, cost = the step's T).
+  std::optional<StrategyReport> pipeline;
+  std::optional<PipelinePlan> pipeline_plan;
   McmcStats mcmc_stats;
   ExpertKind expert_kind = ExpertKind::kNone;
   // Findings: a baseline outside the enumeration that costs less than PaSE,
@@ -245,6 +253,7 @@ Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
 //  "strategies": {"pase": {...}, "data_parallel": {...}, "expert": {...}, "mcmc": {...}},
 //  "notes": [...]}
 // Each strategy is the plan-result document of plan_to_json() plus "strategy",
+// ("pipeline", with CompareOptions::pipeline: pipeline_plan_to_json()'s),
 // "description", "speedup", "in_enumeration", "outside_enumeration" and
 // "notes"; "mcmc" also has "mcmc" (McmcStats). "expert" and "mcmc" are absent
 // when not run.

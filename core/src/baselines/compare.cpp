@@ -166,6 +166,19 @@ Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
     c.mcmc_stats = std::move(mcmc->stats);
   }
 
+  if (options.pipeline) {
+    Result<PipelinePlan> piped = plan_pipeline(graph, cluster, *options.pipeline, options.plan);
+    if (!piped) return piped.error();
+    StrategyReport r;
+    r.name = "pipeline";
+    r.description = pipeline_label(piped->pipeline) + " over " +
+                    std::to_string(piped->pipeline.stage.front().devices) +
+                    " devices a stage, micro-batch " + std::to_string(piped->pipeline.micro_batch);
+    r.plan = piped->plan;
+    c.pipeline = std::move(r);
+    c.pipeline_plan = std::move(*piped);
+  }
+
   const double base = c.data_parallel.plan.cost;
   auto speedup = [base](double cost) {
     if (cost > 0) return base / cost;
@@ -175,6 +188,7 @@ Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
   if (c.expert) all.push_back(&*c.expert);
   if (c.mcmc) all.push_back(&*c.mcmc);
   for (StrategyReport* r : all) r->speedup = speedup(r->plan.cost);
+  if (c.pipeline) c.pipeline->speedup = speedup(c.pipeline->plan.cost);
 
   // A baseline cheaper than the optimum can only use configurations the
   // enumeration leaves out; say so rather than hide it. Under a memory cap
@@ -294,6 +308,7 @@ std::string compare_request(std::string_view request_json) {
   Result<PlanRequest> request = parse_plan_request(json_detail::dump_compact(*doc));
   if (!request) return error_to_json(request.error());
   options.plan = std::move(request->options);
+  options.pipeline = request->pipeline;
   Result<Comparison> result = compare(request->graph, request->cluster, options);
   if (!result) return error_to_json(result.error());
   return comparison_to_json(request->graph, *result);
@@ -314,6 +329,20 @@ std::string comparison_to_json(const Graph& graph, const Comparison& c) {
   if (c.mcmc) {
     strategies["mcmc"] = strategy_json(graph, c.cluster, *c.mcmc);
     strategies["mcmc"]["mcmc"] = mcmc_stats_json(c.mcmc_stats);
+  }
+  if (c.pipeline && c.pipeline_plan) {
+    Json piped = Json::object();
+    piped["strategy"] = c.pipeline->name;
+    piped["description"] = c.pipeline->description;
+    piped["speedup"] = c.pipeline->speedup;
+    Result<Json> doc =
+        json_detail::parse_document(pipeline_plan_to_json(c.cluster, *c.pipeline_plan));
+    if (doc && doc->is_object())
+      for (auto it = doc->begin(); it != doc->end(); ++it) piped[it.key()] = it.value();
+    piped["in_enumeration"] = true;
+    piped["outside_enumeration"] = Json::array();
+    piped["notes"] = Json::array();
+    strategies["pipeline"] = std::move(piped);
   }
   j["strategies"] = std::move(strategies);
   j["notes"] = c.notes;
