@@ -121,7 +121,8 @@ std::string summary_text(const pase::Graph& graph, const pase::Plan& plan,
 namespace {
 
 // The stage table of a plan with a pipeline.
-std::string stages_text(const pase::Graph& graph, const pase::PipelineInfo& p) {
+std::string stages_text(const pase::Graph& graph, const pase::Cluster& cluster,
+                        const pase::Plan& plan, const pase::PipelineInfo& p) {
   std::string out =
       line("pipeline", pase::pipeline_label(p) + ", micro-batch " + std::to_string(p.micro_batch));
   out += pad_left("stage", 5) + "  " + pad_left("layers", 6) + "  " + pad_right("devices", 11) +
@@ -142,6 +143,12 @@ std::string stages_text(const pase::Graph& graph, const pase::PipelineInfo& p) {
            pad_left(pase::bytes_text(st.memory.total()), 10) + (st.fits ? "  " : "! ") + first +
            "\n";
   }
+  if (p.no_pipeline_cost > 0) {
+    const double t = p.no_pipeline_cost / (cluster.tflops * 1e12);
+    out += line("no pipeline", format("%.6e", p.no_pipeline_cost) + " (" + seconds_text(t) +
+                                   "): the best plan without a pipeline; this one is " +
+                                   format("%.2f", p.no_pipeline_cost / plan.cost) + "x as fast");
+  }
   return out;
 }
 
@@ -151,7 +158,7 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
                       const pase::Plan& plan, PlanSource source,
                       const pase::PipelineInfo* pipeline) {
   std::string out = graph.name + ": " + graph_text(graph) + " on " + cluster_text(cluster) + "\n\n";
-  if (pipeline != nullptr) out += stages_text(graph, *pipeline) + "\n";
+  if (pipeline != nullptr) out += stages_text(graph, cluster, plan, *pipeline) + "\n";
   out += summary_text(graph, plan, pipeline) + "\n";
   size_t name_width = 5, op_width = 2;
   for (const pase::Vertex& v : graph.vertices) {

@@ -194,6 +194,7 @@ std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& re
            {"stage_of", p.stage_of},
            {"stage", std::move(stages)},
            {"allowed_boundaries", p.allowed_boundaries},
+           {"no_pipeline_cost", p.no_pipeline_cost > 0 ? Json(p.no_pipeline_cost) : Json()},
            {"stage_plans", p.stage_plans}};
   return json_detail::dump_pretty(j) + "\n";
 }

@@ -470,6 +470,7 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
       }
     searcher.total = std::max<double>(1, static_cast<double>(needed.size()));
   }
+  double no_pipeline = 0;
   struct Best {
     double T = kInf;
     int64_t stages = 0, microbatches = 0;
@@ -488,6 +489,7 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
       }
       Result<Partition> part = best_partition(searcher, micro, s, m);
       if (!part) return part.error();
+      if (s == 1 && m == 1 && part->T < kInf) no_pipeline = part->T;
       // Ties (1e-12 relative) go to fewer stages, then fewer micro-batches:
       // the order of these loops.
       if (part->T < kInf && (best.T == kInf || part->T < best.T * (1 - 1e-12))) {
@@ -518,6 +520,7 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
   if (cluster.memory_gib > 0) plan.optimal = best.part.optimal;
   out->pipeline.allowed_boundaries = best.part.boundaries;
   out->pipeline.stage_plans = static_cast<int>(searcher.searches);
+  out->pipeline.no_pipeline_cost = no_pipeline;
   if (options.on_progress) {
     Progress done;
     done.fraction = 1;

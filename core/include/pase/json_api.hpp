@@ -64,7 +64,9 @@ std::string pipeline_label(const PipelineInfo& pipeline);
 // "schedule", "micro_batch", "label", "bubble", "stage_of", "stage":
 // [{"first_vertex", "end_vertex", "layers", "first_device", "devices", "F",
 // "W", "X", "A", "time_s", "busy_share", "activation_copies", "memory_bytes",
-// "memory", "fits"}, ...], "allowed_boundaries", "stage_plans"}. busy_share:
+// "memory", "fits"}, ...], "allowed_boundaries", "stage_plans",
+// "no_pipeline_cost" (the least cost without a pipeline when the search
+// tried it, as "auto" does; else null)}. busy_share:
 // M * A_s over the latency sum A + (M - 1) max A; bubble: 1 - their mean.
 std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& result);
 

@@ -94,6 +94,9 @@ struct PipelineInfo {
   std::vector<PipelineStage> stage;
   int allowed_boundaries = 0;  // positions a stage may start at (search only)
   int stage_plans = 0;         // distinct stage plans searched (search only)
+  // The least cost without a pipeline (S = M = 1), when the search tried it
+  // ("auto" does); 0 otherwise.
+  double no_pipeline_cost = 0;
 };
 
 // A plan with a pipeline. `plan` is over `graph`, the micro-batch graph:
