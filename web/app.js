@@ -18,6 +18,7 @@ import { Planning } from './planning.js';
 import { Results } from './results.js';
 import { LongSearchDialog } from './long-search.js';
 import { DeviceSweep } from './sweep.js';
+import { PipelineOptions } from './pipeline-options.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -37,6 +38,9 @@ const ui = {
   moduleVersion: $('module-version'),
   searchMode: $('search-mode'),
 };
+
+// The search options' pipeline fields: stages, micro-batches, schedule.
+const pipelineOptions = new PipelineOptions({ stages: $('stages'), microbatches: $('microbatches'), schedule: $('schedule') });
 
 const state = {
   client: null,
@@ -75,6 +79,7 @@ const errors = new ErrorBox(
     order: ui.order,
     pow2_only: ui.pow2Only,
     max_memory: ui.maxMemory,
+    ...pipelineOptions.controls,
   },
 );
 
@@ -108,7 +113,8 @@ const sweep = new DeviceSweep(
   {
     makeClient: () => new PlannerClient('worker.js'),
     current: () => (source.current ? { label: source.label(source.current), devices: clusterForm.pageState().devices } : null),
-    requestFor: (devices, extra = {}) => requestText(extra, { ...clusterForm.cluster(), devices }),
+    // PaSE against data parallelism, without a pipeline (a comparison has none).
+    requestFor: (devices, extra = {}) => requestText(extra, { cluster: { ...clusterForm.cluster(), devices }, pipeline: false }),
     ask: (message, goLabel) => longSearch.ask(message, goLabel),
   },
 );
@@ -158,6 +164,8 @@ const planning = new Planning(
     setStatus,
     requestText,
     updateUrl,
+    checkInputs: () => pipelineOptions.check(),
+    pipelined: () => pipelineOptions.request() !== null,
   },
 );
 
@@ -170,24 +178,28 @@ function setStatus(text) {
 // ---- Inputs ---------------------------------------------------------------------
 
 /** The search options' fields: pow2_only when checked, max_memory (bytes,
- *  from GiB) when given; the core's defaults otherwise. */
-function searchOptions() {
+ *  from GiB) when given, pipeline when it has more than one stage or
+ *  micro-batch (and `pipeline` is true); the core's defaults otherwise. */
+function searchOptions({ pipeline = true } = {}) {
   const options = {};
   if (ui.pow2Only.checked) options.pow2_only = true;
   const gib = numberValue(ui.maxMemory);
   // A negative value is sent as it is, for the core to refuse at max_memory.
   if (gib !== null) options.max_memory = Math.round(gib * 2 ** 30);
+  const piped = pipeline ? pipelineOptions.request() : null;
+  if (piped) options.pipeline = piped;
   return options;
 }
 
 /** The request as JSON text: the graph source's fields, the cluster, the
  *  training, the order and the search options. `extra` holds further request
  *  fields (the comparison's "mcmc"); `cluster` replaces the form's (a sweep's
- *  device counts). */
-function requestText(extra = {}, cluster = clusterForm.cluster()) {
+ *  device counts); `pipeline: false` leaves the pipeline out (the
+ *  comparison and the sweep, which plan without one). */
+function requestText(extra = {}, { cluster = clusterForm.cluster(), pipeline = true } = {}) {
   let tail = `"cluster": ${JSON.stringify(cluster)}, "training": ${JSON.stringify(clusterForm.training())}`
     + `, "order": ${JSON.stringify(ui.order.value)}`;
-  for (const [key, value] of Object.entries(searchOptions())) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
+  for (const [key, value] of Object.entries(searchOptions({ pipeline }))) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
   for (const [key, value] of Object.entries(extra)) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
   return `{${source.requestFields(numberValue(ui.batch), numberValue(ui.seq))}, ${tail}}`;
 }
@@ -204,6 +216,7 @@ function pageState() {
     order: ui.order.value,
     pow2Only: ui.pow2Only.checked,
     maxMemory: numberValue(ui.maxMemory),
+    pipeline: pipelineOptions.pageState(),
     embed: state.embed,
   };
 }
@@ -265,6 +278,12 @@ function wireControls() {
   ui.maxMemory.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && !ui.planButton.disabled) planning.start();
   });
+  pipelineOptions.wire(() => {
+    results.markStale();
+    updateUrl();
+  }, () => {
+    if (!ui.planButton.disabled) planning.start();
+  });
   ui.planButton.addEventListener('click', () => planning.start());
   ui.cancelButton.addEventListener('click', () => {
     if (planning.running) planning.cancelPlan();
@@ -285,8 +304,9 @@ async function init() {
   if (initial.order) ui.order.value = initial.order;
   ui.pow2Only.checked = initial.pow2Only;
   if (initial.maxMemory !== null) ui.maxMemory.value = String(initial.maxMemory);
+  const piped = pipelineOptions.restore(initial.pipeline);
   // The search options folded away are shown when the link sets them.
-  if (initial.pow2Only || initial.maxMemory !== null) $('search-details').open = true;
+  if (initial.pow2Only || initial.maxMemory !== null || piped) $('search-details').open = true;
 
   state.client = new PlannerClient('worker.js');
   const examples = source.loadExamples();

@@ -37,9 +37,14 @@ export class Planning {
    * @param {import('./error-box.js').ErrorBox} hooks.errors
    * @param {import('./long-search.js').LongSearchDialog} hooks.longSearch
    * @param {(text: string) => void} hooks.setStatus
-   * @param {(extra?: object) => string} hooks.requestText the plan request as JSON text, with
-   *   the further fields `extra`
+   * @param {(extra?: object, options?: {pipeline?: boolean}) => string} hooks.requestText the
+   *   plan request as JSON text, with the further fields `extra`; `pipeline: false` leaves
+   *   the pipeline out (the comparison's)
    * @param {() => void} hooks.updateUrl
+   * @param {() => ({message: string, where: string}|null)} [hooks.checkInputs] what the page
+   *   refuses itself before planning (a pipeline field that is not a count or "auto")
+   * @param {() => boolean} [hooks.pipelined] whether the request has a pipeline: its
+   *   progress counts stage plans, not vertices
    */
   constructor(ui, hooks) {
     this.#ui = ui;
@@ -121,6 +126,12 @@ export class Planning {
     this.cancelComparison(); // ... and the comparison of the previous plan
     errors.clear();
     results.clearNoFit();
+    const refused = this.#hooks.checkInputs?.();
+    if (refused) {
+      errors.show('The plan request was refused', refused.message, refused.where);
+      setStatus('Not planned: a search option is not valid.');
+      return;
+    }
     const token = {};
     this.running = token;
     const planning = source.current;
@@ -132,10 +143,14 @@ export class Planning {
     const request = requestText();
     // Built now, from the inputs this plan answers, not from what the form
     // says once the plan is done.
-    const compareRequest = requestText({ mcmc: comparisonMcmc });
+    // The comparison plans without a pipeline (compare_json() has none); a
+    // pipeline plan is set beside its results (views/compare.js).
+    const compareRequest = requestText({ mcmc: comparisonMcmc }, { pipeline: false });
+    // A pipeline search reports its progress over the stage plans it makes.
+    const progressOf = this.#hooks.pipelined?.() ? ' of the stage plans' : '';
     const asked = { devices: clusterForm.pageState().devices, zero: clusterForm.zero };
     let long = false;
-    let planned = false;
+    let planned = null;
     let started = performance.now();
     try {
       setStatus(`Estimating the search for ${label}…`);
@@ -154,7 +169,7 @@ export class Planning {
         onProgress: (fraction) => {
           if (this.running === token) {
             this.#setProgress(fraction);
-            setStatus(`Planning ${label}… ${Math.round(fraction * 100)}%`);
+            setStatus(`Planning ${label}… ${Math.round(fraction * 100)}%${progressOf}`);
           }
         },
       });
@@ -166,7 +181,7 @@ export class Planning {
       results.show(plan, { title: planning.kind === 'model' || !plan.graph ? label : plan.graph });
       this.#setProgress(1);
       setStatus(`Planned ${label} in ${formatSeconds((performance.now() - started) / 1000)}.`);
-      planned = true;
+      planned = plan;
     } catch (e) {
       if (this.running !== token) return; // superseded or cancelled
       this.#setProgress(0);
@@ -191,17 +206,18 @@ export class Planning {
     if (!planned) return;
     if (long) {
       renderComparisonMessage(this.#ui.comparison, 'The comparison with the baselines searches again, as long as the plan took.', {
-        action: { label: 'Compare now', onClick: () => this.#compareStrategies(compareRequest, label) },
+        action: { label: 'Compare now', onClick: () => this.#compareStrategies(compareRequest, label, planned) },
       });
     } else {
-      this.#compareStrategies(compareRequest, label);
+      this.#compareStrategies(compareRequest, label, planned);
     }
   }
 
   /** Prices the baselines (data parallel, expert, MCMC) next to the plan just
    *  shown, in the same worker; its errors stay in the comparison card, since
-   *  the plan itself succeeded. */
-  async #compareStrategies(request, label) {
+   *  the plan itself succeeded. `plan` is the plan shown: one with a
+   *  pipeline is set beside the baselines, which have none. */
+  async #compareStrategies(request, label, plan) {
     const token = {};
     this.comparing = token;
     this.#syncCancelButton();
@@ -210,7 +226,7 @@ export class Planning {
     try {
       const comparison = await this.#hooks.client().call('compare', request);
       if (this.comparing !== token) return;
-      renderComparison(this.#ui.comparison, comparison);
+      renderComparison(this.#ui.comparison, comparison, { pipelinePlan: plan?.pipeline ? plan : null });
       this.#hooks.setStatus(`Planned ${label}; compared with the baselines in ${formatSeconds((performance.now() - started) / 1000)}.`);
     } catch (e) {
       if (this.comparing !== token) return; // superseded or cancelled

@@ -12,12 +12,15 @@
 //                                             GPU, ZeRO stage 1, the training's bytes
 //   ...&pow2=1&maxmem=8                       search options: powers of two only, a
 //                                             search table limit of 8 GiB (0: none)
+//   ...&stages=2&mb=auto&sched=gpipe          a pipeline: stages, micro-batches (a
+//                                             count or auto), the GPipe schedule
 //
 // Fields missing from the URL keep the page defaults: a link written before
 // the cluster editor existed has no gpn, mem, zero or byte counts, and plans
 // on a flat ring without a memory cap, as it did. ZeRO 0 and byte counts
 // equal to the defaults are left out, and so are the search options when
-// they are the defaults (every split, the planner's own table limit).
+// they are the defaults (every split, the planner's own table limit, one
+// stage, one micro-batch, 1F1B).
 // Nothing here validates values: the module reports bad ones with the field
 // they came from.
 
@@ -40,9 +43,17 @@ export const maxGraphFragment = 48 * 1024;
  * @typedef {{source: Source|null, devices: number|null, tflops: number|null,
  *            bandwidth: number|null, gpusPerNode: number|null, intraBandwidth: number|null,
  *            memory: number|null, training: Training, order: string|null,
- *            pow2Only: boolean, maxMemory: number|null (GiB), embed: boolean,
- *            hasPlanState: boolean}} PageState
+ *            pow2Only: boolean, maxMemory: number|null (GiB), pipeline: Pipeline,
+ *            embed: boolean, hasPlanState: boolean}} PageState
+ * @typedef {{stages: string|null, microbatches: string|null, schedule: string|null}} Pipeline
+ *   the pipeline fields as typed ("2", "auto"); null: the default
  */
+
+/** A parameter's trimmed text, or null when absent or empty. */
+function textParam(params, name) {
+  const text = params.get(name)?.trim();
+  return text ? text : null;
+}
 
 function numberParam(params, name) {
   const text = params.get(name)?.trim();
@@ -79,6 +90,7 @@ export async function readState(href) {
     order: params.get('order'),
     pow2Only: params.get('pow2') === '1',
     maxMemory: numberParam(params, 'maxmem'),
+    pipeline: { stages: textParam(params, 'stages'), microbatches: textParam(params, 'mb'), schedule: textParam(params, 'sched') },
     embed: params.get('embed') === '1',
     // A link that names what to plan is a shared plan: the page plans it on load.
     hasPlanState: source !== null,
@@ -123,6 +135,11 @@ export async function writeState(base, state) {
   if (state.order && state.order !== 'genseq') params.set('order', state.order);
   if (state.pow2Only) params.set('pow2', '1');
   if (state.maxMemory != null && state.maxMemory !== '') params.set('maxmem', String(state.maxMemory));
+  const pipeline = state.pipeline ?? {};
+  for (const [name, value, fallback] of [['stages', pipeline.stages, '1'], ['mb', pipeline.microbatches, '1'], ['sched', pipeline.schedule, '1f1b']]) {
+    const text = value == null ? '' : String(value).trim();
+    if (text !== '' && text !== fallback) params.set(name, text);
+  }
   if (state.embed) params.set('embed', '1');
   return { href: url.href, graphShared };
 }
