@@ -93,6 +93,8 @@ const results = new Results({
   totalCost: $('total-cost'),
   costNote: $('cost-note'),
   planTitle: $('plan-title'),
+  pipelineLabel: $('pipeline-label'),
+  stageStrip: $('stage-strip'),
   planNote: $('plan-note'),
   downloadButton: $('download-button'),
   breakdown: $('breakdown'),

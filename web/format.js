@@ -84,3 +84,15 @@ export function formatBytes(bytes) {
   if (unit === 0) return `${Math.round(value)} B`;
   return `${value.toFixed(1)} ${byteUnits[unit]}`;
 }
+
+/** The devices first .. first + count - 1: "GPU 3", "GPUs 0–3". */
+export function formatDeviceRange(first, count) {
+  if (!Number.isInteger(first) || !Number.isInteger(count) || count < 1) return '—';
+  return count === 1 ? `GPU ${first}` : `GPUs ${first}–${first + count - 1}`;
+}
+
+/** A capacity as it was typed when it is whole GiB ("80 GiB"), else in readable bytes. */
+export function capacityText(bytes) {
+  const gib = bytes / 2 ** 30;
+  return Number.isInteger(gib) ? `${gib} GiB` : formatBytes(bytes);
+}

@@ -11,28 +11,38 @@
 //
 // The layer table can be filtered to one group of the summary: the select
 // above it, or a click on a summary row; "Showing N of M layers" and Clear
-// filter say so. A layer chosen in the graph outside the group clears it.
+// filter say so. A layer chosen in the graph outside the group clears it. A
+// plan with a pipeline (views/pipeline.js) has its stage strip above the
+// graph, its label by the step time, and its stages in the filter too (a
+// click on a stage's segment).
 
-import { formatBytes, formatCostUnit, formatCount, formatSeconds } from './format.js';
+import { formatBytes, formatCostUnit, formatCount, formatDeviceRange, formatSeconds, formatShare } from './format.js';
 import { parametersText } from './views/imported.js';
 import { renderTable, highlightRow, filterTable } from './views/table.js';
 import { renderGraph, renderLegend, highlightVertex } from './views/graph.js';
 import { renderBreakdown } from './views/charts.js';
 import { renderMemory } from './views/memory.js';
 import { renderSummary, markSummaryGroup } from './views/summary.js';
+import { renderStageStrip } from './views/pipeline.js';
 import { el } from './views/dom.js';
 
 // The core's error when nothing fits (core/src/plan.cpp, at cluster.memory_gib):
 // "no strategy fits in 0.001 GiB per device: the least memory any strategy reaches is 0.2117 GiB".
 const noFitPattern = /^no strategy fits in ([\d.e+-]+) GiB per device(?:: the least memory any strategy reaches is ([\d.e+-]+) GiB)?/;
+// ... and with a pipeline (core/src/pipeline_search.cpp):
+// "no pipeline of the stage and micro-batch counts tried fits in 1.000000 GiB per device".
+const noPipelineFitPattern = /^no pipeline of the stage and micro-batch counts tried fits in ([\d.e+-]+) GiB per device/;
 
 /**
  * The capacity and the least reachable memory (GiB; null if the message does
- * not give it) of a planner error that says no strategy fits, else null.
+ * not give it) of a planner error that says no strategy fits, else null;
+ * `pipeline` is true when it says that no pipeline fits.
  * @param {{message: string, where: string}} error
  */
 export function parseNoFit(error) {
   if (error?.where !== 'cluster.memory_gib') return null;
+  const piped = noPipelineFitPattern.exec(error.message ?? '');
+  if (piped) return { capacityGib: Number(piped[1]), leastGib: null, pipeline: true };
   const match = noFitPattern.exec(error.message ?? '');
   if (!match) return null;
   return { capacityGib: Number(match[1]), leastGib: match[2] === undefined ? null : Number(match[2]) };
@@ -54,8 +64,8 @@ export class Results {
   #filter = null; // the vertex ids the table shows, or null: all
 
   /**
-   * @param {{stepTime, stepNote, totalCost, costNote, planTitle, planNote, downloadButton,
-   *          breakdown, memory, graph, legend, summary, table, splitHint,
+   * @param {{stepTime, stepNote, totalCost, costNote, planTitle, pipelineLabel, stageStrip,
+   *          planNote, downloadButton, breakdown, memory, graph, legend, summary, table, splitHint,
    *          filter: {select, count, clear}, noFit: {box, need, message, hint}}} ui
    *   the elements of the results area
    */
@@ -63,7 +73,11 @@ export class Results {
     this.#ui = ui;
     renderLegend(ui.legend);
     ui.downloadButton.addEventListener('click', () => this.download());
-    ui.filter.select.addEventListener('change', () => this.filterGroup(ui.filter.select.value === '' ? null : Number(ui.filter.select.value)));
+    ui.filter.select.addEventListener('change', () => {
+      const { value } = ui.filter.select;
+      if (value.startsWith('stage-')) this.filterStage(Number(value.slice(6)));
+      else this.filterGroup(value === '' ? null : Number(value));
+    });
     ui.filter.clear.addEventListener('click', () => this.filterGroup(null));
     this.#redrawOnResize();
   }
@@ -85,7 +99,13 @@ export class Results {
     // computes at its peak and that no communication overlaps computation
     // (core/docs/cost-model.md, section 7).
     ui.stepTime.textContent = formatSeconds(plan.step_time_s);
-    ui.stepNote.textContent = `per training step, at the peak ${c.tflops} TFLOP/s per device, no overlap of communication with compute`;
+    const p = plan.pipeline;
+    ui.pipelineLabel.hidden = !p;
+    ui.pipelineLabel.textContent = p ? p.label : '';
+    ui.pipelineLabel.title = p ? `Bubble ${formatShare(p.bubble)}: the stages' mean idle share of the pipeline's latency` : '';
+    const per = p ? `per training step of ${p.microbatches} micro-batch${p.microbatches === 1 ? '' : 'es'} of ${p.micro_batch}, bubble ${formatShare(p.bubble)}`
+      : 'per training step';
+    ui.stepNote.textContent = `${per}, at the peak ${c.tflops} TFLOP/s per device, no overlap of communication with compute`;
     ui.stepNote.title = 'The total cost divided by the peak rate: real kernels run below peak (slower), '
       + 'and frameworks overlap communication with compute (faster). Compare plans with it, rather than promise it.';
     // Rounded, with its unit; the exact value for tools and tests.
@@ -112,11 +132,22 @@ export class Results {
       },
     });
     renderTable(ui.table, plan);
+    renderStageStrip(ui.stageStrip, plan, {
+      onStage: (s) => {
+        this.filterStage(s);
+        const first = p.stage[s]?.first_vertex;
+        if (first !== undefined) this.#select(first);
+      },
+    });
+    const groups = (Array.isArray(plan.summary) ? plan.summary : []).map((group, index) => el('option', {
+      value: index, text: `${group.op}: ${group.label} (${group.vertices.length})`,
+    }));
+    const stages = (p?.stage ?? []).map((stage, s) => el('option', {
+      value: `stage-${s}`, text: `Stage ${s}: ${formatDeviceRange(stage.first_device, stage.devices)} (${stage.layers})`,
+    }));
     ui.filter.select.replaceChildren(
       el('option', { value: '', text: 'All layers' }),
-      ...(Array.isArray(plan.summary) ? plan.summary : []).map((group, index) => el('option', {
-        value: index, text: `${group.op}: ${group.label} (${group.vertices.length})`,
-      })),
+      ...(stages.length ? [el('optgroup', { label: 'Pipeline stages' }, stages), el('optgroup', { label: 'Layers split alike' }, groups)] : groups),
     );
     this.filterGroup(null);
   }
@@ -126,15 +157,34 @@ export class Results {
    * all of them (null).
    */
   filterGroup(index) {
-    const ui = this.#ui;
     const group = index === null ? null : this.plan?.summary?.[index];
-    this.#filter = group ? new Set(group.vertices) : null;
+    this.#applyFilter(group ? group.vertices : null, group ? String(index) : '');
+    markSummaryGroup(this.#ui.summary, group ? index : null);
+  }
+
+  /** Shows only the layers of pipeline stage `s` in the table. */
+  filterStage(s) {
+    const stage = this.plan?.pipeline?.stage?.[s];
+    if (!stage) {
+      this.filterGroup(null);
+      return;
+    }
+    const of = this.plan.pipeline.stage_of;
+    const ids = this.plan.vertices.map((v) => v.id)
+      .filter((id) => (Array.isArray(of) ? of[id] === s : id >= stage.first_vertex && id < stage.end_vertex));
+    this.#applyFilter(ids, `stage-${s}`);
+    markSummaryGroup(this.#ui.summary, null);
+  }
+
+  /** The table shows the layers `ids` (all: null); `value` is the filter select's. */
+  #applyFilter(ids, value) {
+    const ui = this.#ui;
+    this.#filter = ids ? new Set(ids) : null;
     const total = this.plan?.vertices.length ?? 0;
     const shown = filterTable(ui.table, this.#filter);
-    ui.filter.select.value = group ? String(index) : '';
-    ui.filter.count.textContent = group ? `Showing ${shown} of ${total} layers` : `${total} layers`;
-    ui.filter.clear.hidden = !group;
-    markSummaryGroup(ui.summary, group ? index : null);
+    ui.filter.select.value = ids ? value : '';
+    ui.filter.count.textContent = ids ? `Showing ${shown} of ${total} layers` : `${total} layers`;
+    ui.filter.clear.hidden = !ids;
   }
 
   /**
@@ -142,17 +192,19 @@ export class Results {
    * the least memory any strategy reaches and what would lower it. The plan
    * shown before, if any, stays, dimmed.
    * @param {{message: string}} error
-   * @param {{capacityGib: number, leastGib: number|null}} noFit
+   * @param {{capacityGib: number, leastGib: number|null, pipeline?: boolean}} noFit
    * @param {{devices: number|null, zero: number}} cluster what was asked for
    */
   showNoFit(error, noFit, { devices, zero }) {
     const ui = this.#ui.noFit;
     ui.box.querySelector('h2').textContent = `Does not fit in ${noFit.capacityGib} GiB per GPU`;
-    ui.need.textContent = noFit.leastGib === null ? 'No strategy fits.'
-      : `The least memory any strategy reaches is ${formatBytes(noFit.leastGib * 2 ** 30)} per GPU.`;
+    ui.need.textContent = noFit.pipeline ? 'No pipeline of the stage and micro-batch counts asked for fits: every plan tried has a stage over the cap.'
+      : noFit.leastGib === null ? 'No strategy fits.'
+        : `The least memory any strategy reaches is ${formatBytes(noFit.leastGib * 2 ** 30)} per GPU.`;
     ui.message.textContent = `The planner says: ${error.message}.`;
     const ways = [devices ? `more devices (now ${devices})` : 'more devices'];
     if (zero < 3) ways.push(`a higher ZeRO stage (now ${zero})`);
+    if (noFit.pipeline) ways.push('more pipeline stages or micro-batches (or auto)');
     ways.push('GPUs with more memory', 'a smaller batch');
     ui.hint.textContent = `To lower it, try ${ways.slice(0, -1).join(', ')} or ${ways.at(-1)}.`;
     ui.box.hidden = false;

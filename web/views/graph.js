@@ -15,7 +15,8 @@
 // to `labelUpTo` drawn nodes carry their names; more are dots whose names,
 // in small print, show once zoomed in to `closeZoom`. Zoom and pan
 // (graph-zoom.js): the toolbar's − / + / Fit, the wheel, a pinch, dragging
-// and keys; the picture keeps its size on the page.
+// and keys; the picture keeps its size on the page. In a plan with a
+// pipeline each node is ringed in its stage's colour (views/pipeline.js).
 
 import { formatCost } from '../format.js';
 import { svg, el } from './dom.js';
@@ -23,6 +24,7 @@ import { splitKinds, splitKind, splitKindLabel, describeSplits } from './split-k
 import { findRepeatedBlocks } from './blocks.js';
 import { layerColumns } from './graph-layout.js';
 import { makeZoom, zoomStep } from './graph-zoom.js';
+import { stageClass, stageOf } from './pipeline.js';
 
 // Larger graphs are not drawn: thousands of SVG nodes make the page sluggish
 // and the picture unreadable anyway.
@@ -231,6 +233,13 @@ function draw(container, view) {
   const closeLabel = (text, y) => svg('text', {
     class: 'zoom-label', y, 'text-anchor': 'middle', text: truncate(text, Math.max(4, Math.floor(columnWidth / 1.9))),
   });
+  // A node's stage ring: the stage of its layer, or of all of a run's.
+  const stages = stageOf(plan);
+  const ring = (ids) => {
+    const s = stages?.[ids[0]];
+    return Number.isInteger(s) && ids.every((id) => stages[id] === s)
+      ? { cls: ` staged ${stageClass(s)}`, s, data: { stage: s } } : { cls: '', s: null, data: {} };
+  };
   const keys = (activate) => (event) => {
     if (event.key === 'Enter' || event.key === ' ') {
       event.preventDefault();
@@ -248,15 +257,16 @@ function draw(container, view) {
         draw(container, view);
         container.querySelector(`.node[data-vertex="${run.first}"]`)?.focus();
       };
+      const staged = ring(run.vertices);
       const w = 2 * (radius + 5);
       const h = labelled ? 18 : 11;
       return svg('g', {
-        class: `node block kind-${kind}`,
+        class: `node block kind-${kind}${staged.cls}`,
         tabindex: 0,
         role: 'button',
         'aria-expanded': 'false',
         'aria-label': `${run.name}: ${run.blocks} repeated blocks of ${members.length} layers, collapsed; press Enter to expand`,
-        dataset: { block: index, blocks: run.blocks, layers: members.length },
+        dataset: { block: index, blocks: run.blocks, layers: members.length, ...staged.data },
         transform: `translate(${p.x},${p.y})`,
         onclick: expand,
         onkeydown: keys(expand),
@@ -270,17 +280,18 @@ function draw(container, view) {
     const v = item.vertex;
     const kind = splitKind(v);
     const activate = () => view.onSelect?.(v.id);
+    const staged = ring([v.id]);
     return svg('g', {
-      class: `node kind-${kind}`,
+      class: `node kind-${kind}${staged.cls}`,
       tabindex: 0,
       role: 'button',
-      'aria-label': `${v.name}, ${v.op}, ${splitKindLabel(kind)}`,
-      dataset: { vertex: v.id },
+      'aria-label': `${v.name}, ${v.op}, ${splitKindLabel(kind)}${staged.s === null ? '' : `, stage ${staged.s}`}`,
+      dataset: { vertex: v.id, ...staged.data },
       transform: `translate(${p.x},${p.y})`,
       onclick: activate,
       onkeydown: keys(activate),
     }, [
-      svg('title', { text: `${v.name} (${v.op})\n${splitKindLabel(kind)}: ${describeSplits(v)}\ncost ${formatCost(v.cost)}` }),
+      svg('title', { text: `${v.name} (${v.op})\n${splitKindLabel(kind)}: ${describeSplits(v)}\ncost ${formatCost(v.cost)}${staged.s === null ? '' : `\nstage ${staged.s}`}` }),
       svg('circle', { r: radius }),
       labelled ? svg('text', { y: radius + 13, 'text-anchor': 'middle', text: labelOf(pictureName(v.name)) })
         : closeLabel(pictureName(v.name), radius + 5),

@@ -4,11 +4,19 @@
 // with a legend in readable bytes and, for a plan under a cap, its lower
 // bound. Plain HTML boxes, like the breakdown chart.
 //
+// A plan with a pipeline keeps its stages' memory apart: the bar is the
+// largest stage's (the result's memory), and under it each stage has a bar of
+// its own on one scale, with whether it fits the capacity.
+//
 // Test hooks (in #memory-chart): `.memory-bar[data-total]` with one `.memory-seg[data-part]`
-// per kind, `.memory-cap[data-capacity]` when capped, `.memory-headline`.
+// per kind, `.memory-cap[data-capacity]` when capped, `.memory-headline`; with a
+// pipeline one `.stage-memory-row[data-stage][data-bytes][data-fits]` per stage.
 
-import { formatBytes, formatCost, formatShare } from '../format.js';
+import { capacityText, formatBytes, formatCost, formatDeviceRange, formatShare } from '../format.js';
 import { el } from './dom.js';
+import { stageClass } from './pipeline.js';
+
+export { capacityText };
 
 const parts = [
   { id: 'params', label: 'Parameters' },
@@ -17,12 +25,6 @@ const parts = [
   { id: 'activations', label: 'Activations' },
 ];
 
-/** A capacity as it was typed when it is whole GiB ("80 GiB"), else in readable bytes. */
-export function capacityText(bytes) {
-  const gib = bytes / 2 ** 30;
-  return Number.isInteger(gib) ? `${gib} GiB` : formatBytes(bytes);
-}
-
 /** "2+2+12 bytes per parameter, 2 per activation, ZeRO 0", as the CLI says it. */
 export function trainingText(training) {
   if (!training) return '';
@@ -30,18 +32,28 @@ export function trainingText(training) {
   return `${t.param_bytes}+${t.grad_bytes}+${t.optimizer_bytes} bytes per parameter, ${t.activation_bytes} per activation, ZeRO ${t.zero}`;
 }
 
-function headline(memory) {
+function headline(memory, pipeline) {
   const total = formatBytes(memory.per_device_bytes);
-  if (!(memory.capacity_bytes > 0)) return `${total} per GPU, no memory cap`;
+  // With a pipeline, the result's memory is its largest stage's.
+  const largest = pipeline ? largestStage(pipeline) : -1;
+  const per = largest >= 0 ? `per GPU in the largest stage (stage ${largest})` : 'per GPU';
+  if (!(memory.capacity_bytes > 0)) return `${total} ${per}, no memory cap`;
   const capacity = capacityText(memory.capacity_bytes);
-  return memory.fits ? `${total} of ${capacity} per GPU: fits` : `${total} per GPU: does not fit in ${capacity}`;
+  return memory.fits ? `${total} of ${capacity} ${per}: fits` : `${total} ${per}: does not fit in ${capacity}`;
 }
 
-function bar(memory) {
+function largestStage(pipeline) {
+  let best = -1;
+  pipeline.stage?.forEach((s, i) => {
+    if (best < 0 || s.memory_bytes > pipeline.stage[best].memory_bytes) best = i;
+  });
+  return best;
+}
+
+/** The bar of `memory`; `scale` (bytes: the track's width) holds it and the capacity line. */
+function bar(memory, scale = Math.max(memory.per_device_bytes, memory.capacity_bytes > 0 ? memory.capacity_bytes : 0) || 1) {
   const total = memory.per_device_bytes;
   const capacity = memory.capacity_bytes > 0 ? memory.capacity_bytes : 0;
-  // The scale holds both the bar and the capacity line.
-  const scale = Math.max(total, capacity) || 1;
   const label = parts.map((p) => `${p.label} ${formatBytes(memory[p.id])}`).join(', ')
     + (capacity ? `; capacity ${capacityText(capacity)}` : '');
   return el('div', { class: 'memory-track', role: 'img', 'aria-label': label }, [
@@ -89,6 +101,35 @@ function boundText(plan) {
   return `The cheapest strategy found that fits, not proven optimal: every strategy that fits costs at least ${formatCost(m.lower_bound)}, the plan ${formatShare(gap)} more.`;
 }
 
+/** Each stage's memory per GPU, on one scale, against the capacity. */
+function stageRows(plan) {
+  const stages = plan.pipeline?.stage;
+  if (!Array.isArray(stages) || stages.length === 0) return null;
+  const capacity = plan.memory.capacity_bytes > 0 ? plan.memory.capacity_bytes : 0;
+  const scale = Math.max(capacity, ...stages.map((s) => s.memory_bytes)) || 1;
+  return el('div', { class: 'stage-memory-list' }, [
+    el('h3', { text: 'Per stage' }),
+    el('ol', {}, stages.map((stage, index) => {
+      const fits = stage.fits !== false;
+      const memory = { ...stage.memory, per_device_bytes: stage.memory_bytes, capacity_bytes: capacity, fits };
+      const verdict = capacity ? (fits ? 'fits' : 'over') : '';
+      return el('li', {
+        class: `stage-memory-row ${stageClass(index)}${fits ? '' : ' over'}`,
+        dataset: { stage: index, bytes: stage.memory_bytes, fits: String(fits) },
+        title: `${stage.activation_copies} micro-batch${stage.activation_copies === 1 ? '' : 'es'} of activations held`,
+      }, [
+        el('span', { class: 'stage-memory-name' }, [
+          el('span', { class: 'stage-swatch', 'aria-hidden': 'true' }),
+          `Stage ${index} · ${formatDeviceRange(stage.first_device, stage.devices)}`,
+        ]),
+        bar(memory, scale),
+        el('span', { class: 'legend-value mono', text: formatBytes(stage.memory_bytes) }),
+        el('span', { class: 'legend-share', text: verdict }),
+      ]);
+    })),
+  ]);
+}
+
 /** Fills `container` with the memory of `plan` (a plan-result document). */
 export function renderMemory(container, plan) {
   const memory = plan.memory;
@@ -98,9 +139,10 @@ export function renderMemory(container, plan) {
   }
   const notes = [trainingText(plan.training), boundText(plan)].filter(Boolean);
   container.replaceChildren(
-    el('p', { class: memory.fits === false ? 'memory-headline over' : 'memory-headline', text: headline(memory) }),
+    el('p', { class: memory.fits === false ? 'memory-headline over' : 'memory-headline', text: headline(memory, plan.pipeline) }),
     bar(memory),
     legend(memory),
+    stageRows(plan) ?? '',
     el('ul', { class: 'memory-notes' }, notes.map((text) => el('li', { text }))),
   );
 }

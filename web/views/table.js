@@ -1,11 +1,14 @@
 // The per-layer strategy table: one row per vertex, its dimensions with their
 // sizes and splits (split ones highlighted), its split kind, its cost and
-// the memory one GPU keeps for it (`td.memory[data-bytes]`). A filter shows
-// the rows of one group of the plan's summary only (filterTable()).
+// the memory one GPU keeps for it (`td.memory[data-bytes]`) and, in a plan with
+// a pipeline, its stage (`td.stage-col[data-stage]`, under a Stage header
+// added for such a plan only). A filter shows the rows of one group of the plan's summary, or
+// of one stage, only (filterTable()).
 
 import { formatBytes, formatCost, formatShare } from '../format.js';
 import { el } from './dom.js';
 import { splitKind, splitKindLabel, describeSplits } from './split-kind.js';
+import { stageCell, stageHeader, stageOf } from './pipeline.js';
 
 function dimensionChips(vertex) {
   return vertex.dims.map((dim, i) => {
@@ -24,6 +27,8 @@ function dimensionChips(vertex) {
 export function renderTable(table, plan) {
   const tbody = table.tBodies[0];
   const total = plan.cost > 0 ? plan.cost : 1;
+  const stages = stageOf(plan);
+  stageHeader(table, Boolean(stages));
   const rows = plan.vertices.map((vertex) => {
     const kind = splitKind(vertex);
     return el('tr', { id: `layer-${vertex.id}`, dataset: { kind, vertex: vertex.id } }, [
@@ -48,6 +53,7 @@ export function renderTable(table, plan) {
         title: Number.isFinite(vertex.memory_bytes) ? `${vertex.memory_bytes.toLocaleString('en-US')} bytes per GPU` : null,
         dataset: { bytes: vertex.memory_bytes },
       }),
+      stageCell(stages, vertex.id),
     ]);
   });
   tbody.replaceChildren(...rows);
