@@ -3,19 +3,23 @@
 // expensive layers as stacked bars of their own compute and communication.
 // Plain HTML boxes sized by flex/width: crisp at any zoom and readable by
 // screen readers, which an SVG or canvas chart would need extra work for.
+// With a pipeline the parts are one micro-batch's (the result is over the
+// micro-batch graph), and the rest of the step time is a part of its own:
+// the other micro-batches, at the pace of the slowest stage.
 
 import { formatCost, formatShare } from '../format.js';
 import { el } from './dom.js';
 
-const parts = [
+const baseParts = [
   { id: 'compute', label: 'Compute' },
   { id: 'comm', label: 'In-layer communication' },
   { id: 'redistribution', label: 'Re-distribution' },
 ];
+const pipelinePart = { id: 'pipeline', label: 'Other micro-batches' };
 
 const topLayerCount = 8;
 
-function totalBar(breakdown, total) {
+function totalBar(breakdown, total, parts) {
   return el('div', { class: 'stack', role: 'img', 'aria-label': parts.map((p) => `${p.label} ${formatShare(breakdown[p.id] / total)}`).join(', ') },
     parts.map((p) => el('span', {
       class: `seg seg-${p.id}`,
@@ -24,7 +28,7 @@ function totalBar(breakdown, total) {
     })));
 }
 
-function legend(breakdown, total) {
+function legend(breakdown, total, parts) {
   return el('ul', { class: 'breakdown-legend' }, parts.map((p) => el('li', {}, [
     el('span', { class: `swatch seg-${p.id}` }),
     el('span', { class: 'legend-label', text: p.label }),
@@ -53,7 +57,15 @@ function topLayers(plan, onSelect) {
 
 /** Fills `container` with the breakdown of `plan`. */
 export function renderBreakdown(container, plan, { onSelect } = {}) {
-  const breakdown = plan.breakdown ?? { compute: plan.cost, comm: 0, redistribution: 0 };
-  const total = plan.cost > 0 ? plan.cost : 1;
-  container.replaceChildren(totalBar(breakdown, total), legend(breakdown, total), topLayers(plan, onSelect) ?? '');
+  const breakdown = { ...(plan.breakdown ?? { compute: plan.cost, comm: 0, redistribution: 0 }) };
+  const parts = [...baseParts];
+  const once = baseParts.reduce((sum, p) => sum + (Number.isFinite(breakdown[p.id]) ? breakdown[p.id] : 0), 0);
+  if (plan.pipeline && plan.cost > once) {
+    breakdown.pipeline = plan.cost - once;
+    parts.push(pipelinePart);
+  }
+  // A pipeline whose stages reduce their weight gradients at once may cost
+  // less than one micro-batch's parts added up: the bar is then their sum.
+  const total = Math.max(plan.pipeline ? once : 0, plan.cost) || 1;
+  container.replaceChildren(totalBar(breakdown, total, parts), legend(breakdown, total, parts), topLayers(plan, onSelect) ?? '');
 }

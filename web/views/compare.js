@@ -8,7 +8,12 @@
 // baselines are priced without it (core/docs/cluster.md), and a strategy
 // that does not fit is marked.
 //
-// Test hook: one `.compare-row[data-strategy]` per strategy ("pase",
+// The baselines have no pipeline, and neither has the comparison's PaSE plan;
+// a plan with a pipeline is set above them as a row of its own ("pipeline",
+// named by its label), its speedup over the same data parallelism, and the
+// headline is about it.
+//
+// Test hook: one `.compare-row[data-strategy]` per strategy ("pipeline", "pase",
 // "data_parallel", "expert", "mcmc") holding a `.compare-time` text and a
 // `.compare-memory[data-bytes]`; a strategy over the cap has `data-fits="false"`
 // and a `.compare-nofit` mark.
@@ -26,7 +31,9 @@ const expertLabels = {
 };
 
 function strategyLabel(name, doc) {
-  if (name === 'pase') return 'PaSE';
+  // "pipeline x2 (4 micro-batches, 1F1B)" is in the headline and the tooltip.
+  if (name === 'pipeline') return `PaSE, ${doc.pipelineLabel.replace(/ \(.*\)$/, '')}`;
+  if (name === 'pase') return doc.pipelineLabel ? 'PaSE, no pipeline' : 'PaSE';
   if (name === 'data_parallel') return 'Data parallel';
   if (name === 'expert') return expertLabels[doc.expert_kind] ?? 'Expert';
   return 'MCMC (FlexFlow)';
@@ -70,7 +77,7 @@ function row(name, report, doc, longest) {
   // At least a sliver, so a tiny bar still reads as a bar.
   const width = longest > 0 ? Math.max(0.5, (100 * report.step_time_s) / longest) : 0;
   return el('li', {
-    class: `compare-row${name === 'pase' ? ' is-pase' : ''}${fits ? '' : ' over'}`,
+    class: `compare-row${name === doc.lead ? ' is-pase' : ''}${fits ? '' : ' over'}`,
     dataset: { strategy: name, fits: String(fits) },
     title: tooltip(report),
     'aria-label': `${label}${outside ? ' (outside the enumeration)' : ''}: ${time} per step, ${name === 'data_parallel' ? 'the baseline' : `speedup ${speedup} over data parallelism`}${memory}`,
@@ -84,17 +91,18 @@ function row(name, report, doc, longest) {
 }
 
 function headline(doc) {
-  const { pase, data_parallel: dp } = doc.strategies;
-  const speedup = pase.speedup;
+  const { data_parallel: dp } = doc.strategies;
+  const speedup = doc.strategies[doc.lead].speedup;
   if (!Number.isFinite(speedup)) return null;
   // Under a memory cap data parallelism, priced without it, may not fit.
   const dpOver = dp?.memory?.fits === false;
   const cap = dpOver ? `${capacityText(dp.memory.capacity_bytes)} per GPU` : '';
   let text;
+  const who = doc.lead === 'pipeline' ? `PaSE with ${doc.pipelineLabel}` : 'PaSE';
   if (speedup > 1.0005) {
-    text = `PaSE is ${speedup.toFixed(2)}× faster than data parallelism${dpOver ? `, which does not even fit in ${cap}` : ''}`;
+    text = `${who} is ${speedup.toFixed(2)}× faster than data parallelism${dpOver ? `, which does not even fit in ${cap}` : ''}`;
   } else if (dpOver) {
-    text = `Data parallelism does not fit in ${cap}; PaSE's plan does`;
+    text = `Data parallelism does not fit in ${cap}; ${doc.lead === 'pipeline' ? 'the pipeline plan' : 'PaSE\'s plan'} does`;
   } else if (speedup < 0.9995) {
     text = `Data parallelism is ${(1 / speedup).toFixed(2)}× faster here (see the notes)`;
   } else {
@@ -108,6 +116,11 @@ function notes(doc, reports) {
   if (reports.some(([, r]) => r.in_enumeration === false)) {
     items.push('* uses configurations outside the enumeration PaSE searches (priced by the same cost model).');
   }
+  const { pipeline, pase } = doc.strategies;
+  if (pipeline && pase && pase.step_time_s < pipeline.step_time_s && pase.memory?.fits !== false) {
+    items.push(`PaSE without a pipeline is faster here (${formatSeconds(pase.step_time_s)} per step): `
+      + 'try 1 stage, or auto stages and micro-batches.');
+  }
   if (!doc.strategies.expert) {
     items.push('No expert strategy here: only the paper\'s five networks have one.');
   }
@@ -116,9 +129,32 @@ function notes(doc, reports) {
   return items.length ? el('ul', { class: 'compare-notes' }, items.map((text) => el('li', { text }))) : null;
 }
 
-/** Fills `container` with the comparison document `doc`. */
-export function renderComparison(container, doc) {
-  const reports = order.filter((name) => doc.strategies?.[name]).map((name) => [name, doc.strategies[name]]);
+/**
+ * The row of a plan with a pipeline, as the comparison's rows are: its step
+ * time, its speedup over `dp` and its memory (the largest stage's).
+ */
+function pipelineReport(plan, dp) {
+  const m = plan.memory;
+  return {
+    description: `The plan shown: ${plan.pipeline.label}, bubble ${(100 * plan.pipeline.bubble).toFixed(1)}%`,
+    step_time_s: plan.step_time_s,
+    speedup: dp && plan.step_time_s > 0 ? dp.step_time_s / plan.step_time_s : NaN,
+    memory: m ? { per_device_bytes: m.per_device_bytes, capacity_bytes: m.capacity_bytes, fits: m.fits } : undefined,
+  };
+}
+
+/**
+ * Fills `container` with the comparison document `doc`; `pipelinePlan`, the
+ * plan shown when it has a pipeline, is set above the baselines.
+ */
+export function renderComparison(container, comparison, { pipelinePlan = null } = {}) {
+  const doc = { ...comparison, strategies: { ...comparison.strategies }, lead: 'pase' };
+  if (pipelinePlan?.pipeline && doc.strategies?.pase) {
+    doc.strategies.pipeline = pipelineReport(pipelinePlan, doc.strategies.data_parallel);
+    doc.pipelineLabel = pipelinePlan.pipeline.label;
+    doc.lead = 'pipeline';
+  }
+  const reports = ['pipeline', ...order].filter((name) => doc.strategies?.[name]).map((name) => [name, doc.strategies[name]]);
   const longest = Math.max(0, ...reports.map(([, r]) => r.step_time_s).filter(Number.isFinite));
   container.replaceChildren(
     headline(doc) ?? '',
