@@ -107,6 +107,7 @@ Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
   p.vertex_memory.resize(n);
   p.edge_costs.assign(micro.edges.size(), 0.0);
   const double cap = cluster.memory_gib > 0 ? cluster.capacity_bytes() : kInf;
+  double whole_cost = 0;  // the one stage's cost when S = 1
   int first = 0;
   for (int64_t s = 0; s < stages; ++s) {
     int last = first;
@@ -138,24 +139,25 @@ Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
       st.memory.activations += k * b.activations;
       p.vertex_memory[v] = b.params + b.grads + b.optimizer + k * b.activations;
     }
+    // The stage's edges, in the order stage_graph() keeps them.
+    size_t k = 0;
+    for (size_t i = 0; i < micro.edges.size(); ++i) {
+      const Edge& edge = micro.edges[i];
+      if (edge.src >= first && edge.dst >= first && edge.dst < last)
+        p.edge_costs[i] = e->edge_costs[k++];
+    }
     p.compute += e->compute;
     p.comm += e->comm;
     p.redistribution += e->redistribution;
+    whole_cost = e->cost;
     info.stage.push_back(st);
     first = last;
   }
-  // Edges: inside a stage, their re-distribution; between stages, X.
-  std::vector<double> sub_edge_costs;
+  // Edges between stages: X.
   for (size_t i = 0; i < micro.edges.size(); ++i) {
     const Edge& e = micro.edges[i];
     const int s = stage_of[e.src], t = stage_of[e.dst];
-    if (s == t) {
-      Cluster cs = cluster;
-      cs.devices = q;
-      cs.first_device = s * q;
-      p.edge_costs[i] =
-          edge_cost(micro, e, configs[e.src].data(), configs[e.dst].data(), ops::make_machine(cs));
-    } else {
+    if (s != t) {
       p.edge_costs[i] = sender.edge(e, s, t);
       info.stage[s].X += p.edge_costs[i];
       p.redistribution += p.edge_costs[i];
@@ -173,15 +175,11 @@ Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
     max_w = std::max(max_w, st.W);
     if (st.memory.total() > info.stage[largest].memory.total()) largest = s;
   }
-  // S = M = 1 is the plan without a pipeline, to the bit.
+  // S = M = 1 is the plan without a pipeline, to the bit: evaluate()'s cost
+  // of the whole graph.
   p.cost = stages == 1 && microbatches == 1
-               ? info.stage[0].F + info.stage[0].W
+               ? whole_cost
                : sum_a + static_cast<double>(microbatches - 1) * max_a + max_w;
-  if (stages == 1 && microbatches == 1) {
-    Result<Plan> whole = evaluate(micro, cluster, configs);
-    if (!whole) return whole.error();
-    p.cost = whole->cost;
-  }
   p.step_time_s = p.cost / (cluster.tflops * 1e12);
   p.memory = info.stage[largest].memory;
   p.lower_bound = p.cost;

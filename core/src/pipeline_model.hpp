@@ -41,6 +41,15 @@ struct Sender {
   double edge(const Edge& e, int64_t s, int64_t t) const;
 };
 
+// Positions a stage may start or end at: 0, n, and between: any position of
+// a graph of at most 64 vertices; else the positions crossed by the fewest
+// distinct tensors (pipeline_ranges.cpp).
+std::vector<int> allowed_boundaries(const Graph& g);
+
+// Everything a vertex's prices depend on, as numbers: two ranges whose
+// vertices and internal edges print alike plan alike.
+std::vector<int64_t> vertex_print(const Vertex& v, const VertexModel& m);
+
 // A whole pipeline plan of the micro-batch graph from its partition and
 // configurations: every stage evaluated on its devices, X, T, memory.
 Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
