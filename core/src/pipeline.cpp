@@ -61,14 +61,19 @@ int64_t copies_of(Schedule schedule, int64_t stages, int64_t s, int64_t microbat
   return schedule == Schedule::kGPipe ? microbatches : std::min(stages - s, microbatches);
 }
 
-double Sender::edge(const Edge& e, int64_t s, int64_t t) const {
+bool Sender::near(int64_t s, int64_t t) const {
+  return m.gpus_per_node > 0 && (s * q) / m.gpus_per_node == ((t + 1) * q - 1) / m.gpus_per_node;
+}
+
+double Sender::price(const Edge& e, double rate) const {
   const Shape& shape = g.vertices[e.src].outputs[e.src_output].shape;
   double elements = 1;
   for (int64_t d : shape) elements *= static_cast<double>(d);
-  double rate = m.r;
-  if (m.gpus_per_node > 0 && (s * q) / m.gpus_per_node == ((t + 1) * q - 1) / m.gpus_per_node)
-    rate = m.r1;
   return rate * 2 * elements / static_cast<double>(q);
+}
+
+double Sender::edge(const Edge& e, int64_t s, int64_t t) const {
+  return price(e, near(s, t) ? m.r1 : m.r);
 }
 
 // "strategy[3][1]" of evaluate() on a stage's part, as the field of the

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "cost_model.hpp"
@@ -39,6 +41,10 @@ struct Sender {
   const ops::Machine& m;
   int64_t q;
   double edge(const Edge& e, int64_t s, int64_t t) const;
+  // Whether every device of stages s .. t is on one node.
+  bool near(int64_t s, int64_t t) const;
+  // The edge at `rate`: rate * 2 * |T| / q.
+  double price(const Edge& e, double rate) const;
 };
 
 // Positions a stage may start or end at: 0, n, and between: any position of
@@ -55,5 +61,33 @@ std::vector<int64_t> vertex_print(const Vertex& v, const VertexModel& m);
 Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
                               const std::vector<int>& stage_of, const Strategy& configs,
                               int64_t microbatches, Schedule schedule);
+
+}  // namespace pase::pipeline_detail
+
+namespace pase::pipeline_detail {
+
+// The least a vertex can cost a stage, over all its configurations on q
+// devices whose first one sits `align` devices into a node: its cost
+// without weight_sync (one micro-batch), the bytes of its weight (parameters,
+// gradients, optimizer state) and of its saved activations, each minimised
+// on its own. Sums of them over a range bound its stage plan's F and memory
+// from below, whatever the plan (pipeline_bounds.cpp).
+struct VertexFloor {
+  double F = 0, weight_bytes = 0, activation_bytes = 0;
+};
+
+// Floors by (vertex print, q, align), each computed once: vertices that
+// print alike have the same configurations and prices.
+class Floors {
+ public:
+  Floors(const Cluster& cluster, const EnumOptions& options)
+      : cluster_(cluster), options_(options) {}
+  const VertexFloor& of(const Graph& g, int v, int print, int64_t q, int64_t align);
+
+ private:
+  const Cluster& cluster_;
+  EnumOptions options_;
+  std::map<std::tuple<int, int64_t, int64_t>, VertexFloor> cache_;
+};
 
 }  // namespace pase::pipeline_detail

@@ -63,6 +63,10 @@ struct PipelineOptions {
   int64_t microbatches = 1;  // M, or kAuto
   Schedule schedule = Schedule::k1F1B;
   int64_t max_microbatches = 64;  // the largest M that "auto" tries
+  // Skip the ranges and (S, M) pairs that lower bounds prove cannot win
+  // (core/docs/pipeline.md, "Pruning"); the result is the same either way.
+  // false: plan every range, the reference the tests compare with.
+  bool prune = true;
 };
 
 // A strategy with a pipeline: a configuration and a stage per vertex of the
