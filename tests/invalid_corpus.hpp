@@ -127,7 +127,8 @@ inline std::string case_text(const InvalidCase& c) {
 }
 
 // A graph document inside a plan request, spliced in as text the way the page
-// does it (web/app.js), so the request holds exactly the file's bytes.
+// does it (GraphSource.requestFields in web/source.js), so the request holds
+// exactly the file's bytes.
 inline std::string wrap_graph(const std::string& graph_text,
                               const nlohmann::json& fields = {{"cluster", {{"devices", 1}}}}) {
   std::string request = "{\"graph\": " + graph_text + "\n";
