@@ -54,6 +54,17 @@ export async function openSitePage(browser, url, { viewport = { width: 1400, hei
   return { page, problems, close: () => context.close() };
 }
 
+/** Waits until `page` shows a plan and none is in flight. */
+export async function waitForPlan(page, { timeout = 60_000 } = {}) {
+  await page.waitForFunction(() => document.body.classList.contains('has-plan') && !document.body.classList.contains('planning'),
+    null, { timeout });
+}
+
+/** Asserts that `actual` is `expected` to 1e-9 relative; `what` names it in the message. */
+export function assertClose(actual, expected, what) {
+  assert.ok(Math.abs(actual - expected) <= 1e-9 * Math.abs(expected), `${what}: ${actual} != ${expected}`);
+}
+
 /**
  * Registers the hooks of a page test file: before its tests, the site, the
  * browser and the module under Node (for expected results) start and

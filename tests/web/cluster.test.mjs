@@ -11,7 +11,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { assertClose, browserSkip, openSitePage, useSite } from './browser.mjs';
 import { repo } from '../wasm/load-module.mjs';
 import { formatBytes } from '../../web/format.js';
 
@@ -38,10 +38,6 @@ function planned(request) {
   const doc = JSON.parse(site.pase.plan(JSON.stringify(request)));
   assert.equal(doc.error, undefined, JSON.stringify(doc.error));
   return doc;
-}
-
-function assertClose(actual, expected, what) {
-  assert.ok(Math.abs(actual - expected) <= 1e-9 * Math.abs(expected), `${what}: ${actual} != ${expected}`);
 }
 
 const h100 = () => JSON.parse(site.pase.presets()).find((p) => p.id === 'h100');

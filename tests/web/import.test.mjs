@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
+import { assertClose, browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
 import { loadModule, repo } from '../wasm/load-module.mjs';
 import { dynamicOnnxModel, onnxBytes, onnxModel, onnxPath } from '../wasm/onnx-fixtures.mjs';
 
@@ -82,10 +82,6 @@ async function replanAndWait(page, devices) {
 
 // The page's default cluster: an imported model is planned on it at once.
 const defaultDevices = 8;
-
-function assertClose(actual, expected, what) {
-  assert.ok(Math.abs(actual - expected) <= 1e-9 * Math.abs(expected), `${what}: ${actual} != ${expected}`);
-}
 
 const count = (n) => n.toLocaleString('en-US');
 const literally = (text) => new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));

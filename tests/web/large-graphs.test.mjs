@@ -5,18 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { browserSkip, openSitePage, useSite, waitForPlan } from './browser.mjs';
 import { repo } from '../wasm/load-module.mjs';
 import { findRepeatedBlocks } from '../../web/views/blocks.js';
 
 const skip = browserSkip;
 const timeout = 120_000;
 const site = useSite();
-
-async function waitForPlan(page) {
-  await page.waitForFunction(() => document.body.classList.contains('has-plan') && !document.body.classList.contains('planning'),
-    null, { timeout: 60_000 });
-}
 
 function planOf(request) {
   const plan = JSON.parse(site.pase.plan(JSON.stringify(request)));

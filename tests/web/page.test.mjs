@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { assertClose, browserSkip, openSitePage, useSite } from './browser.mjs';
 import { repo } from '../wasm/load-module.mjs';
 
 const resultsDir = path.join(repo, 'test-results');
@@ -44,10 +44,6 @@ function expectedCost(request) {
   const doc = JSON.parse(site.pase.plan(JSON.stringify(request), undefined));
   assert.equal(doc.error, undefined, JSON.stringify(doc.error));
   return doc.cost;
-}
-
-function assertClose(actual, expected, what) {
-  assert.ok(Math.abs(actual - expected) <= 1e-9 * Math.abs(expected), `${what}: ${actual} != ${expected}`);
 }
 
 async function errorText(page) {

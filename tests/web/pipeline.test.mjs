@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { browserSkip, useSite } from './browser.mjs';
+import { browserSkip, useSite, waitForPlan } from './browser.mjs';
 import { repo } from '../wasm/load-module.mjs';
 import { parseCount, pipelineRequest } from '../../web/pipeline-options.js';
 import { readState, writeState } from '../../web/url-state.js';
@@ -76,11 +76,6 @@ async function recordingPage(query = '', { viewport } = {}) {
   return { page, problems, close: () => context.close() };
 }
 
-async function waitForPlan(page) {
-  await page.waitForFunction(() => document.body.classList.contains('has-plan') && !document.body.classList.contains('planning'),
-    null, { timeout: 90_000 });
-}
-
 /** The module's own answer to `request`, under Node. */
 function planned(request) {
   const doc = JSON.parse(site.pase.plan(JSON.stringify(request)));
@@ -109,7 +104,7 @@ test('pipeline: 2 stages of 4 micro-batches on 8 devices: the strip, the bubble,
   await page.fill('#stages', '2');
   await page.fill('#microbatches', '4');
   await page.click('#plan-button');
-  await waitForPlan(page);
+  await waitForPlan(page, { timeout: 90_000 });
 
   const request = { model: 'rnnlm', batch: 64, seq: 256, cluster: { devices: 8 }, pipeline: { stages: 2, microbatches: 4, schedule: '1f1b' } };
   const sent = await page.evaluate(() => window.sentPlans);
@@ -176,7 +171,7 @@ test('pipeline: 2 stages of 4 micro-batches on 8 devices: the strip, the bubble,
   await page.fill('#microbatches', '');
   await page.click('#plan-button');
   await page.waitForSelector('#stage-strip', { state: 'hidden', timeout: 60_000 });
-  await waitForPlan(page);
+  await waitForPlan(page, { timeout: 90_000 });
   assert.equal((await page.evaluate(() => window.sentPlans)).at(-1).pipeline, undefined);
   assert.equal(await page.locator('#strategy-table .stage-col').count(), 0);
   assert.equal(await page.locator('#graph .node[data-stage]').count(), 0);
@@ -188,7 +183,7 @@ test('pipeline: 2 stages of 4 micro-batches on 8 devices: the strip, the bubble,
 
 test('pipeline: a link with the fields restores them and plans the pipeline; progress counts stage plans', { skip, timeout }, async () => {
   const { page, problems, close } = await recordingPage('?example=mlp_residual&devices=8&mem=80&stages=2&mb=4&sched=gpipe');
-  await waitForPlan(page);
+  await waitForPlan(page, { timeout: 90_000 });
   assert.equal(await page.inputValue('#stages'), '2');
   assert.equal(await page.inputValue('#microbatches'), '4');
   assert.equal(await page.inputValue('#schedule'), 'gpipe');
@@ -257,7 +252,7 @@ test('pipeline: 1 stage and 1 micro-batch send no pipeline, and the page looks a
   await page.fill('#microbatches', '1');
   await page.selectOption('#schedule', 'gpipe');
   await page.click('#plan-button');
-  await waitForPlan(page);
+  await waitForPlan(page, { timeout: 90_000 });
   const sent = await page.evaluate(() => window.sentPlans);
   assert.equal(sent.length, 1);
   assert.equal('pipeline' in sent[0], false);
@@ -282,7 +277,7 @@ test('pipeline: 1 stage and 1 micro-batch send no pipeline, and the page looks a
 test('pipeline: at 390 px wide the strip fits the screen, with no sideways scrolling', { skip, timeout }, async () => {
   const width = 390;
   const { page, problems, close } = await recordingPage('?model=rnnlm&devices=8&stages=2&mb=4', { viewport: { width, height: 844 } });
-  await waitForPlan(page);
+  await waitForPlan(page, { timeout: 90_000 });
   assert.ok(await page.evaluate(() => document.documentElement.scrollWidth) <= width);
   for (const seg of await page.locator('#stage-strip .stage-seg').all()) {
     await seg.scrollIntoViewIfNeeded();

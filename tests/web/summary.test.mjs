@@ -4,17 +4,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { browserSkip, openSitePage, useSite, waitForPlan } from './browser.mjs';
 import { repo } from '../wasm/load-module.mjs';
 
 const skip = browserSkip;
 const timeout = 120_000;
 const site = useSite();
-
-async function waitForPlan(page) {
-  await page.waitForFunction(() => document.body.classList.contains('has-plan') && !document.body.classList.contains('planning'),
-    null, { timeout: 60_000 });
-}
 
 test('summary: the Transformer\'s blocks collapse into a few rows above the layer table', { skip, timeout }, async () => {
   const { page, problems, close } = await openSitePage(site.browser, `${site.url}?model=transformer&devices=16`, { ready: false });
