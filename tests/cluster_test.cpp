@@ -19,34 +19,10 @@
 
 using json = nlohmann::json;
 using namespace pase;
+using pase::testing::golden_cluster;
+using pase::testing::read_golden;
 
 namespace {
-
-json read_golden(const std::string& file) {
-  return json::parse(testing::read_text(std::string(PASE_TEST_DATA_DIR) + "/golden/" + file));
-}
-
-Cluster cluster_of(const json& j) {
-  Cluster c;
-  c.devices = j["devices"];
-  c.tflops = j["tflops"];
-  c.bandwidth_gbps = j["bandwidth_gbps"];
-  c.gpus_per_node = j.value("gpus_per_node", int64_t{0});
-  c.intra_node_gbps = j.value("intra_node_gbps", 0.0);
-  return c;
-}
-
-// The cluster of a golden case with its training settings.
-Cluster training_cluster(const json& golden_case) {
-  Cluster c = cluster_of(golden_case["cluster"]);
-  const json& t = golden_case["training"];
-  c.training.zero = t.value("zero", int64_t{0});
-  c.training.param_bytes = t.value("param_bytes", int64_t{2});
-  c.training.grad_bytes = t.value("grad_bytes", int64_t{2});
-  c.training.optimizer_bytes = t.value("optimizer_bytes", int64_t{12});
-  c.training.activation_bytes = t.value("activation_bytes", int64_t{2});
-  return c;
-}
 
 Strategy strategy_of(const json& j) {
   Strategy s;
@@ -88,7 +64,7 @@ TEST_CASE("cluster: the golden costs and memory of the FC3 network on nodes") {
   for (const json& c : golden["cluster_memory"]) {
     CAPTURE(c["cluster"].dump());
     CAPTURE(c["training"].dump());
-    Result<Plan> p = evaluate(*g, training_cluster(c), strategy_of(c["strategy"]));
+    Result<Plan> p = evaluate(*g, golden_cluster(c), strategy_of(c["strategy"]));
     REQUIRE_MESSAGE(p.ok(), testing::why(p));
     CHECK(close(p->cost, c["cost"].get<double>(), 1e-9));
     CHECK(close(p->memory.total(), c["memory_per_device_bytes"].get<double>(), 1e-9));

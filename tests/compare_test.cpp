@@ -21,6 +21,7 @@
 namespace {
 
 using nlohmann::json;
+using pase::testing::read_golden;
 using pase::testing::read_text;
 
 std::vector<std::filesystem::path> example_graphs() {
@@ -137,8 +138,7 @@ TEST_CASE("batch_dimensions: every vertex of every built-in network finds its ba
 }
 
 TEST_CASE("data_parallel: AlexNet at 8 devices costs the golden data_parallel_cost") {
-  const json golden =
-      json::parse(read_text(std::filesystem::path(PASE_TEST_DATA_DIR) / "golden/alexnet_p8.json"));
+  const json golden = read_golden("alexnet_p8.json");
   const double expected = golden.at("data_parallel_cost").get<double>();
   CHECK(expected == 601108833248.0);
   pase::Result<pase::StrategyReport> dp = pase::data_parallel(model("alexnet"), devices(8));

@@ -44,10 +44,6 @@ std::vector<Config> configs_of(const Graph& g, int vertex, int64_t devices,
   return std::move(r).value();
 }
 
-nlohmann::json read_golden(const std::string& file) {
-  return nlohmann::json::parse(read_text(std::string(PASE_TEST_DATA_DIR) + "/golden/" + file));
-}
-
 // The enumeration as core/docs/cost-model.md section 2 words it, written independently:
 // candidates per dimension, their cartesian product (first dimension
 // outermost, ascending), the device bound, then the contiguity filter.

@@ -28,13 +28,10 @@ using nlohmann::json;
 
 namespace {
 
-json read_golden(const std::string& file) {
-  return json::parse(read_text(std::string(PASE_TEST_DATA_DIR) + "/golden/" + file));
-}
-
 doctest::Approx rel(double x) { return doctest::Approx(x).epsilon(1e-9); }
 
-Cluster golden_cluster(const json& golden) {
+// The cluster of a prototype golden file (procs, flops_tflops, bandwidth_gbps).
+Cluster prototype_cluster(const json& golden) {
   return Cluster{.devices = golden["procs"].get<int64_t>(),
                  .tflops = golden["flops_tflops"].get<double>(),
                  .bandwidth_gbps = golden["bandwidth_gbps"].get<double>()};
@@ -72,7 +69,7 @@ void check_vertices(const Graph& g, const json& golden) {
 // The golden optimal strategy evaluated here: each layer cost, each edge cost
 // (summed per vertex pair, as the golden file lists pairs) and the total.
 void check_golden_strategy(const Graph& g, const json& golden) {
-  Result<Plan> p = evaluate(g, golden_cluster(golden), golden_strategy(golden));
+  Result<Plan> p = evaluate(g, prototype_cluster(golden), golden_strategy(golden));
   REQUIRE_MESSAGE(p.ok(), why(p));
   for (const json& v : golden["vertices"]) {
     int id = v["id"].get<int>();
@@ -100,7 +97,7 @@ void check_optimal_plan(const Graph& g, const json& golden) {
     CAPTURE(order_name(order));
     PlanOptions options;
     options.order = order;
-    Result<Plan> p = plan(g, golden_cluster(golden), options);
+    Result<Plan> p = plan(g, prototype_cluster(golden), options);
     REQUIRE_MESSAGE(p.ok(), why(p));
     CHECK(p->cost == rel(golden["optimal_cost"].get<double>()));
     if (order != Order::kGenSeq) continue;
@@ -190,7 +187,7 @@ TEST_CASE("golden: AlexNet data parallelism splits every batch dimension 8 ways"
     c[0] = 8;
     s.push_back(c);
   }
-  Result<Plan> p = evaluate(g, golden_cluster(golden), s);
+  Result<Plan> p = evaluate(g, prototype_cluster(golden), s);
   REQUIRE(p.ok());
   CHECK(p->cost == rel(golden["data_parallel_cost"].get<double>()));
 }

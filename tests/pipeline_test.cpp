@@ -24,24 +24,10 @@
 
 using json = nlohmann::json;
 using namespace pase;
+using pase::testing::golden_cluster;
+using pase::testing::read_golden;
 
 namespace {
-
-json read_golden(const std::string& file) {
-  return json::parse(testing::read_text(std::string(PASE_TEST_DATA_DIR) + "/golden/" + file));
-}
-
-Cluster golden_cluster(const json& c) {
-  Cluster out;
-  const json& j = c["cluster"];
-  out.devices = j["devices"];
-  out.tflops = j["tflops"];
-  out.bandwidth_gbps = j["bandwidth_gbps"];
-  out.gpus_per_node = j.value("gpus_per_node", int64_t{0});
-  out.intra_node_gbps = j.value("intra_node_gbps", 0.0);
-  out.training.zero = c["training"].value("zero", int64_t{0});
-  return out;
-}
 
 bool close(double a, double b, double rel = 1e-12) {
   return std::fabs(a - b) <= rel * std::max({1.0, std::fabs(a), std::fabs(b)});

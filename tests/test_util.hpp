@@ -1,5 +1,6 @@
 // Helpers shared by the doctest files: building layers by hand, comparing
-// costs, and printing a failed Result in assertion messages.
+// costs, printing a failed Result in assertion messages, and reading the
+// golden files.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -126,6 +128,31 @@ inline std::string read_text(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// The golden file tests/data/golden/`file`, parsed.
+inline nlohmann::json read_golden(const std::string& file) {
+  return nlohmann::json::parse(read_text(std::string(PASE_TEST_DATA_DIR) + "/golden/" + file));
+}
+
+// The cluster of a case of fc3_cluster_pipeline.json: its "cluster" object,
+// with the training settings of its "training" object (a field left out keeps
+// the default of Training).
+inline Cluster golden_cluster(const nlohmann::json& golden_case) {
+  Cluster c;
+  const nlohmann::json& j = golden_case["cluster"];
+  c.devices = j["devices"];
+  c.tflops = j["tflops"];
+  c.bandwidth_gbps = j["bandwidth_gbps"];
+  c.gpus_per_node = j.value("gpus_per_node", int64_t{0});
+  c.intra_node_gbps = j.value("intra_node_gbps", 0.0);
+  const nlohmann::json& t = golden_case["training"];
+  c.training.zero = t.value("zero", c.training.zero);
+  c.training.param_bytes = t.value("param_bytes", c.training.param_bytes);
+  c.training.grad_bytes = t.value("grad_bytes", c.training.grad_bytes);
+  c.training.optimizer_bytes = t.value("optimizer_bytes", c.training.optimizer_bytes);
+  c.training.activation_bytes = t.value("activation_bytes", c.training.activation_bytes);
+  return c;
 }
 
 // Every order plan() offers; each must give the same optimum.
