@@ -1,10 +1,11 @@
 // Pipeline step times and stage memory worked by hand (spec pipeline.md 3-5,
 // on cluster-memory.md 1-5 and cost-model.md 3-5): a chain of four FC layers
 // on two-level clusters of 4 and 8 devices, S = 2 and 4, M = 2 and 4, under
-// 1F1B and GPipe (so k_s differs), with stages that share a node and stages
-// that do not. Every F_s, W_s, X_s, A_s, edge cost, T, step time and stage
-// memory is plain arithmetic from the formulas, in comments beside it, and
-// evaluate_pipeline() must agree to 1e-9 relative.
+// 1F1B and GPipe (so k_s differs), with stages that share a node, stages
+// that do not, and one that starts inside a node. Every F_s, W_s, X_s, A_s,
+// edge cost, T, step time and stage memory is plain arithmetic from the
+// formulas, in comments beside it, and evaluate_pipeline() must agree to
+// 1e-9 relative.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -274,6 +275,58 @@ TEST_CASE("pipeline chain: p = 8 as 4 nodes of 2, S = 2, M = 2, stages across no
                  {3, 4, 4, 4, fc4_comp, fc4_w, 0, 2 * e4, 2 * e4 / 2, 12 * e4 / 2,
                   2 * 16 * 16 / 2}},
       .edges = {e12, e23, x0},
+      .T = T,
+  });
+}
+
+TEST_CASE("pipeline chain: p = 8 on nodes of 3, S = 2, M = 2, stage 1 starting inside a node") {
+  // b = 16, q = 4. Nodes {0,1,2}, {3,4,5}, {6,7}: stage 0 on devices 0-3
+  // (nodes 0, 0, 0, 1), stage 1 on 4-7 (nodes 1, 1, 2, 2). Nodes are
+  // counted globally (pipeline.md 2): stage 1's device d is global 4 + d.
+  const double fc1_comp = 3.0 * 16 * 64 * 32;         // (1,2,2): m=16 n=64 k=32
+  const double fc1_k = r1 * (16.0 * 64 / 2) * 2 * 1;  // allreduce(m*n) over K {0,1}
+  const double fc1_u = r1 * (16.0 * 32 / 2) * 2 * 1;  // allreduce(m*k) over {0,2}: node 0
+  const double fc2_comp = 3.0 * 4 * 32 * 128;         // (4,1,1): m=4 n=32 k=128
+  // W: allreduce(n*k = 4096) over {0,1,2,3}: m = 2 nodes, at most L = 3 on
+  // one: r1*(w/3)*2*(3-1) + r2*(w/(3*2))*2*(2-1), though L*m = 6 > P = 4.
+  const double fc2_w = r1 * (4096.0 / 3) * 2 * 2 + r2 * (4096.0 / 6) * 2 * 1;  // 5734400/3
+  // fc1->fc2, tensor (16,128) from cells (1,2) (16x64) to (4,1) (4x128):
+  // need 4*128 = 512; P_tgt 4 > P_src 2: have 0, x = 512. own 4*64 = 256;
+  // near: device 2 (< min(G=3, 2*2)) holds columns [64,128): 4*64 = 256
+  // (device 1 holds cell (0,0) too); far 0, phi 0.
+  const double e12 = 2 * 512 * r1;
+  const double x0 = r2 * 2 * (16 * 32) / 4;                     // fc2->fc3, node 0 to nodes 1, 2
+  const double F0 = fc1_comp + fc1_k + fc1_u + fc2_comp + e12;  // 403456
+  const double fc3_comp = 3.0 * 4 * 64 * 32;                    // (4,1,1): m=4 n=64 k=32
+  // W: allreduce(n*k = 2048) over global {4,5,6,7}: L = 2, m = 2.
+  const double fc3_w = r1 * (2048.0 / 2) * 2 * 1 + r2 * (2048.0 / 4) * 2 * 1;  // 1228800
+  const double fc4_comp = 3.0 * 16 * 16 * 16;  // (1,1,4): m=16 n=16 k=16
+  // allreduce(m*n = 256) over K, global {4,5,6,7}: L = 2, m = 2.
+  const double fc4_k = r1 * (256.0 / 2) * 2 * 1 + r2 * (256.0 / 4) * 2 * 1;  // 153600
+  // fc3->fc4, tensor (16,64) from cells (4,1) (4x64) to (1,4) (16x16): need
+  // 256; P_tgt 4 <= P_src 4: have min(4,16)*min(64,16) = 64, x = 192. own
+  // 4*16 = 64. Near are the stage's devices on its device 0's node: global
+  // 4 and 5, local 0 and 1 (not d < min(G, q) = 3: local 2 is global 6, on
+  // node 2). Device 1 holds rows [4,8): 4*16 = 64; far = 256-64-64 = 128,
+  // phi = 128/192.
+  const double phi = 128.0 / 192;
+  const double e34 = 2 * 192 * (r1 * (1 - phi) + r2 * phi);  // 384 * 700 = 268800
+  const double F1 = fc3_comp + fc4_comp + fc4_k + e34;       // 459264
+  // A_0 = 659456 > A_1 = 459264; W_0 = 1911466.67 > W_1 = 1228800.
+  const double T = (F0 + x0) + F1 + (2 - 1) * (F0 + x0) + fc2_w;
+  CHECK(T == doctest::Approx(1778176 + 5734400.0 / 3).epsilon(1e-12));
+  // Memory, ZeRO 0: weights 128*64/4, 32*128, 64*32, 16*64/4; outputs
+  // 16*128/2, 16*32/4, 16*64/4, 16*16/1 elements at 2 bytes.
+  const double w0 = 128 * 64 / 4 + 32 * 128, w1 = 64 * 32 + 16 * 64 / 4;
+  check(HandCase{
+      .name = "p8 G3 S2 M2",
+      .cluster = two_level(8, 3, 0),
+      .configs = {{1, 2, 2}, {4, 1, 1}, {4, 1, 1}, {1, 1, 4}},
+      .stage_of = {0, 0, 1, 1},
+      .microbatches = 2,
+      .stages = {{0, 2, 0, 4, F0, fc2_w, x0, 2 * w0, 2 * w0, 12 * w0, 2 * (1024 + 128)},
+                 {2, 4, 4, 4, F1, fc3_w, 0, 2 * w1, 2 * w1, 12 * w1, 2 * (256 + 256)}},
+      .edges = {e12, x0, e34},
       .T = T,
   });
 }
