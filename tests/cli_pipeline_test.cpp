@@ -8,20 +8,17 @@
 // `pase compare` adds a pipeline row; bad values exit 1 (an invalid field)
 // or 2 (a flag that does not parse) with a message naming the problem.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
+#include "cli_run.hpp"
 #include "test_util.hpp"
 
 using json = nlohmann::json;
@@ -29,63 +26,24 @@ using pase::testing::contains;
 
 namespace {
 
-struct Output {
-  int status = -1;
-  std::string out, err;
-};
+using Output = pase::testing::Run;
 
-// A folder of this test process, removed at exit.
-const std::filesystem::path& folder() {
-  static const struct Folder {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("pase-cli-pipeline-" + std::to_string(getpid()));
-    Folder() { std::filesystem::create_directories(path); }
-    ~Folder() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
-  } f;
-  return f.path;
-}
-
-// build/pase with `args` (no argument may hold a single quote), its standard
-// output and error caught in files of folder().
-Output pase_cli(const std::vector<std::string>& args) {
-  const std::filesystem::path& dir = folder();
-  std::string command = std::string("'") + PASE_CLI_PATH + "'";
-  for (const std::string& a : args) {
-    REQUIRE(a.find('\'') == std::string::npos);
-    command += " '";  // piece by piece: GCC 12 warns falsely (-Wrestrict) on a + b + c
-    command += a;
-    command += '\'';
-  }
-  const std::string out = (dir / "out").string(), err = (dir / "err").string();
-  command += " </dev/null >'";
-  command += out;
-  command += "' 2>'";
-  command += err;
-  command += '\'';
-  const int raw = std::system(command.c_str());
-  Output o;
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  o.out = pase::testing::read_text(out);
-  o.err = pase::testing::read_text(err);
-  return o;
-}
+// build/pase with `args`.
+Output pase_cli(const std::vector<std::string>& args) { return pase::testing::run_cli(args); }
 
 // The --format json output of a run that must succeed.
 json pase_json(std::vector<std::string> args) {
   args.insert(args.end(), {"--format", "json"});
   const Output o = pase_cli(args);
-  REQUIRE_MESSAGE(o.status == 0, o.err);
+  REQUIRE_MESSAGE(o.exit == 0, o.err);
   json doc = json::parse(o.out, nullptr, false);
   REQUIRE(doc.is_object());
   return doc;
 }
 
-// A file of folder() holding `text`; its path.
+// A file of the scratch folder holding `text`; its path.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::filesystem::path path = folder() / name;
+  const std::filesystem::path path = pase::testing::scratch() / name;
   std::ofstream(path) << text;
   return path.string();
 }
@@ -117,7 +75,7 @@ double step_of(const json& result) {
 
 TEST_CASE("cli pipeline: plan --stages 2 --microbatches 4 prints the stages before the layers") {
   const Output o = pase_cli(with("plan", {"--stages", "2", "--microbatches", "4"}));
-  REQUIRE_MESSAGE((o.status == 0 && o.err.empty()), o.err);
+  REQUIRE_MESSAGE((o.exit == 0 && o.err.empty()), o.err);
   const std::string& t = o.out;
   CHECK(contains(t, "\npipeline         pipeline x2 (4 micro-batches, 1F1B), micro-batch 16\n"));
   const size_t stages = t.find("\nstage  layers  devices");
@@ -138,7 +96,7 @@ TEST_CASE("cli pipeline: plan --stages 2 --microbatches 4 prints the stages befo
   }
   // Without the flags: no stage table, and the summary has no label.
   const Output plain = pase_cli(with("plan", {}));
-  REQUIRE(plain.status == 0);
+  REQUIRE(plain.exit == 0);
   CHECK_FALSE(contains(plain.out, "\nstage  layers"));
   CHECK_FALSE(contains(plain.out, "pipeline"));
   CHECK(contains(plain.out, "\nsummary          4 groups of layers split alike\n"));
@@ -179,7 +137,7 @@ TEST_CASE("cli pipeline: --format json, 1F1B against GPipe") {
 
   const Output text =
       pase_cli(with("plan", {"--stages", "2", "--microbatches", "4", "--schedule", "gpipe"}));
-  REQUIRE(text.status == 0);
+  REQUIRE(text.exit == 0);
   CHECK(contains(text.out,
                  "\npipeline         pipeline x2 (4 micro-batches, GPipe), micro-batch 16\n"));
   CHECK(contains(text.out, "\nsummary          pipeline x2 (4 micro-batches, GPipe); "));
@@ -200,7 +158,7 @@ TEST_CASE("cli pipeline: --stages auto --microbatches auto, beside the plan with
   CHECK(autod["cost"].get<double>() == doctest::Approx(step_of(autod)).epsilon(1e-12));
 
   const Output text = pase_cli(with("plan", flags, kRnnlm8));
-  REQUIRE(text.status == 0);
+  REQUIRE(text.exit == 0);
   CHECK(
       contains(text.out, "\npipeline         " + p["label"].get<std::string>() + ", micro-batch "));
   const size_t line = text.out.find("\nno pipeline      ");
@@ -213,7 +171,7 @@ TEST_CASE("cli pipeline: --stages auto --microbatches auto, beside the plan with
 TEST_CASE("cli pipeline: eval of a saved pipeline plan and of a pipeline strategy") {
   const Output saved = pase_cli(with(
       "plan", {"--stages", "2", "--microbatches", "4", "--schedule", "gpipe", "--format", "json"}));
-  REQUIRE(saved.status == 0);
+  REQUIRE(saved.exit == 0);
   const json planned = json::parse(saved.out);
   const std::string plan_file = write_temp("plan.json", saved.out);
   const json evaluated = pase_json(with("eval", {"--strategy", plan_file}));
@@ -234,7 +192,7 @@ TEST_CASE("cli pipeline: eval of a saved pipeline plan and of a pipeline strateg
   CHECK(again["memory"]["per_device_bytes"] == planned["memory"]["per_device_bytes"]);
 
   const Output text = pase_cli(with("eval", {"--strategy", strategy_file}));
-  REQUIRE(text.status == 0);
+  REQUIRE(text.exit == 0);
   CHECK(contains(text.out, "\nsummary          pipeline x2 (4 micro-batches, GPipe); "));
   CHECK(contains(text.out, "\nstrategy         " + strategy_file + "\n"));
 
@@ -242,7 +200,7 @@ TEST_CASE("cli pipeline: eval of a saved pipeline plan and of a pipeline strateg
   strategy["microbatches"] = 3;
   const std::string bad_file = write_temp("bad.json", strategy.dump());
   const Output bad = pase_cli(with("eval", {"--strategy", bad_file}));
-  CHECK(bad.status == 1);
+  CHECK(bad.exit == 1);
   CHECK(bad.out.empty());
   CHECK(contains(bad.err, "strategy.microbatches: 3 micro-batches do not divide the batch 64"));
 }
@@ -251,7 +209,7 @@ TEST_CASE("cli pipeline: compare --stages 2 --microbatches 2 adds a pipeline row
   const std::vector<std::string> flags = {"--stages",          "2", "--microbatches", "2",
                                           "--mcmc-iterations", "0"};
   const Output text = pase_cli(with("compare", flags));
-  REQUIRE_MESSAGE(text.status == 0, text.err);
+  REQUIRE_MESSAGE(text.exit == 0, text.err);
   CHECK(contains(text.out, "\npipeline    "));
   CHECK(contains(text.out,
                  "\npipeline       pipeline x2 (2 micro-batches, 1F1B) over 2 devices a stage, "
@@ -292,7 +250,7 @@ TEST_CASE("cli pipeline: bad stages, micro-batches and schedules exit 1 or 2 nam
     for (const std::string& a : c.args) line += a + " ";
     CAPTURE(line);
     const Output o = pase_cli(c.args);
-    CHECK(o.status == c.status);
+    CHECK(o.exit == c.status);
     CHECK(o.out.empty());
     CHECK_MESSAGE(o.err.rfind(c.message, 0) == 0, o.err);
   }

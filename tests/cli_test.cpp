@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli_run.hpp"
 #include "invalid_corpus.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
@@ -38,59 +39,12 @@
 using pase_test::InvalidCase;
 namespace fs = std::filesystem;
 using pase::testing::contains;
+using pase::testing::Run;
+using pase::testing::run_cli;
+using pase::testing::scratch;
+using pase::testing::shell_quote;
 
 namespace {
-
-struct Run {
-  int exit = -1;
-  std::string out, err;
-};
-
-std::string shell_quote(const std::string& arg) {
-  std::string quoted = "'";
-  for (char ch : arg) quoted += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return quoted + "'";
-}
-
-// A scratch folder of this test process, removed at exit.
-const fs::path& scratch() {
-  static const struct Dir {
-    fs::path path;
-    Dir() {
-      path = fs::temp_directory_path() / ("pase-cli-test-" + std::to_string(getpid()));
-      fs::create_directories(path);
-    }
-    ~Dir() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  } dir;
-  return dir.path;
-}
-
-// Runs build/pase with `args`, standard input read from the file `input`.
-Run run_cli(const std::vector<std::string>& args, const std::string& input = "/dev/null") {
-  const fs::path out = scratch() / "stdout", err = scratch() / "stderr";
-  std::string command = shell_quote(PASE_CLI_PATH);
-  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on
-  // `command += " " + shell_quote(arg)`.
-  for (const std::string& arg : args) {
-    command += ' ';
-    command += shell_quote(arg);
-  }
-  command += " <";
-  command += shell_quote(input);
-  command += " >";
-  command += shell_quote(out.string());
-  command += " 2>";
-  command += shell_quote(err.string());
-  const int status = std::system(command.c_str());
-  Run run;
-  run.exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  run.out = pase_test::read_binary(out.string());
-  run.err = pase_test::read_binary(err.string());
-  return run;
-}
 
 bool starts_with(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;

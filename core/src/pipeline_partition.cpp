@@ -33,7 +33,9 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
   const ops::Machine machine = ops::make_machine(cluster);
   const Sender sender{micro, machine, q};
   const double M = static_cast<double>(microbatches);
-  auto range_ok = [&](int64_t s, int i, int j) { return pipeline_detail::range_ok(stages, nb, s, i, j); };
+  auto range_ok = [&](int64_t s, int i, int j) {
+    return pipeline_detail::range_ok(stages, nb, s, i, j);
+  };
   auto align_of = [&](int64_t s) { return G > 0 ? (s * q) % G : 0; };
   auto at = [&](int64_t s, int i, int j) {
     return (static_cast<size_t>(s) * nb + static_cast<size_t>(i)) * nb + static_cast<size_t>(j);
