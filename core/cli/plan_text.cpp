@@ -145,9 +145,15 @@ std::string stages_text(const pase::Graph& graph, const pase::Cluster& cluster,
   }
   if (p.no_pipeline_cost > 0) {
     const double t = p.no_pipeline_cost / (cluster.tflops * 1e12);
+    // Close calls in per cent, so that a gain never reads "1.00x".
+    const double ratio = p.no_pipeline_cost / plan.cost;
+    const std::string gain = ratio >= 1.01   ? format("%.2f", ratio) + "x as fast"
+                             : ratio > 1     ? format("%.2g", 100 * (ratio - 1)) + "% faster"
+                             : ratio == 1    ? "the same plan"
+                             : ratio >= 0.99 ? format("%.2g", 100 * (1 - ratio)) + "% slower"
+                                             : format("%.2f", ratio) + "x as fast";
     out += line("no pipeline", format("%.6e", p.no_pipeline_cost) + " (" + seconds_text(t) +
-                                   "): the best plan without a pipeline; this one is " +
-                                   format("%.2f", p.no_pipeline_cost / plan.cost) + "x as fast");
+                                   "): the best plan without a pipeline; this one is " + gain);
   }
   return out;
 }
@@ -180,10 +186,16 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
   out += "\n";
   out += line("cost",
               format("%.6e", plan.cost) + " FLOP-equivalents (exactly " + exact(plan.cost) + ")");
-  out += line("  compute", format("%.6e", plan.compute) + "  " + percent(plan.compute, plan.cost));
-  out += line("  communication", format("%.6e", plan.comm) + "  " + percent(plan.comm, plan.cost));
+  // With a pipeline the parts are one micro-batch's work summed over the
+  // stages, not parts of T: their shares are of their own sum.
+  const double whole =
+      pipeline != nullptr ? plan.compute + plan.comm + plan.redistribution : plan.cost;
+  if (pipeline != nullptr)
+    out += line("  by kind", "one micro-batch's work over all stages (not parts of T):");
+  out += line("  compute", format("%.6e", plan.compute) + "  " + percent(plan.compute, whole));
+  out += line("  communication", format("%.6e", plan.comm) + "  " + percent(plan.comm, whole));
   out += line("  redistribution",
-              format("%.6e", plan.redistribution) + "  " + percent(plan.redistribution, plan.cost));
+              format("%.6e", plan.redistribution) + "  " + percent(plan.redistribution, whole));
   out +=
       line("step time", seconds_text(plan.step_time_s) + " (predicted: peak compute, no overlap)");
   return out + memory_text(cluster, plan, source);

@@ -139,11 +139,15 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
 }
 
 std::string pipeline_label(const PipelineInfo& p) {
-  std::string label = "pipeline x" + std::to_string(p.stages) + " (" +
-                      std::to_string(p.microbatches) + " micro-batch" +
-                      (p.microbatches == 1 ? "" : "es") + ", " +
-                      (p.schedule == Schedule::kGPipe ? "GPipe" : "1F1B") + ")";
-  return label;
+  const std::string schedule = p.schedule == Schedule::kGPipe ? "GPipe" : "1F1B";
+  // One stage is no pipeline ("auto" may find it best); its micro-batches
+  // accumulate gradients.
+  if (p.stages == 1)
+    return p.microbatches == 1 ? "no pipeline"
+                               : "no pipeline (" + std::to_string(p.microbatches) +
+                                     " micro-batches, " + schedule + ")";
+  return "pipeline x" + std::to_string(p.stages) + " (" + std::to_string(p.microbatches) +
+         " micro-batch" + (p.microbatches == 1 ? "" : "es") + ", " + schedule + ")";
 }
 
 std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& result) {
