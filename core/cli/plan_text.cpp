@@ -71,13 +71,14 @@ std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, Pl
   out += line("  capacity", capacity_text(plan));
   if (source == PlanSource::kSearched) {
     const std::string bound = format("%.6e", plan.lower_bound);
-    out +=
-        line("lower bound",
-             plan.optimal ? bound + ": the plan is proven optimal among the strategies that fit"
-                          : bound +
-                                ": not proven optimal; every strategy that fits costs at least "
-                                "this, the plan " +
-                                percent(plan.cost - plan.lower_bound, plan.lower_bound) + " more");
+    out += line("lower bound",
+                plan.optimal ? bound + ": the plan is proven optimal among the strategies that fit"
+                : plan.lower_bound <= 0
+                    ? std::string("none known: the plan is not proven optimal")
+                    : bound +
+                          ": not proven optimal; every strategy that fits costs at least "
+                          "this, the plan " +
+                          percent(plan.cost - plan.lower_bound, plan.lower_bound) + " more");
   }
   return out;
 }

@@ -202,6 +202,9 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
   plan.search.time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - searcher.start).count();
   if (cluster.memory_gib > 0) plan.optimal = best.part.optimal;
+  // T is a bound over every pipeline only when it is proven least; else no
+  // bound is known but the trivial one.
+  plan.lower_bound = plan.optimal ? plan.cost : 0;
   out->pipeline.allowed_boundaries = best.part.boundaries;
   out->pipeline.stage_plans = static_cast<int>(searcher.searches);
   out->pipeline.no_pipeline_cost = no_pipeline;
