@@ -17,9 +17,10 @@ namespace pase::pipeline_detail {
 // can beat `beat` (the best T of the pairs searched before; inf: none):
 // T = inf when none can or none fits. Ranges that cannot be part of such a
 // partition are skipped without a stage plan, proved by lower bounds:
-//   T >= sum over the other stages of their floors + M * A_s, and
-//   A_s >= the range's floor F + X_s, and memory >= the floors' sum;
-// and an upper bound, the T of the partition that balances the floors.
+//   T >= sum over the other stages of their floors + M * A_s + W_s, with
+//   M * A_s + W_s >= max(M * the range's floor of F, its parts' values)
+//   + M * X_s, and memory >= the floors' sum;
+// and an upper bound, the T of the partition that balances those floors.
 Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t stages,
                                  int64_t microbatches, double beat) {
   const Graph& micro = mg.graph;

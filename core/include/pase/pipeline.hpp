@@ -33,7 +33,8 @@
 //
 // PROGRESS. PlanOptions::on_progress sees the fraction of the stage plans
 // searched (vertices_done / vertices_total count stage plans, not vertices),
-// and fraction 1 once at the end.
+// and fraction 1 once at the end. The total counts every range the pairs
+// left may need; it drops as pruning passes ranges by.
 //
 // ERRORS
 //   "pipeline.stages": S does not divide the device count, or is more than
