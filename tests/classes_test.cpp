@@ -64,17 +64,24 @@ SearchStats check_same(const Graph& g, const Search& s, double cost_weight = 1,
   REQUIRE(ref.ok());
   CHECK_MESSAGE(fast->cost == ref->cost, "classes " << fast->cost << " reference " << ref->cost);
   CHECK(fast->choice == ref->choice);
-  // Neither the threads nor the threshold search change anything: every
-  // pair searched, then the threshold search on every step that has a
-  // dependent set (with two sorted entries kept per row, so that rows run
-  // past them), each on one and on three threads splitting every step.
+  // Neither the threads nor the threshold search nor the dense rows change
+  // anything: every pair searched (dense rows in blocks), then the threshold
+  // search on every step that has a dependent set (with two sorted entries
+  // kept per row, so that rows run past them), then both mixed, each on one
+  // and on three threads splitting every step.
   DpTuning every_pair;
   every_pair.threshold = false;
   DpTuning everywhere;
   everywhere.threshold_min_configs = 1;
   everywhere.threshold_min_rows = 1;
   everywhere.row_keep = 2;
-  for (const DpTuning& base : {every_pair, everywhere})
+  everywhere.dense_per_walked = 0;  // never the dense rows
+  // The threshold search where it is chosen, dense rows (in blocks of
+  // three outer states) wherever the walks allow it.
+  DpTuning mixed = everywhere;
+  mixed.dense_per_walked = 1e9;
+  mixed.dense_block = 3;
+  for (const DpTuning& base : {every_pair, everywhere, mixed})
     for (int threads : {1, 3}) {
       DpTuning tuning = base;
       tuning.parallel_pairs = 0;

@@ -77,6 +77,16 @@ struct DpTuning {
   int threshold_min_configs = 32;
   int64_t threshold_min_rows = 16;
   int row_keep = 64;
+  // A run of rows is walked in threshold order while the walks so far
+  // reached less deep than 1 / dense_per_walked of the configurations (the
+  // cost of one walked configuration in pairs of a dense row read in a
+  // stream), or dense_per_walked_gather when a row term is read through a
+  // class map; otherwise every pair is summed. The entries are the same.
+  double dense_per_walked = 25;
+  // Outer states that share one pass over the rows in dense blocks
+  // (min_row.hpp); 0: no blocks.
+  int dense_block = 16;
+  double dense_per_walked_gather = 3;
   // Whether a step whose v has `configs` configurations and whose innermost
   // dependent vertex has `innermost_states` states uses the threshold search
   // (and keeps min(configs, row_keep) sorted entries per innermost state).

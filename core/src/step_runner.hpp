@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dynamic_program.hpp"
+#include "min_row.hpp"
 
 namespace pase::detail {
 
@@ -65,7 +66,37 @@ class StepRunner {
     // The threshold search pays for its sorting only when the rows are long
     // and many share one sort.
     threshold_ = d_ > 0 && tuning.threshold_for(nv_, static_cast<double>(radix_[d_ - 1]));
+    // A pair of a dense row costs less when its terms are read in a
+    // stream (min_row) than through a class map.
+    bool stream = true;
+    if (d_ > 0)
+      for (int t : by_level_[d_]) stream = stream && terms_[t].inner == nullptr;
+    dense_per_walked_ = stream ? tuning.dense_per_walked : tuning.dense_per_walked_gather;
+    if (d_ > 0 && by_level_[d_].size() > 2) dense_per_walked_ = tuning.dense_per_walked_gather;
     if (threshold_) sort_rows(std::max(1, tuning.row_keep));
+    // Blocks of dense rows: when the innermost terms are one or two rows
+    // read in a stream that depend on the innermost state alone, a block of
+    // outer states shares each pass over them (dense_rows).
+    block_ = 0;
+    if (d_ > 0 && stream && tuning.dense_block > 0 && !by_level_[d_].empty() &&
+        by_level_[d_].size() <= 2) {
+      bool row_only = true;
+      for (int t : by_level_[d_])
+        for (int k = 1; k < d_; ++k) row_only = row_only && terms_[t].stride[k] == 0;
+      if (row_only) {
+        const int64_t n = radix_[d_ - 1];
+        for (size_t j = 0; j < by_level_[d_].size(); ++j) {
+          const Term& term = terms_[by_level_[d_][j]];
+          std::vector<const double*>& rows = j == 0 ? rows1_ : rows2_;
+          rows.resize(n);
+          const std::vector<int>& map = term.map[d_];
+          for (int64_t phi = 0; phi < n; ++phi)
+            rows[phi] = term.data + term.stride[d_] * (map.empty() ? phi : map[phi]);
+        }
+        dense_ = DenseRows{rows1_.data(), rows2_.empty() ? nullptr : rows2_.data(), nv_};
+        block_ = d_ == 1 ? 1 : tuning.dense_block;
+      }
+    }
   }
 
   struct Scratch {
@@ -74,6 +105,10 @@ class StepRunner {
     std::vector<int> order;    // the threshold search: configurations by bound
     std::vector<double> bound;
     int sorted = 0;  // order is sorted up to here
+    // Runs of rows so far, and the rows walked in threshold order with the
+    // configurations they walked.
+    int64_t runs = 0, rows_walked = 0, walked = 0;
+    std::vector<double> block;  // a block's partial sums, nv apart
   };
   Scratch scratch() const {
     Scratch s;
@@ -140,23 +175,59 @@ class StepRunner {
   }
 
   template <class Tick>
-  bool level(Scratch& s, int k, int64_t lo, int64_t hi, int64_t out_base, Tick& tick) const {
+  bool level(Scratch& s, int k, int64_t lo, int64_t hi, int64_t out_base, Tick& tick,
+             bool walk_now = false) const {
     const double* prev = s.acc.data() + static_cast<size_t>(k - 1) * nv_;
     const int64_t* off = s.off.data() + static_cast<size_t>(k) * n_terms_;
     const std::vector<int>& mine = by_level_[k];
     if (k == d_) {
-      if (threshold_) sort_bounds(s, prev);
+      const bool walk = walk_now || walk_next(s);
+      if (!walk && block_ > 0) {
+        dense_rows(prev, 1, dense_, lo, hi, out_ + out_base + lo, arg_ + out_base + lo);
+        return tick(static_cast<uint64_t>(hi - lo) * nv_);
+      }
+      if (walk) sort_bounds(s, prev);
       for (int64_t phi = lo; phi < hi; ++phi) {
         move(s, k, phi);
-        if (threshold_) {
-          threshold_row(s, prev, off, phi, out_base + phi);
+        if (walk) {
+          s.walked += threshold_row(s, prev, off, phi, out_base + phi);
         } else {
           row(prev, mine, off, out_base + phi);
         }
       }
+      if (walk) s.rows_walked += hi - lo;
       return tick(static_cast<uint64_t>(hi - lo) * nv_);
     }
     double* acc = s.acc.data() + static_cast<size_t>(k) * nv_;
+    if (k == d_ - 1 && block_ > 1) {
+      // Blocks of outer states: each either walked run by run, or summed
+      // densely, all its runs against one pass over the rows.
+      const int64_t n = radix_[k];
+      for (int64_t p0 = lo; p0 < hi; p0 += block_) {
+        const int64_t p1 = std::min(hi, p0 + block_);
+        if (walk_next(s)) {
+          for (int64_t phi = p0; phi < p1; ++phi) {
+            move(s, k, phi);
+            std::copy(prev, prev + nv_, acc);
+            for (int t : mine) add(acc, t, off[t]);
+            if (!level(s, k + 1, 0, n, (out_base + phi) * n, tick, true)) return false;
+          }
+          continue;
+        }
+        s.block.resize(static_cast<size_t>(block_) * nv_);
+        for (int64_t phi = p0; phi < p1; ++phi) {
+          double* sums = s.block.data() + static_cast<size_t>(phi - p0) * nv_;
+          move(s, k, phi);
+          std::copy(prev, prev + nv_, sums);
+          for (int t : mine) add(sums, t, off[t]);
+        }
+        const int64_t first = (out_base + p0) * n;
+        dense_rows(s.block.data(), static_cast<int>(p1 - p0), dense_, 0, n, out_ + first,
+                   arg_ + first);
+        if (!tick(static_cast<uint64_t>(p1 - p0) * n * nv_)) return false;
+      }
+      return true;
+    }
     for (int64_t phi = lo; phi < hi; ++phi) {
       move(s, k, phi);
       std::copy(prev, prev + nv_, acc);
@@ -166,12 +237,26 @@ class StepRunner {
     return true;
   }
 
+  // Whether the next run of rows is walked in threshold order or summed
+  // densely, whichever the walks seen so far say is cheaper (both give the
+  // same entries); every kProbeEvery-th run is walked to keep the estimate
+  // current.
+  bool walk_next(Scratch& s) const {
+    if (!threshold_) return false;
+    const bool probe = s.runs++ % kProbeEvery == 0;
+    return probe || s.walked * dense_per_walked_ < static_cast<double>(s.rows_walked) * nv_;
+  }
+
   // min over c of prev[c] + a[index_a(c)] (+ b[index_b(c)]): the innermost
   // loop, with the terms read directly or through v's class map. The sums
   // are formed in the order of the reference engine, so they are the same
   // numbers.
   template <bool GatherA>
   void row1(const double* prev, const double* a, const int* ia, int64_t out_index) const {
+    if constexpr (!GatherA) {
+      dense_row(prev, a, nullptr, nv_, out_ + out_index, arg_ + out_index);
+      return;
+    }
     double best = kInf;
     int arg = 0;
     for (int c = 0; c < nv_; ++c) {
@@ -188,6 +273,10 @@ class StepRunner {
   template <bool GatherA, bool GatherB>
   void row2(const double* prev, const double* a, const int* ia, const double* b, const int* ib,
             int64_t out_index) const {
+    if constexpr (!GatherA && !GatherB) {
+      dense_row(prev, a, b, nv_, out_ + out_index, arg_ + out_index);
+      return;
+    }
     double best = kInf;
     int arg = 0;
     for (int c = 0; c < nv_; ++c) {
@@ -312,27 +401,28 @@ class StepRunner {
                       [&](int x, int y) { return s.bound[x] < s.bound[y]; });
   }
 
-  void threshold_row(Scratch& s, const double* prev, const int64_t* off, int64_t phi,
-                     int64_t out_index) const {
+  // Returns the depth the walk reached in each list.
+  int threshold_row(Scratch& s, const double* prev, const int64_t* off, int64_t phi,
+                    int64_t out_index) const {
     const std::vector<int>& mine = by_level_[d_];
     if (mine.size() == 1) {
       const Term& ta = terms_[mine[0]];
-      threshold_row_n<1>(s, prev, {ta.data + off[mine[0]]}, {ta.inner}, phi, out_index);
-    } else if (mine.size() == 2) {
+      return threshold_row_n<1>(s, prev, {ta.data + off[mine[0]]}, {ta.inner}, phi, out_index);
+    }
+    if (mine.size() == 2) {
       const Term& ta = terms_[mine[0]];
       const Term& tb = terms_[mine[1]];
-      threshold_row_n<2>(s, prev, {ta.data + off[mine[0]], tb.data + off[mine[1]]},
-                         {ta.inner, tb.inner}, phi, out_index);
-    } else {
-      threshold_row_n<0>(s, prev, {}, {}, phi, out_index, off);
+      return threshold_row_n<2>(s, prev, {ta.data + off[mine[0]], tb.data + off[mine[1]]},
+                                {ta.inner, tb.inner}, phi, out_index);
     }
+    return threshold_row_n<0>(s, prev, {}, {}, phi, out_index, off);
   }
 
   // N innermost terms (0: any number, read through off).
   template <int N>
-  void threshold_row_n(Scratch& s, const double* prev, std::array<const double*, 2> data,
-                       std::array<const int*, 2> inner, int64_t phi, int64_t out_index,
-                       const int64_t* off = nullptr) const {
+  int threshold_row_n(Scratch& s, const double* prev, std::array<const double*, 2> data,
+                      std::array<const int*, 2> inner, int64_t phi, int64_t out_index,
+                      const int64_t* off = nullptr) const {
     const std::vector<int>& mine = by_level_[d_];
     double best = kInf;
     int arg = nv_;
@@ -354,7 +444,8 @@ class StepRunner {
     };
     const uint16_t* rord = row_order_.data() + phi * keep_;
     const double* rval = row_value_.data() + phi * keep_;
-    for (int i = 0; i < nv_; ++i) {
+    int i = 0;
+    for (; i < nv_; ++i) {
       if (i == s.sorted) {
         std::sort(s.order.begin() + i, s.order.end(),
                   [&](int x, int y) { return s.bound[x] < s.bound[y]; });
@@ -373,6 +464,7 @@ class StepRunner {
     }
     out_[out_index] = best;
     arg_[out_index] = static_cast<uint16_t>(arg == nv_ ? 0 : arg);
+    return std::min(i + 1, nv_);
   }
 
   int nv_, d_, n_terms_;
@@ -383,7 +475,13 @@ class StepRunner {
   std::vector<std::vector<int>> by_level_;  // terms by their level
   std::vector<std::vector<Move>> moves_;    // by level: the offsets to carry down
   std::vector<double> base_;                // the level-0 terms' sum per configuration
+  // Every kProbeEvery-th run of rows is walked whatever the estimate says.
+  static constexpr int64_t kProbeEvery = 32;
+  double dense_per_walked_ = 1;  // dense pairs that cost as much as one walked configuration
   bool threshold_ = false;
+  int64_t block_ = 0;  // outer states a block of dense rows (0: none)
+  std::vector<const double*> rows1_, rows2_;
+  DenseRows dense_;
   bool has_rows_ = false;
   int keep_ = 0;
   std::vector<double> floor_;        // per configuration: the outer-dependent terms' least values
