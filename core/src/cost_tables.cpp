@@ -327,9 +327,10 @@ void EdgePrices::price(Entry& en, int edge_id, const std::vector<char>& need_src
 std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
                                 const std::vector<int>& edge_ids, int outer, int inner,
                                 const ops::Machine& m, const std::vector<int>* outer_rows,
-                                EdgePrices* prices) {
+                                EdgePrices* prices, const std::vector<int>* inner_cols) {
   size_t n_outer = outer_rows ? outer_rows->size() : configs[outer].size();
-  size_t n_inner = configs[inner].size();
+  size_t n_inner = inner_cols ? inner_cols->size() : configs[inner].size();
+  auto col = [&](size_t j) { return inner_cols ? static_cast<size_t>((*inner_cols)[j]) : j; };
   std::vector<double> out(n_outer * n_inner, 0.0);
   std::optional<EdgePrices> own;
   if (prices == nullptr) prices = &own.emplace(g, configs, m.near_devices(), 0);
@@ -355,10 +356,10 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
       double* row = out.data() + r * n_inner;
       if (src_outer) {
         const double* from = small + static_cast<size_t>(is[i]) * en.n_dst;
-        for (size_t j = 0; j < n_inner; ++j) row[j] += from[id_dst[j]];
+        for (size_t j = 0; j < n_inner; ++j) row[j] += from[id_dst[col(j)]];
       } else {
         const size_t b = static_cast<size_t>(id_dst[i]);
-        for (size_t j = 0; j < n_inner; ++j) row[j] += small[is[j] * en.n_dst + b];
+        for (size_t j = 0; j < n_inner; ++j) row[j] += small[is[col(j)] * en.n_dst + b];
       }
     }
   }

@@ -107,7 +107,8 @@ constexpr double kEdgePriceBudget = 256.0 * (1 << 20);
 std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
                                 const std::vector<int>& edge_ids, int outer, int inner,
                                 const ops::Machine& m, const std::vector<int>* outer_rows = nullptr,
-                                EdgePrices* prices = nullptr);
+                                EdgePrices* prices = nullptr,
+                                const std::vector<int>* inner_cols = nullptr);
 
 // What edge `e`'s cost sees of one of its ends, per configuration of that end
 // (`producer`: e.src, else e.dst): equal ids, equal cost against every

@@ -19,6 +19,7 @@ namespace pase {
 namespace {
 
 using detail::StepRunner;
+using detail::StepShape;
 using detail::Term;
 
 bool is_identity(const std::vector<int>& map) {
@@ -99,15 +100,34 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       return Error{"cancelled", ""};
     int nv = static_cast<int>(configs[v].size());
     int d = static_cast<int>(st.dep.size());
-    std::vector<int64_t> radix(d);
-    for (int k = 0; k < d; ++k) {
-      radix[k] = dc.count[k];
-      level_of[st.dep[k]] = k + 1;
+    // The levels in the step's iteration order (dc.order; the table keeps
+    // dep's order): level l iterates dep[at[l - 1]].
+    const std::vector<int>& at = dc.order;
+    const bool grouped = !dc.group_first.empty();
+    const int groups = static_cast<int>(dc.group_first.size());
+    StepShape shape;
+    shape.nv = nv;
+    shape.radix.resize(d);
+    shape.out_stride.resize(d);
+    std::vector<int64_t> layout(d, 1);  // the table's stride of dep[k]
+    for (int k = d - 1; k > 0; --k) layout[k - 1] = layout[k] * dc.count[k];
+    for (int l = 0; l < d; ++l) {
+      shape.radix[l] = dc.count[at[l]];
+      shape.out_stride[l] = layout[at[l]];
+      level_of[st.dep[at[l]]] = l + 1;
+    }
+    if (grouped) {
+      shape.groups = groups;
+      shape.group_of = dc.group_of.data();
+      shape.group_first = dc.group_first.data();
     }
     std::vector<Term> terms;
     std::vector<double> vcost = vertex_cost_vector(g, v, configs[v], m);
     terms.push_back(Term{vcost.data(), 0, nullptr, std::vector<int64_t>(d + 1, 0),
                          std::vector<std::vector<int>>(d + 1)});
+    // The innermost terms' class maps over the groups.
+    std::vector<std::vector<int>> group_maps;
+    group_maps.reserve(st.consumed.size());
     for (int j : st.consumed) {
       // Table j lists ord.steps[j].dep latest first; v is its last dimension.
       const std::vector<int>& dims = ord.steps[j].dep;
@@ -115,22 +135,35 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       Term t{tables[j].data(), 0, nullptr, std::vector<int64_t>(d + 1, 0),
              std::vector<std::vector<int>>(d + 1)};
       int64_t stride = 1;
+      const std::vector<int>* of_v = nullptr;
       for (int k = static_cast<int>(dims.size()) - 1; k >= 0; --k) {
         const std::vector<int>& of = cj.of[k];
         if (dims[k] == v) {
           t.width = cj.count[k];
-          if (cj.count[k] != nv || !is_identity(of)) t.inner = of.data();
+          of_v = &of;
         } else {
           // T_i's class of dims[k] determines T_j's: read it off the class's
           // least configuration.
           int lvl = level_of[dims[k]];
           t.stride[lvl] = stride;
           t.level = std::max(t.level, lvl);
-          std::vector<int> map(radix[lvl - 1]);
-          for (size_t q = 0; q < map.size(); ++q) map[q] = of[dc.first[lvl - 1][q]];
+          const std::vector<int>& first = dc.first[at[lvl - 1]];
+          std::vector<int> map(first.size());
+          for (size_t q = 0; q < map.size(); ++q) map[q] = of[first[q]];
           if (!is_identity(map)) t.map[lvl] = std::move(map);
         }
         stride *= cj.count[k];
+      }
+      if (grouped && t.level == d) {
+        // Read by group: every member has the same class here.
+        std::vector<int> map(groups);
+        for (int q = 0; q < groups; ++q) map[q] = (*of_v)[dc.group_first[q]];
+        if (t.width != groups || !is_identity(map)) {
+          group_maps.push_back(std::move(map));
+          t.inner = group_maps.back().data();
+        }
+      } else if (t.width != nv || !is_identity(*of_v)) {
+        t.inner = of_v->data();
       }
       t.size = static_cast<int64_t>(tables[j].size());
       terms.push_back(std::move(t));
@@ -138,24 +171,30 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     std::vector<std::vector<double>> matrices;
     matrices.reserve(st.new_neighbors.size());
     for (int u : st.new_neighbors) {
-      // One row per class of u in T_i, priced at its least configuration.
-      const std::vector<int>& rows = dc.first[level_of[u] - 1];
-      matrices.push_back(pair_matrix(g, configs, pairs.between(u, v), u, v, m, &rows, prices));
-      Term t{matrices.back().data(), level_of[u], nullptr, std::vector<int64_t>(d + 1, 0),
+      // One row per class of u in T_i, priced at its least configuration;
+      // one column per configuration of v, or per group at the innermost
+      // level.
+      const int lvl = level_of[u];
+      const std::vector<int>& rows = dc.first[at[lvl - 1]];
+      const bool by_group = grouped && lvl == d;
+      matrices.push_back(pair_matrix(g, configs, pairs.between(u, v), u, v, m, &rows, prices,
+                                     by_group ? &dc.group_first : nullptr));
+      const int width = by_group ? groups : nv;
+      Term t{matrices.back().data(), lvl, nullptr, std::vector<int64_t>(d + 1, 0),
              std::vector<std::vector<int>>(d + 1)};
-      t.stride[level_of[u]] = nv;
+      t.stride[lvl] = width;
       t.size = static_cast<int64_t>(matrices.back().size());
-      t.width = nv;
+      t.width = width;
       terms.push_back(std::move(t));
     }
     size_t entries = 1;
-    for (int64_t r : radix) entries *= static_cast<size_t>(r);
+    for (int64_t r : shape.radix) entries *= static_cast<size_t>(r);
     tables[i].assign(entries, 0.0);
     args[i].assign(entries, 0);
     for (int u : st.dep) level_of[u] = 0;
-    StepRunner runner(nv, radix, std::move(terms), tables[i].data(), args[i].data(), tuning);
+    StepRunner runner(shape, std::move(terms), tables[i].data(), args[i].data(), tuning);
     const int64_t outer = runner.outer();
-    const double step_pairs = static_cast<double>(entries) * nv;
+    const double step_pairs = static_cast<double>(entries) * (grouped ? groups : nv);
     const int workers = step_pairs >= tuning.parallel_pairs
                             ? static_cast<int>(std::min<int64_t>(threads, outer))
                             : 1;

@@ -30,6 +30,16 @@ struct DepClasses {
   std::vector<std::vector<int>> of;     // of[k][c]: class of configuration c of dep[k]
   std::vector<int> count;               // count[k]: classes of dep[k], the table's radix
   std::vector<std::vector<int>> first;  // first[k][q]: least configuration of class q
+  // The order in which the step iterates its dependent vertices, outermost
+  // first: order[l] is the index in dep of level l + 1. The table keeps its
+  // own layout (dep's order) whatever this order.
+  std::vector<int> order;
+  // Groups of v's configurations that every term of the innermost level
+  // reads alike (the same class in each consumed table that has that level's
+  // vertex, the same end on each edge to it): group_of per configuration,
+  // numbered by least member, group_first per group. Empty: no groups, the
+  // innermost rows run over the configurations.
+  std::vector<int> group_of, group_first;
 };
 
 // For step i and u = dep(i)[k], the class of a configuration c of u is the
@@ -43,12 +53,19 @@ struct DepClasses {
 // of the recurrence read the same numbers in the same order). Depends on the
 // machine only through gpus_per_node. Time O(sum over steps and u in D of
 // |configs(u)| * (consumed tables + edges)), plus the edge ids.
+//
+// Each step also gets its iteration order and its groups: the innermost
+// level is the dependent vertex u whose groups make the step cheapest, at
+// (|T_i| / states(u)) * (|configs(v)| + states(u) * groups(u)) pairs (a
+// run's partial sums folded into one per group, then its rows over the
+// groups), when that beats |T_i| * |configs(v)| by a fifth; otherwise the
+// table's own order without groups. `groups` false: never (the tests).
 struct TableClasses {
   std::vector<DepClasses> steps;  // by step
   double bytes = 0;               // memory held by the class maps
 };
 TableClasses table_classes(const Graph& g, const std::vector<ConfigSet>& configs,
-                           const Ordering& ord, int64_t gpus_per_node);
+                           const Ordering& ord, int64_t gpus_per_node, bool groups = true);
 
 // What a run will need, computed before anything is allocated: the size
 // fields of SearchStats (max_dependent_set, table_entries, largest_table,

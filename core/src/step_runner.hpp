@@ -1,7 +1,11 @@
 // One step of the dynamic program (dynamic_program.hpp): the table T_i of
 // recurrence (4) filled from its terms, by one thread or split across
-// several (each with its own Scratch), its innermost rows scanned or searched
-// in threshold order (core/docs/performance.md, "Planning at scale").
+// several (each with its own Scratch). The levels are the dependent
+// vertices in the order the step iterates them (StepShape), which need not
+// be the table's; the innermost level's rows run over the groups of v's
+// configurations that its terms read alike, each stood for by its member of
+// least partial sum; a row is summed densely (min_row.hpp) or searched in
+// threshold order. core/docs/performance.md, "Planning at scale".
 // Private to run_dp; a header only because StepRunner::run is a template.
 #pragma once
 
@@ -23,15 +27,30 @@ inline constexpr double kThresholdMargin = 1e-12;
 
 // A summand of the recurrence: data[offset(phi) + index(c)], where offset is
 // the sum over levels k of stride[k] * (this term's class of the level's
-// state phi_k) and index(c) is v's class of configuration c in the term.
+// state phi_k) and index(c) is v's class of configuration c in the term. A
+// term of the innermost level is indexed by v's group g instead of c when
+// the step has groups: index(g), and data's last dimension counts groups.
 struct Term {
   const double* data = nullptr;
   int level = 0;                      // deepest level it depends on, 0 = none
-  const int* inner = nullptr;         // index(c); null: c itself
+  const int* inner = nullptr;         // index(c) (or index(g)); null: c (or g) itself
   std::vector<int64_t> stride;        // by level 1..d (index 0 unused)
   std::vector<std::vector<int>> map;  // by level: T_i's class -> the term's; empty: the same
   int64_t size = 0;                   // entries of data
   int width = 0;                      // values index(c) takes: data's last dimension
+};
+
+// How a step iterates its table: the levels' state counts and the table's
+// stride for each (the table lists its dimensions in its own order), and
+// the groups of v's configurations that the innermost level's terms read
+// alike (none: every configuration its own).
+struct StepShape {
+  int nv = 0;
+  std::vector<int64_t> radix;        // by level 1..d, at [level - 1]
+  std::vector<int64_t> out_stride;   // by level, at [level - 1]
+  int groups = 0;                    // 0: no groups
+  const int* group_of = nullptr;     // per configuration
+  const int* group_first = nullptr;  // per group: its least configuration
 };
 
 // Fills one step's table. The shared part (terms, strides, the sorted rows of
@@ -40,15 +59,22 @@ struct Term {
 // split of the range gives the same table.
 class StepRunner {
  public:
-  StepRunner(int nv, std::vector<int64_t> radix, std::vector<Term> terms, double* out,
-             uint16_t* arg, const DpTuning& tuning)
-      : nv_(nv),
-        d_(static_cast<int>(radix.size())),
+  StepRunner(const StepShape& shape, std::vector<Term> terms, double* out, uint16_t* arg,
+             const DpTuning& tuning)
+      : nv_(shape.nv),
+        d_(static_cast<int>(shape.radix.size())),
         n_terms_(static_cast<int>(terms.size())),
-        radix_(std::move(radix)),
+        radix_(shape.radix),
+        ostride_(shape.out_stride),
         terms_(std::move(terms)),
         out_(out),
         arg_(arg) {
+    grouped_ = d_ > 0 && shape.groups > 0;
+    ni_ = grouped_ ? shape.groups : nv_;
+    if (grouped_) {
+      group_of_ = shape.group_of;
+      first_.assign(shape.group_first, shape.group_first + ni_);
+    }
     by_level_.resize(d_ + 1);
     moves_.resize(d_ + 1);
     for (int t = 0; t < n_terms_; ++t) {
@@ -63,23 +89,26 @@ class StepRunner {
     }
     base_.assign(nv_, 0.0);
     for (int t : by_level_[0]) add(base_.data(), t, 0);
+    if (d_ == 1 && grouped_) {
+      base_c_.resize(ni_);
+      base_rep_.resize(ni_);
+      compress(base_.data(), base_c_.data(), base_rep_.data());
+    }
     // The threshold search pays for its sorting only when the rows are long
     // and many share one sort.
-    threshold_ = d_ > 0 && tuning.threshold_for(nv_, static_cast<double>(radix_[d_ - 1]));
+    threshold_ = d_ > 0 && tuning.threshold_for(ni_, static_cast<double>(radix_[d_ - 1]));
     // A pair of a dense row costs less when its terms are read in a
-    // stream (min_row) than through a class map.
-    bool stream = true;
+    // stream (min_row.hpp) than through a class map.
+    bool stream = d_ > 0 && !by_level_[d_].empty() && by_level_[d_].size() <= 2;
     if (d_ > 0)
       for (int t : by_level_[d_]) stream = stream && terms_[t].inner == nullptr;
     dense_per_walked_ = stream ? tuning.dense_per_walked : tuning.dense_per_walked_gather;
-    if (d_ > 0 && by_level_[d_].size() > 2) dense_per_walked_ = tuning.dense_per_walked_gather;
     if (threshold_) sort_rows(std::max(1, tuning.row_keep));
-    // Blocks of dense rows: when the innermost terms are one or two rows
-    // read in a stream that depend on the innermost state alone, a block of
-    // outer states shares each pass over them (dense_rows).
+    // Dense rows: when the innermost terms are one or two rows read in a
+    // stream that depend on the innermost state alone, and in blocks of
+    // outer states that share each pass over them.
     block_ = 0;
-    if (d_ > 0 && stream && tuning.dense_block > 0 && !by_level_[d_].empty() &&
-        by_level_[d_].size() <= 2) {
+    if (stream && tuning.dense_block > 0) {
       bool row_only = true;
       for (int t : by_level_[d_])
         for (int k = 1; k < d_; ++k) row_only = row_only && terms_[t].stride[k] == 0;
@@ -93,31 +122,36 @@ class StepRunner {
           for (int64_t phi = 0; phi < n; ++phi)
             rows[phi] = term.data + term.stride[d_] * (map.empty() ? phi : map[phi]);
         }
-        dense_ = DenseRows{rows1_.data(), rows2_.empty() ? nullptr : rows2_.data(), nv_};
+        dense_ = DenseRows{rows1_.data(), rows2_.empty() ? nullptr : rows2_.data(), ni_};
         block_ = d_ == 1 ? 1 : tuning.dense_block;
       }
     }
   }
 
   struct Scratch {
-    std::vector<int64_t> off;  // (d + 1) rows of one offset per term
-    std::vector<double> acc;   // (d + 1) rows of nv partial sums
-    std::vector<int> order;    // the threshold search: configurations by bound
+    std::vector<int64_t> off;         // (d + 1) rows of one offset per term
+    std::vector<double> acc;          // (d + 1) rows of nv partial sums
+    std::vector<double> cprev, crep;  // a run's least partial sum per group, and its member
+    std::vector<int> order;           // the threshold search: columns by bound
     std::vector<double> bound;
     int sorted = 0;  // order is sorted up to here
     // Runs of rows so far, and the rows walked in threshold order with the
-    // configurations they walked.
+    // columns they walked.
     int64_t runs = 0, rows_walked = 0, walked = 0;
-    std::vector<double> block;  // a block's partial sums, nv apart
+    std::vector<double> block, block_rep;  // a block's partial sums (and members), ni apart
   };
   Scratch scratch() const {
     Scratch s;
     s.off.assign(static_cast<size_t>(d_ + 1) * n_terms_, 0);
     s.acc.assign(static_cast<size_t>(d_ + 1) * nv_, 0.0);
     std::copy(base_.begin(), base_.end(), s.acc.begin());
+    if (grouped_) {
+      s.cprev.resize(ni_);
+      s.crep.resize(ni_);
+    }
     if (threshold_) {
-      s.order.resize(nv_);
-      s.bound.resize(nv_);
+      s.order.resize(ni_);
+      s.bound.resize(ni_);
     }
     return s;
   }
@@ -154,6 +188,26 @@ class StepRunner {
     }
   }
 
+  // Per group, the least partial sum of its members and the first member
+  // that has it (the group's first member when all are infinite). Every
+  // member's sum adds the same numbers to its partial sum, and floating-point
+  // addition is monotonic, so that member's sum is the group's least, and
+  // the least configuration among those of least sum is the least rep among
+  // the groups of least sum.
+  void compress(const double* prev, double* cprev, double* crep) const {
+    for (int g = 0; g < ni_; ++g) {
+      cprev[g] = kInf;
+      crep[g] = first_[g];
+    }
+    for (int c = 0; c < nv_; ++c) {
+      const int g = group_of_[c];
+      if (prev[c] < cprev[g]) {
+        cprev[g] = prev[c];
+        crep[g] = c;
+      }
+    }
+  }
+
   void innermost_scalar(Scratch& s) const {
     double best = kInf;
     int arg = 0;
@@ -174,29 +228,45 @@ class StepRunner {
       off[m.term] = up[m.term] + m.stride * (m.map ? m.map[phi] : phi);
   }
 
+  // Level k's states [lo, hi); out_off: the table offset of the levels
+  // above.
   template <class Tick>
-  bool level(Scratch& s, int k, int64_t lo, int64_t hi, int64_t out_base, Tick& tick,
+  bool level(Scratch& s, int k, int64_t lo, int64_t hi, int64_t out_off, Tick& tick,
              bool walk_now = false) const {
     const double* prev = s.acc.data() + static_cast<size_t>(k - 1) * nv_;
     const int64_t* off = s.off.data() + static_cast<size_t>(k) * n_terms_;
     const std::vector<int>& mine = by_level_[k];
+    const int64_t os = ostride_[k - 1];
     if (k == d_) {
+      // The run's columns: the configurations, or the groups.
+      const double* p = prev;
+      const double* rep = nullptr;
+      if (grouped_ && d_ == 1) {
+        p = base_c_.data();
+        rep = base_rep_.data();
+      } else if (grouped_) {
+        compress(prev, s.cprev.data(), s.crep.data());
+        p = s.cprev.data();
+        rep = s.crep.data();
+      }
+      const uint64_t pairs = static_cast<uint64_t>(hi - lo) * ni_ + (grouped_ ? nv_ : 0);
       const bool walk = walk_now || walk_next(s);
       if (!walk && block_ > 0) {
-        dense_rows(prev, 1, dense_, lo, hi, out_ + out_base + lo, arg_ + out_base + lo);
-        return tick(static_cast<uint64_t>(hi - lo) * nv_);
+        dense_rows(p, 1, dense_, lo, hi,
+                   DenseOut{out_ + out_off + lo * os, arg_ + out_off + lo * os, 0, os, rep});
+        return tick(pairs);
       }
-      if (walk) sort_bounds(s, prev);
+      if (walk) sort_bounds(s, p);
       for (int64_t phi = lo; phi < hi; ++phi) {
         move(s, k, phi);
         if (walk) {
-          s.walked += threshold_row(s, prev, off, phi, out_base + phi);
+          s.walked += threshold_row(s, p, rep, off, phi, out_off + phi * os);
         } else {
-          row(prev, mine, off, out_base + phi);
+          row(p, rep, mine, off, out_off + phi * os);
         }
       }
       if (walk) s.rows_walked += hi - lo;
-      return tick(static_cast<uint64_t>(hi - lo) * nv_);
+      return tick(pairs);
     }
     double* acc = s.acc.data() + static_cast<size_t>(k) * nv_;
     if (k == d_ - 1 && block_ > 1) {
@@ -210,21 +280,26 @@ class StepRunner {
             move(s, k, phi);
             std::copy(prev, prev + nv_, acc);
             for (int t : mine) add(acc, t, off[t]);
-            if (!level(s, k + 1, 0, n, (out_base + phi) * n, tick, true)) return false;
+            if (!level(s, k + 1, 0, n, out_off + phi * os, tick, true)) return false;
           }
           continue;
         }
-        s.block.resize(static_cast<size_t>(block_) * nv_);
+        s.block.resize(static_cast<size_t>(block_) * ni_);
+        if (grouped_) s.block_rep.resize(s.block.size());
         for (int64_t phi = p0; phi < p1; ++phi) {
-          double* sums = s.block.data() + static_cast<size_t>(phi - p0) * nv_;
+          const size_t at = static_cast<size_t>(phi - p0) * ni_;
+          double* sums = grouped_ ? acc : s.block.data() + at;
           move(s, k, phi);
           std::copy(prev, prev + nv_, sums);
           for (int t : mine) add(sums, t, off[t]);
+          if (grouped_) compress(sums, s.block.data() + at, s.block_rep.data() + at);
         }
-        const int64_t first = (out_base + p0) * n;
-        dense_rows(s.block.data(), static_cast<int>(p1 - p0), dense_, 0, n, out_ + first,
-                   arg_ + first);
-        if (!tick(static_cast<uint64_t>(p1 - p0) * n * nv_)) return false;
+        const int64_t first = out_off + p0 * os;
+        dense_rows(s.block.data(), static_cast<int>(p1 - p0), dense_, 0, n,
+                   DenseOut{out_ + first, arg_ + first, os, ostride_[k],
+                            grouped_ ? s.block_rep.data() : nullptr});
+        const uint64_t runs = static_cast<uint64_t>(p1 - p0);
+        if (!tick(runs * (static_cast<uint64_t>(n) * ni_ + (grouped_ ? nv_ : 0)))) return false;
       }
       return true;
     }
@@ -232,7 +307,7 @@ class StepRunner {
       move(s, k, phi);
       std::copy(prev, prev + nv_, acc);
       for (int t : mine) add(acc, t, off[t]);
-      if (!level(s, k + 1, 0, radix_[k], (out_base + phi) * radix_[k], tick)) return false;
+      if (!level(s, k + 1, 0, radix_[k], out_off + phi * os, tick)) return false;
     }
     return true;
   }
@@ -244,108 +319,52 @@ class StepRunner {
   bool walk_next(Scratch& s) const {
     if (!threshold_) return false;
     const bool probe = s.runs++ % kProbeEvery == 0;
-    return probe || s.walked * dense_per_walked_ < static_cast<double>(s.rows_walked) * nv_;
+    return probe || s.walked * dense_per_walked_ < static_cast<double>(s.rows_walked) * ni_;
   }
 
-  // min over c of prev[c] + a[index_a(c)] (+ b[index_b(c)]): the innermost
-  // loop, with the terms read directly or through v's class map. The sums
-  // are formed in the order of the reference engine, so they are the same
-  // numbers.
-  template <bool GatherA>
-  void row1(const double* prev, const double* a, const int* ia, int64_t out_index) const {
-    if constexpr (!GatherA) {
-      dense_row(prev, a, nullptr, nv_, out_ + out_index, arg_ + out_index);
-      return;
-    }
-    double best = kInf;
-    int arg = 0;
-    for (int c = 0; c < nv_; ++c) {
-      double s = prev[c] + (GatherA ? a[ia[c]] : a[c]);
-      if (s < best) {
-        best = s;
-        arg = c;
-      }
-    }
-    out_[out_index] = best;
-    arg_[out_index] = static_cast<uint16_t>(arg);
-  }
-
-  template <bool GatherA, bool GatherB>
-  void row2(const double* prev, const double* a, const int* ia, const double* b, const int* ib,
-            int64_t out_index) const {
-    if constexpr (!GatherA && !GatherB) {
-      dense_row(prev, a, b, nv_, out_ + out_index, arg_ + out_index);
-      return;
-    }
-    double best = kInf;
-    int arg = 0;
-    for (int c = 0; c < nv_; ++c) {
-      double s = prev[c] + (GatherA ? a[ia[c]] : a[c]) + (GatherB ? b[ib[c]] : b[c]);
-      if (s < best) {
-        best = s;
-        arg = c;
-      }
-    }
-    out_[out_index] = best;
-    arg_[out_index] = static_cast<uint16_t>(arg);
-  }
-
-  void row(const double* prev, const std::vector<int>& mine, const int64_t* off,
+  // min over columns g of prev[g] + the innermost terms at g, its column's
+  // configuration (rep[g], or g without groups) into arg_: the sums in the
+  // order of the reference engine, ties to the least configuration.
+  void row(const double* prev, const double* rep, const std::vector<int>& mine, const int64_t* off,
            int64_t out_index) const {
-    if (mine.size() == 1) {
+    if (mine.size() <= 2 && !mine.empty()) {
       const Term& ta = terms_[mine[0]];
       const double* a = ta.data + off[mine[0]];
-      if (ta.inner) {
-        row1<true>(prev, a, ta.inner, out_index);
-      } else {
-        row1<false>(prev, a, nullptr, out_index);
+      const Term* tb = mine.size() == 2 ? &terms_[mine[1]] : nullptr;
+      const double* b = tb ? tb->data + off[mine[1]] : nullptr;
+      if (!ta.inner && (!tb || !tb->inner)) {
+        dense_row(prev, a, b, rep, ni_, out_ + out_index, arg_ + out_index);
+        return;
       }
-      return;
     }
-    if (mine.size() == 2) {
-      const Term& ta = terms_[mine[0]];
-      const Term& tb = terms_[mine[1]];
-      const double* a = ta.data + off[mine[0]];
-      const double* b = tb.data + off[mine[1]];
-      if (ta.inner && tb.inner) {
-        row2<true, true>(prev, a, ta.inner, b, tb.inner, out_index);
-      } else if (ta.inner) {
-        row2<true, false>(prev, a, ta.inner, b, nullptr, out_index);
-      } else if (tb.inner) {
-        row2<false, true>(prev, a, nullptr, b, tb.inner, out_index);
-      } else {
-        row2<false, false>(prev, a, nullptr, b, nullptr, out_index);
-      }
-      return;
-    }
-    double best = kInf;
-    int arg = 0;
-    for (int c = 0; c < nv_; ++c) {
-      double s = prev[c];
+    double best = kInf, arg = kInf;
+    for (int g = 0; g < ni_; ++g) {
+      double s = prev[g];
       for (int t : mine) {
         const Term& term = terms_[t];
-        s += term.data[off[t] + (term.inner ? term.inner[c] : c)];
+        s += term.data[off[t] + (term.inner ? term.inner[g] : g)];
       }
-      if (s < best) {
+      const double c = rep ? rep[g] : g;
+      if (s < best || (s == best && c < arg)) {
         best = s;
         arg = c;
       }
     }
     out_[out_index] = best;
-    arg_[out_index] = static_cast<uint16_t>(arg);
+    arg_[out_index] = static_cast<uint16_t>(arg == kInf ? 0 : arg);
   }
 
   // The threshold search (core/docs/performance.md, "Threshold search").
   // The innermost terms split into row terms, which depend on the innermost
   // state only, and the others. For each innermost state, the row terms'
-  // sum per configuration is sorted once per step (its least row_keep
-  // entries are kept); for each outer state, prev plus the others' least
-  // values (floor_) is sorted. A row then walks both lists at once and stops
-  // when the sum of the i-th entries of the two exceeds the best sum found:
-  // every configuration not yet seen has both parts at least that large.
+  // sum per column is sorted once per step (its least row_keep entries are
+  // kept); for each outer state, prev plus the others' least values (floor_)
+  // is sorted. A row then walks both lists at once and stops when the sum of
+  // the i-th entries of the two exceeds the best sum found: every column not
+  // yet seen has both parts at least that large.
   void sort_rows(int row_keep) {
     const int64_t n = radix_[d_ - 1];
-    floor_.assign(nv_, 0.0);
+    floor_.assign(ni_, 0.0);
     std::vector<int> rows;
     for (int t : by_level_[d_]) {
       const Term& term = terms_[t];
@@ -363,23 +382,23 @@ class StepRunner {
         double& m = least[e % term.width];
         m = std::min(m, term.data[e]);
       }
-      for (int c = 0; c < nv_; ++c) floor_[c] += least[term.inner ? term.inner[c] : c];
+      for (int g = 0; g < ni_; ++g) floor_[g] += least[term.inner ? term.inner[g] : g];
     }
     has_rows_ = !rows.empty();
-    keep_ = std::min(nv_, row_keep);
+    keep_ = std::min(ni_, row_keep);
     row_order_.resize(static_cast<size_t>(n) * keep_);
     row_value_.resize(static_cast<size_t>(n) * keep_);
-    std::vector<double> sum(nv_);
-    std::vector<int> order(nv_);
+    std::vector<double> sum(ni_);
+    std::vector<int> order(ni_);
     for (int64_t phi = 0; phi < n; ++phi) {
       std::fill(sum.begin(), sum.end(), 0.0);
       for (int t : rows) {
         const Term& term = terms_[t];
         const std::vector<int>& map = term.map[d_];
         const double* r = term.data + term.stride[d_] * (map.empty() ? phi : map[phi]);
-        for (int c = 0; c < nv_; ++c) sum[c] += r[term.inner ? term.inner[c] : c];
+        for (int g = 0; g < ni_; ++g) sum[g] += r[term.inner ? term.inner[g] : g];
       }
-      for (int c = 0; c < nv_; ++c) order[c] = c;
+      for (int g = 0; g < ni_; ++g) order[g] = g;
       std::partial_sort(order.begin(), order.begin() + keep_, order.end(),
                         [&](int x, int y) { return sum[x] < sum[y]; });
       for (int i = 0; i < keep_; ++i) {
@@ -389,12 +408,12 @@ class StepRunner {
     }
   }
 
-  // Sorts the configurations by prev + floor_, the first keep_ of them
-  // now and the rest when a row gets that far.
+  // Sorts the columns by prev + floor_, the first keep_ of them now and the
+  // rest when a row gets that far.
   void sort_bounds(Scratch& s, const double* prev) const {
-    for (int c = 0; c < nv_; ++c) {
-      s.order[c] = c;
-      s.bound[c] = prev[c] + floor_[c];
+    for (int g = 0; g < ni_; ++g) {
+      s.order[g] = g;
+      s.bound[g] = prev[g] + floor_[g];
     }
     s.sorted = keep_;
     std::partial_sort(s.order.begin(), s.order.begin() + s.sorted, s.order.end(),
@@ -402,41 +421,41 @@ class StepRunner {
   }
 
   // Returns the depth the walk reached in each list.
-  int threshold_row(Scratch& s, const double* prev, const int64_t* off, int64_t phi,
-                    int64_t out_index) const {
+  int threshold_row(Scratch& s, const double* prev, const double* rep, const int64_t* off,
+                    int64_t phi, int64_t out_index) const {
     const std::vector<int>& mine = by_level_[d_];
     if (mine.size() == 1) {
       const Term& ta = terms_[mine[0]];
-      return threshold_row_n<1>(s, prev, {ta.data + off[mine[0]]}, {ta.inner}, phi, out_index);
+      return threshold_row_n<1>(s, prev, rep, {ta.data + off[mine[0]]}, {ta.inner}, phi, out_index);
     }
     if (mine.size() == 2) {
       const Term& ta = terms_[mine[0]];
       const Term& tb = terms_[mine[1]];
-      return threshold_row_n<2>(s, prev, {ta.data + off[mine[0]], tb.data + off[mine[1]]},
+      return threshold_row_n<2>(s, prev, rep, {ta.data + off[mine[0]], tb.data + off[mine[1]]},
                                 {ta.inner, tb.inner}, phi, out_index);
     }
-    return threshold_row_n<0>(s, prev, {}, {}, phi, out_index, off);
+    return threshold_row_n<0>(s, prev, rep, {}, {}, phi, out_index, off);
   }
 
   // N innermost terms (0: any number, read through off).
   template <int N>
-  int threshold_row_n(Scratch& s, const double* prev, std::array<const double*, 2> data,
-                      std::array<const int*, 2> inner, int64_t phi, int64_t out_index,
-                      const int64_t* off = nullptr) const {
+  int threshold_row_n(Scratch& s, const double* prev, const double* rep,
+                      std::array<const double*, 2> data, std::array<const int*, 2> inner,
+                      int64_t phi, int64_t out_index, const int64_t* off = nullptr) const {
     const std::vector<int>& mine = by_level_[d_];
-    double best = kInf;
-    int arg = nv_;
+    double best = kInf, arg = kInf;
     // The exact sum of the reference engine, in its order.
-    auto consider = [&](int c) {
-      double sum = prev[c];
+    auto consider = [&](int g) {
+      double sum = prev[g];
       if constexpr (N == 0) {
         for (int t : mine) {
           const Term& term = terms_[t];
-          sum += term.data[off[t] + (term.inner ? term.inner[c] : c)];
+          sum += term.data[off[t] + (term.inner ? term.inner[g] : g)];
         }
       } else {
-        for (int t = 0; t < N; ++t) sum += data[t][inner[t] ? inner[t][c] : c];
+        for (int t = 0; t < N; ++t) sum += data[t][inner[t] ? inner[t][g] : g];
       }
+      const double c = rep ? rep[g] : g;
       if (sum < best || (sum == best && c < arg)) {
         best = sum;
         arg = c;
@@ -445,47 +464,52 @@ class StepRunner {
     const uint16_t* rord = row_order_.data() + phi * keep_;
     const double* rval = row_value_.data() + phi * keep_;
     int i = 0;
-    for (; i < nv_; ++i) {
+    for (; i < ni_; ++i) {
       if (i == s.sorted) {
         std::sort(s.order.begin() + i, s.order.end(),
                   [&](int x, int y) { return s.bound[x] < s.bound[y]; });
-        s.sorted = nv_;
+        s.sorted = ni_;
       }
-      int c = s.order[i];
-      consider(c);
+      int g = s.order[i];
+      consider(g);
       double r = rval[std::min(i, keep_ - 1)];
       if (i < keep_ && has_rows_) consider(rord[i]);
-      // Every configuration not seen yet has prev + floor >= bound[c] and
-      // row sum >= r. The exact sum adds the same parts in another order,
-      // so it may differ by a few units in the last place: the relative
-      // margin keeps the test safe.
-      double threshold = s.bound[c] + r;
+      // Every column not seen yet has prev + floor >= bound[g] and row sum
+      // >= r. The exact sum adds the same parts in another order, so it may
+      // differ by a few units in the last place: the relative margin keeps
+      // the test safe.
+      double threshold = s.bound[g] + r;
       if (threshold - std::abs(threshold) * kThresholdMargin > best) break;
     }
     out_[out_index] = best;
-    arg_[out_index] = static_cast<uint16_t>(arg == nv_ ? 0 : arg);
-    return std::min(i + 1, nv_);
+    arg_[out_index] = static_cast<uint16_t>(arg == kInf ? 0 : arg);
+    return std::min(i + 1, ni_);
   }
 
   int nv_, d_, n_terms_;
-  std::vector<int64_t> radix_;
+  int ni_ = 0;  // the innermost rows' columns: nv, or the groups
+  std::vector<int64_t> radix_, ostride_;
   std::vector<Term> terms_;
   double* out_;
   uint16_t* arg_;
+  bool grouped_ = false;
+  const int* group_of_ = nullptr;
+  std::vector<double> first_;               // per group: its least configuration
+  std::vector<double> base_c_, base_rep_;   // one level: the level-0 sums, grouped
   std::vector<std::vector<int>> by_level_;  // terms by their level
   std::vector<std::vector<Move>> moves_;    // by level: the offsets to carry down
   std::vector<double> base_;                // the level-0 terms' sum per configuration
   // Every kProbeEvery-th run of rows is walked whatever the estimate says.
   static constexpr int64_t kProbeEvery = 32;
-  double dense_per_walked_ = 1;  // dense pairs that cost as much as one walked configuration
+  double dense_per_walked_ = 1;  // dense pairs that cost as much as one walked column
   bool threshold_ = false;
   int64_t block_ = 0;  // outer states a block of dense rows (0: none)
   std::vector<const double*> rows1_, rows2_;
   DenseRows dense_;
   bool has_rows_ = false;
   int keep_ = 0;
-  std::vector<double> floor_;        // per configuration: the outer-dependent terms' least values
-  std::vector<uint16_t> row_order_;  // per innermost state: its first keep_ configurations
+  std::vector<double> floor_;        // per column: the outer-dependent terms' least values
+  std::vector<uint16_t> row_order_;  // per innermost state: its first keep_ columns
   std::vector<double> row_value_;    // ... and their row sums
 };
 

@@ -47,19 +47,31 @@ SearchStats estimate_sizes(const Ordering& ord, const std::vector<ConfigSet>& co
     double nv = static_cast<double>(configs[st.vertex].size());
     size[i] = 1;
     for (size_t k = 0; k < st.dep.size(); ++k) size[i] *= states(i, k);
-    e.pairs += size[i] * nv;
+    // The innermost level and its columns (configurations or groups).
+    const DepClasses* dc = classes ? &classes->steps[i] : nullptr;
+    const size_t inner_k =
+        dc && !dc->order.empty() ? static_cast<size_t>(dc->order.back()) : st.dep.size() - 1;
+    const bool grouped = dc && !dc->group_first.empty();
+    const double columns = grouped ? static_cast<double>(dc->group_first.size()) : nv;
+    if (grouped) {
+      const double inner_states = states(i, inner_k);
+      e.pairs += size[i] / inner_states * (nv + inner_states * columns);
+    } else {
+      e.pairs += size[i] * nv;
+    }
     e.table_entries += size[i];
     e.largest_table = std::max(e.largest_table, size[i]);
     e.max_dependent_set = std::max(e.max_dependent_set, static_cast<int>(st.dep.size()));
     double matrices = 0;
     for (int u : st.new_neighbors) {
       size_t k = std::find(st.dep.begin(), st.dep.end(), u) - st.dep.begin();
-      matrices += nv * states(i, k) * sizeof(double);
+      // The innermost level's matrix has a column per group.
+      matrices += (grouped && k == inner_k ? columns : nv) * states(i, k) * sizeof(double);
     }
     // The threshold search's sorted rows (StepRunner, default DpTuning).
     const DpTuning tuning;
-    if (!st.dep.empty() && tuning.threshold_for(nv, states(i, st.dep.size() - 1)))
-      matrices += states(i, st.dep.size() - 1) * std::min<double>(nv, tuning.row_keep) *
+    if (!st.dep.empty() && tuning.threshold_for(columns, states(i, inner_k)))
+      matrices += states(i, inner_k) * std::min<double>(columns, tuning.row_keep) *
                   (sizeof(double) + sizeof(uint16_t));
     args += size[i] * sizeof(uint16_t);
     double now = vectors + live + size[i] * sizeof(double) + args + matrices;
@@ -72,8 +84,68 @@ SearchStats estimate_sizes(const Ordering& ord, const std::vector<ConfigSet>& co
 
 }  // namespace
 
+namespace {
+
+// Step i's iteration order and groups (DepClasses::order, group_of), from
+// the classes of its dependent vertices and of the tables it consumes.
+void choose_order(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
+                  const EdgePairs& pairs, int64_t gpus_per_node, size_t i, bool groups,
+                  TableClasses& out) {
+  const Step& st = ord.steps[i];
+  DepClasses& dc = out.steps[i];
+  const int d = static_cast<int>(st.dep.size());
+  const int v = st.vertex;
+  const double nv = static_cast<double>(configs[v].size());
+  dc.order.resize(d);
+  for (int k = 0; k < d; ++k) dc.order[k] = k;
+  if (!groups || d == 0) return;
+  double entries = 1;
+  for (int k = 0; k < d; ++k) entries *= dc.count[k];
+  double best = entries * nv;
+  int best_k = -1, best_count = 0;
+  std::vector<int> best_cls;
+  for (int k = d; k-- > 0;) {
+    const int u = st.dep[k];
+    // What the terms that read u's state see of v: its class in every
+    // consumed table that has u, its end on every edge to u.
+    std::vector<int> cls(configs[v].size(), 0);
+    int count = 1;
+    for (int j : st.consumed) {
+      const std::vector<int>& dj = ord.steps[j].dep;
+      if (std::find(dj.begin(), dj.end(), u) == dj.end()) continue;
+      auto at = std::find(dj.begin(), dj.end(), v) - dj.begin();
+      count = refine(cls, count, out.steps[j].of[at]);
+    }
+    for (int id : pairs.between(v, u)) {
+      const Edge& e = g.edges[id];
+      if (count == static_cast<int>(cls.size())) break;
+      count = refine(cls, count, edge_end_ids(g, configs[v], e, e.src == v, gpus_per_node));
+    }
+    const double states = dc.count[k];
+    const double pairs_k = entries / states * (nv + states * count);
+    if (pairs_k < best * 0.8 && pairs_k < best) {
+      best = pairs_k;
+      best_k = k;
+      best_count = count;
+      best_cls = std::move(cls);
+    }
+  }
+  if (best_k < 0) return;
+  dc.order.clear();
+  for (int k = 0; k < d; ++k)
+    if (k != best_k) dc.order.push_back(k);
+  dc.order.push_back(best_k);
+  dc.group_of = std::move(best_cls);
+  dc.group_first.assign(best_count, -1);
+  for (size_t c = dc.group_of.size(); c-- > 0;)
+    dc.group_first[dc.group_of[c]] = static_cast<int>(c);
+  out.bytes += static_cast<double>(dc.group_of.size() + best_count) * sizeof(int);
+}
+
+}  // namespace
+
 TableClasses table_classes(const Graph& g, const std::vector<ConfigSet>& configs,
-                           const Ordering& ord, int64_t gpus_per_node) {
+                           const Ordering& ord, int64_t gpus_per_node, bool groups) {
   EdgePairs pairs(g);
   TableClasses out;
   out.steps.resize(ord.steps.size());
@@ -106,6 +178,7 @@ TableClasses table_classes(const Graph& g, const std::vector<ConfigSet>& configs
       for (size_t c = cls.size(); c-- > 0;) dc.first[k][cls[c]] = static_cast<int>(c);
       out.bytes += static_cast<double>(cls.size() + count) * sizeof(int);
     }
+    choose_order(g, configs, ord, pairs, gpus_per_node, i, groups, out);
   }
   return out;
 }
