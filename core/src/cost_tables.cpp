@@ -10,6 +10,8 @@
 #include <numeric>
 #include <optional>
 
+#include "parallel.hpp"
+
 namespace pase {
 
 std::vector<double> vertex_cost_vector(const Graph& g, int vertex, const ConfigSet& set,
@@ -327,7 +329,8 @@ void EdgePrices::price(Entry& en, int edge_id, const std::vector<char>& need_src
 std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
                                 const std::vector<int>& edge_ids, int outer, int inner,
                                 const ops::Machine& m, const std::vector<int>* outer_rows,
-                                EdgePrices* prices, const std::vector<int>* inner_cols) {
+                                EdgePrices* prices, const std::vector<int>* inner_cols,
+                                int threads) {
   size_t n_outer = outer_rows ? outer_rows->size() : configs[outer].size();
   size_t n_inner = inner_cols ? inner_cols->size() : configs[inner].size();
   auto col = [&](size_t j) { return inner_cols ? static_cast<size_t>((*inner_cols)[j]) : j; };
@@ -351,17 +354,23 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
     }
     prices->price(en, id, need_src, need_dst, m);
     const double* small = en.price.data();
-    for (size_t r = 0; r < n_outer; ++r) {
-      const size_t i = outer_rows ? static_cast<size_t>((*outer_rows)[r]) : r;
-      double* row = out.data() + r * n_inner;
-      if (src_outer) {
-        const double* from = small + static_cast<size_t>(is[i]) * en.n_dst;
-        for (size_t j = 0; j < n_inner; ++j) row[j] += from[id_dst[col(j)]];
-      } else {
-        const size_t b = static_cast<size_t>(id_dst[i]);
-        for (size_t j = 0; j < n_inner; ++j) row[j] += small[is[col(j)] * en.n_dst + b];
+    // The rows are filled from the prices alone, on `threads` threads for a
+    // large matrix (each row by one of them, the same numbers).
+    auto fill = [&](int64_t lo, int64_t hi) {
+      for (size_t r = static_cast<size_t>(lo); r < static_cast<size_t>(hi); ++r) {
+        const size_t i = outer_rows ? static_cast<size_t>((*outer_rows)[r]) : r;
+        double* row = out.data() + r * n_inner;
+        if (src_outer) {
+          const double* from = small + static_cast<size_t>(is[i]) * en.n_dst;
+          for (size_t j = 0; j < n_inner; ++j) row[j] += from[id_dst[col(j)]];
+        } else {
+          const size_t b = static_cast<size_t>(id_dst[i]);
+          for (size_t j = 0; j < n_inner; ++j) row[j] += small[is[col(j)] * en.n_dst + b];
+        }
       }
-    }
+    };
+    const bool large = static_cast<double>(n_outer) * static_cast<double>(n_inner) >= (1 << 20);
+    detail::parallel_ranges(large ? threads : 1, static_cast<int64_t>(n_outer), fill);
   }
   const double weight = m.cost_weight * m.microbatches;
   if (weight != 1)

@@ -108,7 +108,7 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
                                 const std::vector<int>& edge_ids, int outer, int inner,
                                 const ops::Machine& m, const std::vector<int>* outer_rows = nullptr,
                                 EdgePrices* prices = nullptr,
-                                const std::vector<int>* inner_cols = nullptr);
+                                const std::vector<int>* inner_cols = nullptr, int threads = 1);
 
 // What edge `e`'s cost sees of one of its ends, per configuration of that end
 // (`producer`: e.src, else e.dst): equal ids, equal cost against every

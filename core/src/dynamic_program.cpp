@@ -178,7 +178,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       const std::vector<int>& rows = dc.first[at[lvl - 1]];
       const bool by_group = grouped && lvl == d;
       matrices.push_back(pair_matrix(g, configs, pairs.between(u, v), u, v, m, &rows, prices,
-                                     by_group ? &dc.group_first : nullptr));
+                                     by_group ? &dc.group_first : nullptr, threads));
       const int width = by_group ? groups : nv;
       Term t{matrices.back().data(), lvl, nullptr, std::vector<int64_t>(d + 1, 0),
              std::vector<std::vector<int>>(d + 1)};
@@ -192,7 +192,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     tables[i].assign(entries, 0.0);
     args[i].assign(entries, 0);
     for (int u : st.dep) level_of[u] = 0;
-    StepRunner runner(shape, std::move(terms), tables[i].data(), args[i].data(), tuning);
+    StepRunner runner(shape, std::move(terms), tables[i].data(), args[i].data(), tuning, threads);
     const int64_t outer = runner.outer();
     const double step_pairs = static_cast<double>(entries) * (grouped ? groups : nv);
     const int workers = step_pairs >= tuning.parallel_pairs

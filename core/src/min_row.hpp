@@ -21,6 +21,7 @@
 // everywhere. core/docs/performance.md, "Dense rows".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <type_traits>

@@ -18,6 +18,7 @@
 
 #include "dynamic_program.hpp"
 #include "min_row.hpp"
+#include "parallel.hpp"
 
 namespace pase::detail {
 
@@ -60,7 +61,7 @@ struct StepShape {
 class StepRunner {
  public:
   StepRunner(const StepShape& shape, std::vector<Term> terms, double* out, uint16_t* arg,
-             const DpTuning& tuning)
+             const DpTuning& tuning, int threads = 1)
       : nv_(shape.nv),
         d_(static_cast<int>(shape.radix.size())),
         n_terms_(static_cast<int>(terms.size())),
@@ -103,7 +104,7 @@ class StepRunner {
     if (d_ > 0)
       for (int t : by_level_[d_]) stream = stream && terms_[t].inner == nullptr;
     dense_per_walked_ = stream ? tuning.dense_per_walked : tuning.dense_per_walked_gather;
-    if (threshold_) sort_rows(std::max(1, tuning.row_keep));
+    if (threshold_) sort_rows(std::max(1, tuning.row_keep), threads);
     // Dense rows: when the innermost terms are one or two rows read in a
     // stream that depend on the innermost state alone, and in blocks of
     // outer states that share each pass over them.
@@ -362,7 +363,7 @@ class StepRunner {
   // is sorted. A row then walks both lists at once and stops when the sum of
   // the i-th entries of the two exceeds the best sum found: every column not
   // yet seen has both parts at least that large.
-  void sort_rows(int row_keep) {
+  void sort_rows(int row_keep, int threads) {
     const int64_t n = radix_[d_ - 1];
     floor_.assign(ni_, 0.0);
     std::vector<int> rows;
@@ -388,23 +389,32 @@ class StepRunner {
     keep_ = std::min(ni_, row_keep);
     row_order_.resize(static_cast<size_t>(n) * keep_);
     row_value_.resize(static_cast<size_t>(n) * keep_);
-    std::vector<double> sum(ni_);
-    std::vector<int> order(ni_);
-    for (int64_t phi = 0; phi < n; ++phi) {
-      std::fill(sum.begin(), sum.end(), 0.0);
-      for (int t : rows) {
-        const Term& term = terms_[t];
-        const std::vector<int>& map = term.map[d_];
-        const double* r = term.data + term.stride[d_] * (map.empty() ? phi : map[phi]);
-        for (int g = 0; g < ni_; ++g) sum[g] += r[term.inner ? term.inner[g] : g];
-      }
-      for (int g = 0; g < ni_; ++g) order[g] = g;
-      std::partial_sort(order.begin(), order.begin() + keep_, order.end(),
-                        [&](int x, int y) { return sum[x] < sum[y]; });
-      for (int i = 0; i < keep_; ++i) {
-        row_order_[phi * keep_ + i] = static_cast<uint16_t>(order[i]);
-        row_value_[phi * keep_ + i] = sum[order[i]];
-      }
+    // Each innermost state's row by one thread (the same entries).
+    auto sort_range = [&](int64_t lo, int64_t hi) {
+      std::vector<double> sum(ni_);
+      std::vector<int> order(ni_);
+      for (int64_t phi = lo; phi < hi; ++phi) sort_row(rows, phi, sum, order);
+    };
+    const bool large = static_cast<double>(n) * ni_ >= (1 << 20);
+    parallel_ranges(large ? threads : 1, n, sort_range);
+  }
+
+  // One innermost state's row terms summed per column, its keep_ least.
+  void sort_row(const std::vector<int>& rows, int64_t phi, std::vector<double>& sum,
+                std::vector<int>& order) {
+    std::fill(sum.begin(), sum.end(), 0.0);
+    for (int t : rows) {
+      const Term& term = terms_[t];
+      const std::vector<int>& map = term.map[d_];
+      const double* r = term.data + term.stride[d_] * (map.empty() ? phi : map[phi]);
+      for (int g = 0; g < ni_; ++g) sum[g] += r[term.inner ? term.inner[g] : g];
+    }
+    for (int g = 0; g < ni_; ++g) order[g] = g;
+    std::partial_sort(order.begin(), order.begin() + keep_, order.end(),
+                      [&](int x, int y) { return sum[x] < sum[y]; });
+    for (int i = 0; i < keep_; ++i) {
+      row_order_[phi * keep_ + i] = static_cast<uint16_t>(order[i]);
+      row_value_[phi * keep_ + i] = sum[order[i]];
     }
   }
 
