@@ -232,12 +232,9 @@ struct EdgePrices::Entry {
   double bytes = 0;
 };
 
-EdgePrices::EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, int64_t gpus_per_node,
-                       double budget_bytes)
-    : g_(g), configs_(configs), per_node_(gpus_per_node), budget_(budget_bytes) {
-  // Vertices with the same configurations share a set id: compared by
-  // content, grouped by a hash first.
-  set_id_.resize(configs.size());
+std::vector<int> config_set_ids(const std::vector<ConfigSet>& configs) {
+  // Compared by content, grouped by a hash first.
+  std::vector<int> set_id(configs.size());
   std::map<std::pair<int, uint64_t>, std::vector<int>> by_hash;
   int next = 0;
   for (size_t v = 0; v < configs.size(); ++v) {
@@ -246,14 +243,42 @@ EdgePrices::EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, in
     std::vector<int>& same = by_hash[{configs[v].dims, h}];
     int id = -1;
     for (int w : same)
-      if (configs[w].data == configs[v].data) id = set_id_[w];
+      if (configs[w].data == configs[v].data) id = set_id[w];
     if (id < 0) {
       id = next++;
       same.push_back(static_cast<int>(v));
     }
-    set_id_[v] = id;
+    set_id[v] = id;
   }
+  return set_id;
 }
+
+const std::vector<int>& EndIds::of(const Edge& e, bool producer) {
+  const int v = producer ? e.src : e.dst;
+  const TensorMap& map = producer ? model_of(g_, e.src).out_maps[e.src_output]
+                                  : model_of(g_, e.dst).in_maps[e.dst_slot];
+  std::vector<int64_t> key = {set_id_[v], producer ? 1 : 0};
+  if (producer && per_node_ > 0) {
+    const Shape& shape = g_.vertices[e.src].outputs[e.src_output].shape;
+    key.push_back(-1);
+    key.insert(key.end(), shape.begin(), shape.end());
+  }
+  for (const std::vector<int>& positions : map) {
+    key.push_back(-2);
+    key.insert(key.end(), positions.begin(), positions.end());
+  }
+  auto [it, fresh] = kept_.try_emplace(std::move(key));
+  if (fresh) it->second = edge_end_ids(g_, configs_[v], e, producer, per_node_);
+  return it->second;
+}
+
+EdgePrices::EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, int64_t gpus_per_node,
+                       double budget_bytes)
+    : g_(g),
+      configs_(configs),
+      per_node_(gpus_per_node),
+      budget_(budget_bytes),
+      set_id_(config_set_ids(configs)) {}
 
 EdgePrices::~EdgePrices() = default;
 

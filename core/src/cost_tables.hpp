@@ -55,6 +55,30 @@ class EdgePairs {
   std::vector<int> none_;
 };
 
+// One id per vertex, shared by the vertices whose configurations are equal
+// (compared by content).
+std::vector<int> config_set_ids(const std::vector<ConfigSet>& configs);
+
+// edge_end_ids kept by what they depend on (the end's configurations by
+// content, its tensor map, which end, and for a producer on a machine of
+// nodes the tensor's shape), so that the repeated blocks of a network
+// compute each once. One EndIds serves one set of configurations and one
+// gpus_per_node; not thread-safe.
+class EndIds {
+ public:
+  EndIds(const Graph& g, const std::vector<ConfigSet>& configs, int64_t gpus_per_node)
+      : g_(g), configs_(configs), per_node_(gpus_per_node), set_id_(config_set_ids(configs)) {}
+  // The ids of edge e's end at its producer (`producer`) or its consumer.
+  const std::vector<int>& of(const Edge& e, bool producer);
+
+ private:
+  const Graph& g_;
+  const std::vector<ConfigSet>& configs_;
+  int64_t per_node_;
+  std::vector<int> set_id_;
+  std::map<std::vector<int64_t>, std::vector<int>> kept_;
+};
+
 // Prices of tensor edges between the distinct ends of their two vertices,
 // kept across pair matrices. Edges whose ends have the same configurations
 // (compared by content), the same tensor maps and the same shape share one

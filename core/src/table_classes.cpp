@@ -89,8 +89,7 @@ namespace {
 // Step i's iteration order and groups (DepClasses::order, group_of), from
 // the classes of its dependent vertices and of the tables it consumes.
 void choose_order(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
-                  const EdgePairs& pairs, int64_t gpus_per_node, size_t i, bool groups,
-                  TableClasses& out) {
+                  const EdgePairs& pairs, EndIds& ends, size_t i, bool groups, TableClasses& out) {
   const Step& st = ord.steps[i];
   DepClasses& dc = out.steps[i];
   const int d = static_cast<int>(st.dep.size());
@@ -119,7 +118,7 @@ void choose_order(const Graph& g, const std::vector<ConfigSet>& configs, const O
     for (int id : pairs.between(v, u)) {
       const Edge& e = g.edges[id];
       if (count == static_cast<int>(cls.size())) break;
-      count = refine(cls, count, edge_end_ids(g, configs[v], e, e.src == v, gpus_per_node));
+      count = refine(cls, count, ends.of(e, e.src == v));
     }
     const double states = dc.count[k];
     const double pairs_k = entries / states * (nv + states * count);
@@ -147,6 +146,7 @@ void choose_order(const Graph& g, const std::vector<ConfigSet>& configs, const O
 TableClasses table_classes(const Graph& g, const std::vector<ConfigSet>& configs,
                            const Ordering& ord, int64_t gpus_per_node, bool groups) {
   EdgePairs pairs(g);
+  EndIds ends(g, configs, gpus_per_node);
   TableClasses out;
   out.steps.resize(ord.steps.size());
   for (size_t i = 0; i < ord.steps.size(); ++i) {
@@ -171,14 +171,14 @@ TableClasses table_classes(const Graph& g, const std::vector<ConfigSet>& configs
       for (int id : pairs.between(st.vertex, w)) {
         const Edge& e = g.edges[id];
         if (count == static_cast<int>(cls.size())) break;
-        count = refine(cls, count, edge_end_ids(g, configs[w], e, e.src == w, gpus_per_node));
+        count = refine(cls, count, ends.of(e, e.src == w));
       }
       dc.count[k] = count;
       dc.first[k].assign(count, -1);
       for (size_t c = cls.size(); c-- > 0;) dc.first[k][cls[c]] = static_cast<int>(c);
       out.bytes += static_cast<double>(cls.size() + count) * sizeof(int);
     }
-    choose_order(g, configs, ord, pairs, gpus_per_node, i, groups, out);
+    choose_order(g, configs, ord, pairs, ends, i, groups, out);
   }
   return out;
 }

@@ -4,7 +4,12 @@
 // the machine).
 //
 //   node tests/wasm/bench.mjs [--devices 16] [--runs 5] [--threads 1] [--models alexnet,...]
-//                             [--site build-wasm/site] [--cli build/pase]
+//                             [--preset h100] [--site build-wasm/site] [--cli build/pase]
+//
+// --models takes the paper's networks (the default) and the language models
+// of `pase models`; --preset plans on a GPU preset (its nodes and memory cap,
+// core/docs/cluster.md) in both, as `pase plan --preset` and a request's
+// "preset" do.
 //
 // Both run the search on `--threads` threads (the request's "threads", the
 // CLI's --threads): one in the single-threaded module pase.js; more in the
@@ -24,9 +29,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const allModels = ['alexnet', 'resnet101', 'inception3', 'rnnlm', 'transformer'];
-const options = { devices: 16, runs: 5, threads: 1, models: allModels.join(','), site: 'build-wasm/site', cli: 'build/pase' };
-const usage = 'usage: node tests/wasm/bench.mjs [--devices N] [--runs N] [--threads N] [--models LIST] [--site DIR] [--cli PATH]';
+const paperModels = ['alexnet', 'resnet101', 'inception3', 'rnnlm', 'transformer'];
+const allModels = [...paperModels, 'gpt2', 'llama3-8b', 'llama3-70b', 'mixtral-8x7b', 'gpt3-175b'];
+const options = { devices: 16, runs: 5, threads: 1, models: paperModels.join(','), preset: '', site: 'build-wasm/site', cli: 'build/pase' };
+const usage = 'usage: node tests/wasm/bench.mjs [--devices N] [--runs N] [--threads N] [--models LIST] [--preset NAME] [--site DIR] [--cli PATH]';
 const args = process.argv.slice(2);
 for (let i = 0; i < args.length; i++) {
   const name = args[i].replace(/^--/, '');
@@ -70,7 +76,8 @@ function timeNative(model) {
   for (let r = 0; r < options.runs; r++) {
     const start = performance.now();
     const out = execFileSync(cliPath, ['plan', '--model', model, '--procs', String(options.devices),
-      '--threads', String(options.threads), '--format', 'json'],
+      '--threads', String(options.threads), '--format', 'json',
+      ...(options.preset ? ['--preset', options.preset] : [])],
     { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
     walls.push((performance.now() - start) / 1000);
     const doc = JSON.parse(out);
@@ -83,7 +90,10 @@ function timeNative(model) {
 
 function timeWasm(model) {
   // `pase` is bound below, after the native runs.
-  const request = JSON.stringify({ model, cluster: { devices: options.devices }, threads: options.threads });
+  const request = JSON.stringify({
+    model, cluster: { devices: options.devices }, threads: options.threads,
+    ...(options.preset ? { preset: options.preset } : {}),
+  });
   const walls = [];
   const searches = [];
   let cost = NaN;
@@ -120,7 +130,8 @@ const pase = await createModule({ wasmBinary: readFileSync(path.join(siteDir, `$
 const loadSeconds = (performance.now() - loadStart) / 1000;
 
 const threadsText = options.threads === 1 ? 'one thread' : `${options.threads} threads`;
-console.log(`Planning at ${options.devices} devices on ${threadsText}, median of ${options.runs} runs; ` +
+const presetText = options.preset ? ` (preset ${options.preset})` : '';
+console.log(`Planning at ${options.devices} devices${presetText} on ${threadsText}, median of ${options.runs} runs; ` +
   `module ${moduleName}.js ${pase.version()} loaded in ${ms(loadSeconds)} ms; Node ${process.version}.\n`);
 console.log('| network | native plan (ms) | wasm plan (ms) | ratio | native search (ms) | wasm search (ms) | ratio | same cost |');
 console.log('|---|---:|---:|---:|---:|---:|---:|:---:|');
