@@ -4,10 +4,11 @@
 //
 // The rule (README, "In the browser"; core/docs/performance.md): the search
 // visits `pairs` (table entry, configuration) pairs, and the module does one
-// in about 2 to 3 ns when the pairs dominate (the Transformer, one thread:
-// 2.8 ns at 16 devices in the README's module benchmark, 2.0 ns at 1024
-// devices, 8.1e10 pairs in 165 s in the page), so the page counts 3 ns per
-// pair, on the slow side (a machine busy with other work is slower). Under a
+// in about 0.2 to 0.5 ns when the pairs dominate (dense rows in SIMD128 lanes:
+// the Transformer at 1024 devices, 4.59e10 pairs, in 21.7 s on one thread
+// under Node 20, 0.47 ns; the same search natively in 11.0 s), so the page
+// counts 0.6 ns per pair, on the slow side (a machine busy with other work,
+// or without SIMD, is slower; threads make it faster). Under a
 // memory cap the planner may search several times (the least cost, then, if
 // it does not fit, the least memory and the dual's breakpoints: a handful),
 // so a capped request counts three searches. A search whose tables are over
@@ -18,7 +19,7 @@
 import { el } from './views/dom.js';
 import { formatSeconds } from './format.js';
 
-export const nsPerPair = 3;
+export const nsPerPair = 0.6;
 export const searchesUnderCap = 3;
 // Above this many seconds the page asks first.
 export const confirmAboveSeconds = 5;
