@@ -394,7 +394,7 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
         }
       }
     };
-    const bool large = static_cast<double>(n_outer) * static_cast<double>(n_inner) >= (1 << 20);
+    const bool large = static_cast<double>(n_outer) * static_cast<double>(n_inner) >= (1 << 17);
     detail::parallel_ranges(large ? threads : 1, static_cast<int64_t>(n_outer), fill);
   }
   const double weight = m.cost_weight * m.microbatches;

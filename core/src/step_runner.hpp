@@ -395,7 +395,7 @@ class StepRunner {
       std::vector<int> order(ni_);
       for (int64_t phi = lo; phi < hi; ++phi) sort_row(rows, phi, sum, order);
     };
-    const bool large = static_cast<double>(n) * ni_ >= (1 << 20);
+    const bool large = static_cast<double>(n) * ni_ >= (1 << 15);
     parallel_ranges(large ? threads : 1, n, sort_range);
   }
 
@@ -410,8 +410,11 @@ class StepRunner {
       for (int g = 0; g < ni_; ++g) sum[g] += r[term.inner ? term.inner[g] : g];
     }
     for (int g = 0; g < ni_; ++g) order[g] = g;
-    std::partial_sort(order.begin(), order.begin() + keep_, order.end(),
-                      [&](int x, int y) { return sum[x] < sum[y]; });
+    // The keep_ least, then sorted (any order of equal sums will do: the
+    // walk's result does not depend on it).
+    auto less = [&](int x, int y) { return sum[x] < sum[y]; };
+    std::nth_element(order.begin(), order.begin() + (keep_ - 1), order.end(), less);
+    std::sort(order.begin(), order.begin() + keep_, less);
     for (int i = 0; i < keep_; ++i) {
       row_order_[phi * keep_ + i] = static_cast<uint16_t>(order[i]);
       row_value_[phi * keep_ + i] = sum[order[i]];
@@ -426,8 +429,9 @@ class StepRunner {
       s.bound[g] = prev[g] + floor_[g];
     }
     s.sorted = keep_;
-    std::partial_sort(s.order.begin(), s.order.begin() + s.sorted, s.order.end(),
-                      [&](int x, int y) { return s.bound[x] < s.bound[y]; });
+    auto less = [&](int x, int y) { return s.bound[x] < s.bound[y]; };
+    std::nth_element(s.order.begin(), s.order.begin() + (keep_ - 1), s.order.end(), less);
+    std::sort(s.order.begin(), s.order.begin() + keep_, less);
   }
 
   // Returns the depth the walk reached in each list.
