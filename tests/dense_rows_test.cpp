@@ -109,18 +109,18 @@ TEST_CASE("dense rows: every kernel equals the scalar loop, ties and tails inclu
   if (simd::has_avx2()) kernels.push_back({"avx2", simd::dense_block_avx2});
 #endif
   std::mt19937 rng(7);
-  for (const auto& [name, kernel] : kernels)
+  for (const std::pair<const char*, Kernel>& k : kernels)
     for (int nv : {1, 3, 8, 17, 33, 261})
       for (int nb : {1, 2, 3, 5})
         for (int rows : {1, 2, 5})
           for (bool two : {false, true})
             for (bool rep : {false, true}) {
-              CAPTURE(name);
+              CAPTURE(k.first);
               CAPTURE(nv);
               CAPTURE(nb);
               CAPTURE(rows);
               CAPTURE(two);
               CAPTURE(rep);
-              check_kernel(kernel, Case{nv, nb, rows, two, rep}, rng);
+              check_kernel(k.second, Case{nv, nb, rows, two, rep}, rng);
             }
 }

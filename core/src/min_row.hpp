@@ -49,9 +49,12 @@ struct DenseOut {
 namespace simd {
 
 // The helpers below take and return vectors but are always inlined, so no
-// call ever passes one: GCC's note on the AVX calling convention does not
-// apply.
-#if defined(__GNUC__) && !defined(__clang__)
+// call ever passes one: the compilers' note on the AVX calling convention
+// does not apply.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wpsabi"
+#elif defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
@@ -264,7 +267,9 @@ __attribute__((always_inline)) inline void dense_block(const double* p, int nb,
   }
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#elif defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
 
