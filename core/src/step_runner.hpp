@@ -10,36 +10,14 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
-#include <cmath>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "dynamic_program.hpp"
 #include "min_row.hpp"
-#include "parallel.hpp"
+#include "threshold_search.hpp"
 
 namespace pase::detail {
-
-inline constexpr double kInf = std::numeric_limits<double>::infinity();
-// The relative margin of the threshold search's stopping test.
-inline constexpr double kThresholdMargin = 1e-12;
-
-// A summand of the recurrence: data[offset(phi) + index(c)], where offset is
-// the sum over levels k of stride[k] * (this term's class of the level's
-// state phi_k) and index(c) is v's class of configuration c in the term. A
-// term of the innermost level is indexed by v's group g instead of c when
-// the step has groups: index(g), and data's last dimension counts groups.
-struct Term {
-  const double* data = nullptr;
-  int level = 0;                      // deepest level it depends on, 0 = none
-  const int* inner = nullptr;         // index(c) (or index(g)); null: c (or g) itself
-  std::vector<int64_t> stride;        // by level 1..d (index 0 unused)
-  std::vector<std::vector<int>> map;  // by level: T_i's class -> the term's; empty: the same
-  int64_t size = 0;                   // entries of data
-  int width = 0;                      // values index(c) takes: data's last dimension
-};
 
 // How a step iterates its table: the levels' state counts and the table's
 // stride for each (the table lists its dimensions in its own order), and
@@ -104,7 +82,9 @@ class StepRunner {
     if (d_ > 0)
       for (int t : by_level_[d_]) stream = stream && terms_[t].inner == nullptr;
     dense_per_walked_ = stream ? tuning.dense_per_walked : tuning.dense_per_walked_gather;
-    if (threshold_) sort_rows(std::max(1, tuning.row_keep), threads);
+    if (threshold_)
+      search_.build(terms_, by_level_[d_], d_, ni_, radix_[d_ - 1], std::max(1, tuning.row_keep),
+                    threads);
     // Dense rows: when the innermost terms are one or two rows read in a
     // stream that depend on the innermost state alone, and in blocks of
     // outer states that share each pass over them.
@@ -133,9 +113,7 @@ class StepRunner {
     std::vector<int64_t> off;         // (d + 1) rows of one offset per term
     std::vector<double> acc;          // (d + 1) rows of nv partial sums
     std::vector<double> cprev, crep;  // a run's least partial sum per group, and its member
-    std::vector<int> order;           // the threshold search: columns by bound
-    std::vector<double> bound;
-    int sorted = 0;  // order is sorted up to here
+    ThresholdSearch::Scratch walk;    // the threshold search's lists
     // Runs of rows so far, and the rows walked in threshold order with the
     // columns they walked.
     int64_t runs = 0, rows_walked = 0, walked = 0;
@@ -150,10 +128,7 @@ class StepRunner {
       s.cprev.resize(ni_);
       s.crep.resize(ni_);
     }
-    if (threshold_) {
-      s.order.resize(ni_);
-      s.bound.resize(ni_);
-    }
+    if (threshold_) s.walk = search_.scratch();
     return s;
   }
 
@@ -257,11 +232,12 @@ class StepRunner {
                    DenseOut{out_ + out_off + lo * os, arg_ + out_off + lo * os, 0, os, rep});
         return tick(pairs);
       }
-      if (walk) sort_bounds(s, p);
+      if (walk) search_.sort_bounds(s.walk, p);
       for (int64_t phi = lo; phi < hi; ++phi) {
         move(s, k, phi);
         if (walk) {
-          s.walked += threshold_row(s, p, rep, off, phi, out_off + phi * os);
+          const int64_t e = out_off + phi * os;
+          s.walked += search_.walk(s.walk, p, rep, off, phi, out_ + e, arg_ + e);
         } else {
           row(p, rep, mine, off, out_off + phi * os);
         }
@@ -355,151 +331,6 @@ class StepRunner {
     arg_[out_index] = static_cast<uint16_t>(arg == kInf ? 0 : arg);
   }
 
-  // The threshold search (core/docs/performance.md, "Threshold search").
-  // The innermost terms split into row terms, which depend on the innermost
-  // state only, and the others. For each innermost state, the row terms'
-  // sum per column is sorted once per step (its least row_keep entries are
-  // kept); for each outer state, prev plus the others' least values (floor_)
-  // is sorted. A row then walks both lists at once and stops when the sum of
-  // the i-th entries of the two exceeds the best sum found: every column not
-  // yet seen has both parts at least that large.
-  void sort_rows(int row_keep, int threads) {
-    const int64_t n = radix_[d_ - 1];
-    floor_.assign(ni_, 0.0);
-    std::vector<int> rows;
-    for (int t : by_level_[d_]) {
-      const Term& term = terms_[t];
-      bool row_only = true;
-      for (int k = 1; k < d_; ++k)
-        if (term.stride[k] != 0) row_only = false;
-      if (row_only) {
-        rows.push_back(t);
-        continue;
-      }
-      // A term that also depends on outer states: its least value per class
-      // of v over the whole table.
-      std::vector<double> least(term.width, kInf);
-      for (int64_t e = 0; e < term.size; ++e) {
-        double& m = least[e % term.width];
-        m = std::min(m, term.data[e]);
-      }
-      for (int g = 0; g < ni_; ++g) floor_[g] += least[term.inner ? term.inner[g] : g];
-    }
-    has_rows_ = !rows.empty();
-    keep_ = std::min(ni_, row_keep);
-    row_order_.resize(static_cast<size_t>(n) * keep_);
-    row_value_.resize(static_cast<size_t>(n) * keep_);
-    // Each innermost state's row by one thread (the same entries).
-    auto sort_range = [&](int64_t lo, int64_t hi) {
-      std::vector<double> sum(ni_);
-      std::vector<int> order(ni_);
-      for (int64_t phi = lo; phi < hi; ++phi) sort_row(rows, phi, sum, order);
-    };
-    const bool large = static_cast<double>(n) * ni_ >= (1 << 15);
-    parallel_ranges(large ? threads : 1, n, sort_range);
-  }
-
-  // One innermost state's row terms summed per column, its keep_ least.
-  void sort_row(const std::vector<int>& rows, int64_t phi, std::vector<double>& sum,
-                std::vector<int>& order) {
-    std::fill(sum.begin(), sum.end(), 0.0);
-    for (int t : rows) {
-      const Term& term = terms_[t];
-      const std::vector<int>& map = term.map[d_];
-      const double* r = term.data + term.stride[d_] * (map.empty() ? phi : map[phi]);
-      for (int g = 0; g < ni_; ++g) sum[g] += r[term.inner ? term.inner[g] : g];
-    }
-    for (int g = 0; g < ni_; ++g) order[g] = g;
-    // The keep_ least, then sorted (any order of equal sums will do: the
-    // walk's result does not depend on it).
-    auto less = [&](int x, int y) { return sum[x] < sum[y]; };
-    std::nth_element(order.begin(), order.begin() + (keep_ - 1), order.end(), less);
-    std::sort(order.begin(), order.begin() + keep_, less);
-    for (int i = 0; i < keep_; ++i) {
-      row_order_[phi * keep_ + i] = static_cast<uint16_t>(order[i]);
-      row_value_[phi * keep_ + i] = sum[order[i]];
-    }
-  }
-
-  // Sorts the columns by prev + floor_, the first keep_ of them now and the
-  // rest when a row gets that far.
-  void sort_bounds(Scratch& s, const double* prev) const {
-    for (int g = 0; g < ni_; ++g) {
-      s.order[g] = g;
-      s.bound[g] = prev[g] + floor_[g];
-    }
-    s.sorted = keep_;
-    auto less = [&](int x, int y) { return s.bound[x] < s.bound[y]; };
-    std::nth_element(s.order.begin(), s.order.begin() + (keep_ - 1), s.order.end(), less);
-    std::sort(s.order.begin(), s.order.begin() + keep_, less);
-  }
-
-  // Returns the depth the walk reached in each list.
-  int threshold_row(Scratch& s, const double* prev, const double* rep, const int64_t* off,
-                    int64_t phi, int64_t out_index) const {
-    const std::vector<int>& mine = by_level_[d_];
-    if (mine.size() == 1) {
-      const Term& ta = terms_[mine[0]];
-      return threshold_row_n<1>(s, prev, rep, {ta.data + off[mine[0]]}, {ta.inner}, phi, out_index);
-    }
-    if (mine.size() == 2) {
-      const Term& ta = terms_[mine[0]];
-      const Term& tb = terms_[mine[1]];
-      return threshold_row_n<2>(s, prev, rep, {ta.data + off[mine[0]], tb.data + off[mine[1]]},
-                                {ta.inner, tb.inner}, phi, out_index);
-    }
-    return threshold_row_n<0>(s, prev, rep, {}, {}, phi, out_index, off);
-  }
-
-  // N innermost terms (0: any number, read through off).
-  template <int N>
-  int threshold_row_n(Scratch& s, const double* prev, const double* rep,
-                      std::array<const double*, 2> data, std::array<const int*, 2> inner,
-                      int64_t phi, int64_t out_index, const int64_t* off = nullptr) const {
-    const std::vector<int>& mine = by_level_[d_];
-    double best = kInf, arg = kInf;
-    // The exact sum of the reference engine, in its order.
-    auto consider = [&](int g) {
-      double sum = prev[g];
-      if constexpr (N == 0) {
-        for (int t : mine) {
-          const Term& term = terms_[t];
-          sum += term.data[off[t] + (term.inner ? term.inner[g] : g)];
-        }
-      } else {
-        for (int t = 0; t < N; ++t) sum += data[t][inner[t] ? inner[t][g] : g];
-      }
-      const double c = rep ? rep[g] : g;
-      if (sum < best || (sum == best && c < arg)) {
-        best = sum;
-        arg = c;
-      }
-    };
-    const uint16_t* rord = row_order_.data() + phi * keep_;
-    const double* rval = row_value_.data() + phi * keep_;
-    int i = 0;
-    for (; i < ni_; ++i) {
-      if (i == s.sorted) {
-        std::sort(s.order.begin() + i, s.order.end(),
-                  [&](int x, int y) { return s.bound[x] < s.bound[y]; });
-        s.sorted = ni_;
-      }
-      int g = s.order[i];
-      consider(g);
-      double r = rval[std::min(i, keep_ - 1)];
-      if (i < keep_ && has_rows_) consider(rord[i]);
-      // Every column not seen yet has prev + floor >= bound[g] and row sum
-      // >= r. The exact sum adds the same parts in another order, so it may
-      // differ by a few units in the last place: the relative margin keeps
-      // the test safe.
-      double threshold = s.bound[g] + r;
-      if (threshold - std::abs(threshold) * kThresholdMargin > best) break;
-    }
-    out_[out_index] = best;
-    arg_[out_index] = static_cast<uint16_t>(arg == kInf ? 0 : arg);
-    return std::min(i + 1, ni_);
-  }
-
   int nv_, d_, n_terms_;
   int ni_ = 0;  // the innermost rows' columns: nv, or the groups
   std::vector<int64_t> radix_, ostride_;
@@ -520,11 +351,7 @@ class StepRunner {
   int64_t block_ = 0;  // outer states a block of dense rows (0: none)
   std::vector<const double*> rows1_, rows2_;
   DenseRows dense_;
-  bool has_rows_ = false;
-  int keep_ = 0;
-  std::vector<double> floor_;        // per column: the outer-dependent terms' least values
-  std::vector<uint16_t> row_order_;  // per innermost state: its first keep_ columns
-  std::vector<double> row_value_;    // ... and their row sums
+  ThresholdSearch search_;  // when threshold_
 };
 
 }  // namespace pase::detail
