@@ -232,6 +232,18 @@ struct EdgePrices::Entry {
   double bytes = 0;
 };
 
+namespace {
+
+// A tensor map appended to a signature key, each position list after a -2.
+void append_map(std::vector<int64_t>& key, const TensorMap& map) {
+  for (const std::vector<int>& positions : map) {
+    key.push_back(-2);
+    key.insert(key.end(), positions.begin(), positions.end());
+  }
+}
+
+}  // namespace
+
 std::vector<int> config_set_ids(const std::vector<ConfigSet>& configs) {
   // Compared by content, grouped by a hash first.
   std::vector<int> set_id(configs.size());
@@ -263,10 +275,7 @@ const std::vector<int>& EndIds::of(const Edge& e, bool producer) {
     key.push_back(-1);
     key.insert(key.end(), shape.begin(), shape.end());
   }
-  for (const std::vector<int>& positions : map) {
-    key.push_back(-2);
-    key.insert(key.end(), positions.begin(), positions.end());
-  }
+  append_map(key, map);
   auto [it, fresh] = kept_.try_emplace(std::move(key));
   if (fresh) it->second = edge_end_ids(g_, configs_[v], e, producer, per_node_);
   return it->second;
@@ -290,11 +299,8 @@ EdgePrices::Entry& EdgePrices::entry(int edge_id, std::unique_ptr<Entry>& scratc
   // The signature: everything the prices depend on besides the machine.
   std::vector<int64_t> key = {set_id_[e.src], set_id_[e.dst], -1};
   key.insert(key.end(), shape.begin(), shape.end());
-  for (const TensorMap* map : {&out_map, &in_map})
-    for (const std::vector<int>& positions : *map) {
-      key.push_back(-2);
-      key.insert(key.end(), positions.begin(), positions.end());
-    }
+  append_map(key, out_map);
+  append_map(key, in_map);
   if (auto it = entries_.find(key); it != entries_.end()) {
     ++hits_;
     return *it->second;

@@ -126,8 +126,11 @@ constexpr double kEdgePriceBudget = 256.0 * (1 << 20);
 // `edge_ids` (all between `outer` and `inner`). Tensor configurations are
 // de-duplicated first, so the formula runs once per distinct pair. With
 // `outer_rows`, only those configurations of `outer`, in that order, are rows.
-// With `prices`, the edges' prices come from (and go to) it; without, they
-// are computed for this matrix alone.
+// With `inner_cols`, only those configurations of `inner` are columns (the
+// dynamic program's groups, each priced at a member). With `prices`, the
+// edges' prices come from (and go to) it; without, they are computed for
+// this matrix alone. A matrix of 2^17 entries or more is filled on `threads`
+// threads, row by row: the same numbers.
 std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
                                 const std::vector<int>& edge_ids, int outer, int inner,
                                 const ops::Machine& m, const std::vector<int>* outer_rows = nullptr,

@@ -100,10 +100,10 @@ struct DpTuning {
   // stream), or dense_per_walked_gather when a row term is read through a
   // class map; otherwise every pair is summed. The entries are the same.
   double dense_per_walked = 25;
+  double dense_per_walked_gather = 3;
   // Outer states that share one pass over the rows in dense blocks
   // (min_row.hpp); 0: no blocks.
   int dense_block = 16;
-  double dense_per_walked_gather = 3;
   // Whether a step whose v has `configs` configurations and whose innermost
   // dependent vertex has `innermost_states` states uses the threshold search
   // (and keeps min(configs, row_keep) sorted entries per innermost state).
@@ -117,10 +117,13 @@ struct DpTuning {
 // m.gpus_per_node), on options.threads threads. `est` scales the progress
 // reports, which come from the calling thread only. Errors: "cancelled"
 // when options.cancel is set. Ties go to the configuration of v enumerated
-// first, as in run_dp_reference, so both return the same strategy, whatever
-// the threads and the tuning. The edges' prices come from `prices` (made
-// with the same configurations and m.gpus_per_node; several searches of one
-// plan share it), or from prices kept for this run alone when it is null.
+// first, as in run_dp_reference, so both return the same cost, bit for bit,
+// and the same strategy, whatever the threads and the tuning; the one
+// exception is a step with groups where two members' partial sums differ but
+// round to the same total (a group is stood for by its member of least
+// partial sum), which can pick another strategy of the same cost. The edges' prices come from
+// `prices` (made with the same configurations and m.gpus_per_node; several searches of one plan
+// share it), or from prices kept for this run alone when it is null.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
                         const PlanOptions& options, const DpTuning& tuning = {},

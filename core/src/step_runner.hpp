@@ -204,6 +204,15 @@ class StepRunner {
       off[m.term] = up[m.term] + m.stride * (m.map ? m.map[phi] : phi);
   }
 
+  // Level k's partial sums at its state phi into sums: the level above's,
+  // plus the level's own terms (their offsets moved to phi first).
+  void partial(Scratch& s, int k, int64_t phi, const double* prev, double* sums) const {
+    move(s, k, phi);
+    const int64_t* off = s.off.data() + static_cast<size_t>(k) * n_terms_;
+    std::copy(prev, prev + nv_, sums);
+    for (int t : by_level_[k]) add(sums, t, off[t]);
+  }
+
   // Level k's states [lo, hi); out_off: the table offset of the levels
   // above.
   template <class Tick>
@@ -254,9 +263,7 @@ class StepRunner {
         const int64_t p1 = std::min(hi, p0 + block_);
         if (walk_next(s)) {
           for (int64_t phi = p0; phi < p1; ++phi) {
-            move(s, k, phi);
-            std::copy(prev, prev + nv_, acc);
-            for (int t : mine) add(acc, t, off[t]);
+            partial(s, k, phi, prev, acc);
             if (!level(s, k + 1, 0, n, out_off + phi * os, tick, true)) return false;
           }
           continue;
@@ -266,9 +273,7 @@ class StepRunner {
         for (int64_t phi = p0; phi < p1; ++phi) {
           const size_t at = static_cast<size_t>(phi - p0) * ni_;
           double* sums = grouped_ ? acc : s.block.data() + at;
-          move(s, k, phi);
-          std::copy(prev, prev + nv_, sums);
-          for (int t : mine) add(sums, t, off[t]);
+          partial(s, k, phi, prev, sums);
           if (grouped_) compress(sums, s.block.data() + at, s.block_rep.data() + at);
         }
         const int64_t first = out_off + p0 * os;
@@ -281,9 +286,7 @@ class StepRunner {
       return true;
     }
     for (int64_t phi = lo; phi < hi; ++phi) {
-      move(s, k, phi);
-      std::copy(prev, prev + nv_, acc);
-      for (int t : mine) add(acc, t, off[t]);
+      partial(s, k, phi, prev, acc);
       if (!level(s, k + 1, 0, radix_[k], out_off + phi * os, tick)) return false;
     }
     return true;

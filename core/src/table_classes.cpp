@@ -82,9 +82,12 @@ SearchStats estimate_sizes(const Ordering& ord, const std::vector<ConfigSet>& co
   return e;
 }
 
-}  // namespace
-
-namespace {
+// The least configuration of each of the `count` classes of `cls`.
+std::vector<int> least_members(const std::vector<int>& cls, int count) {
+  std::vector<int> first(count, -1);
+  for (size_t c = cls.size(); c-- > 0;) first[cls[c]] = static_cast<int>(c);
+  return first;
+}
 
 // Step i's iteration order and groups (DepClasses::order, group_of), from
 // the classes of its dependent vertices and of the tables it consumes.
@@ -100,7 +103,8 @@ void choose_order(const Graph& g, const std::vector<ConfigSet>& configs, const O
   if (!groups || d == 0) return;
   double entries = 1;
   for (int k = 0; k < d; ++k) entries *= dc.count[k];
-  double best = entries * nv;
+  const double plain = entries * nv;  // rows over the configurations
+  double best = plain;
   int best_k = -1, best_count = 0;
   std::vector<int> best_cls;
   for (int k = d; k-- > 0;) {
@@ -122,7 +126,7 @@ void choose_order(const Graph& g, const std::vector<ConfigSet>& configs, const O
     }
     const double states = dc.count[k];
     const double pairs_k = entries / states * (nv + states * count);
-    if (pairs_k < best * 0.8 && pairs_k < best) {
+    if (pairs_k < 0.8 * plain && pairs_k < best) {
       best = pairs_k;
       best_k = k;
       best_count = count;
@@ -135,9 +139,7 @@ void choose_order(const Graph& g, const std::vector<ConfigSet>& configs, const O
     if (k != best_k) dc.order.push_back(k);
   dc.order.push_back(best_k);
   dc.group_of = std::move(best_cls);
-  dc.group_first.assign(best_count, -1);
-  for (size_t c = dc.group_of.size(); c-- > 0;)
-    dc.group_first[dc.group_of[c]] = static_cast<int>(c);
+  dc.group_first = least_members(dc.group_of, best_count);
   out.bytes += static_cast<double>(dc.group_of.size() + best_count) * sizeof(int);
 }
 
@@ -174,8 +176,7 @@ TableClasses table_classes(const Graph& g, const std::vector<ConfigSet>& configs
         count = refine(cls, count, ends.of(e, e.src == w));
       }
       dc.count[k] = count;
-      dc.first[k].assign(count, -1);
-      for (size_t c = cls.size(); c-- > 0;) dc.first[k][cls[c]] = static_cast<int>(c);
+      dc.first[k] = least_members(cls, count);
       out.bytes += static_cast<double>(cls.size() + count) * sizeof(int);
     }
     choose_order(g, configs, ord, pairs, ends, i, groups, out);

@@ -22,15 +22,21 @@
 //   Time O(sum over i of |configs(v(i))| * prod over u in D(i) of |classes(u, i)|)
 //   (the "pairs" of SearchStats), where classes(u, i) are u's configurations
 //   told apart by what the edges between u and the processed part see of them
-//   (at most |configs(u)|; core/docs/performance.md, "Equivalence classes");
-//   memory: the live cost tables (8 bytes an entry) plus every arg-min table
+//   (at most |configs(u)|; core/docs/performance.md, "Equivalence classes"),
+//   less where a step runs its innermost rows over groups of v's
+//   configurations: (|T_i| / states(w)) * (|configs(v)| + states(w) *
+//   groups) for its innermost vertex w ("Groups and level order"); both are
+//   in "pairs". Memory: the live cost tables (8 bytes an entry) plus every arg-min table
 //   (2 bytes an entry). Both are computed before anything is allocated; a
 //   plan over PlanOptions::max_memory is refused.
 //
 // DETERMINISM AND TIE-BREAKING
 //   Results are deterministic for a given graph, cluster and options. When a
 //   vertex's configurations tie for a table entry, the one enumerated first
-//   wins (enumeration: first dimension outermost, splits ascending), so among
+//   wins (enumeration: first dimension outermost, splits ascending; with
+//   groups, among the configurations of least partial sum in each group, so
+//   a member whose larger partial sum rounds to the same total is passed
+//   over; the cost is the same), so among
 //   several optimal strategies the one returned depends on the order; the cost
 //   does not. GenerateSeq breaks ties between vertices by the lowest id. The
 //   reported cost is evaluate() of the returned strategy (it equals the
@@ -152,7 +158,7 @@ struct SearchStats {
   int max_dependent_set = 0;  // largest |D(i)|
   double table_entries = 0;   // sum of all table sizes
   double largest_table = 0;   // entries of the largest table
-  double pairs = 0;           // (dependent-set state, configuration) pairs visited
+  double pairs = 0;           // (dependent-set state, configuration or group) pairs visited
   double peak_bytes = 0;      // predicted peak of table memory
   // The same two for tables indexed by raw configurations, before they are
   // reduced to equivalence classes (core/docs/performance.md).
