@@ -55,8 +55,8 @@ void check_pair_matrices(const Graph& g, const Cluster& cluster, size_t min_edge
     ++checked;
     const ConfigSet& ca = (*configs)[pe.a];
     const ConfigSet& cb = (*configs)[pe.b];
-    std::vector<double> ab = pair_matrix(g, *configs, pe.edges, pe.a, pe.b, m);
-    std::vector<double> ba = pair_matrix(g, *configs, pe.edges, pe.b, pe.a, m);
+    PairMatrix ab = pair_matrix(g, *configs, pe.edges, pe.a, pe.b, m);
+    PairMatrix ba = pair_matrix(g, *configs, pe.edges, pe.b, pe.a, m);
     REQUIRE(ab.size() == ca.size() * cb.size());
     REQUIRE(ba.size() == ab.size());
     for (size_t i = 0; i < ca.size(); ++i)

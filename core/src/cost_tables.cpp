@@ -15,26 +15,30 @@
 namespace pase {
 
 std::vector<double> vertex_cost_vector(const Graph& g, int vertex, const ConfigSet& set,
-                                       const ops::Machine& m) {
+                                       const ops::Machine& m, int threads) {
   std::vector<double> out(set.size());
   const Vertex& v = g.vertices[vertex];
-  for (size_t i = 0; i < set.size(); ++i) {
-    const LayerCost cost = ops::layer_cost(g, v, set.at(i), m);
-    out[i] = cost.total;
-    // A pipeline stage counts the cost once per micro-batch, but the weight
-    // gradient's reduction once (Machine::microbatches).
-    if (m.microbatches != 1)
-      out[i] = m.microbatches * (cost.total - cost.weight_sync) + cost.weight_sync;
-    // Planning under a memory cap weighs the two (Machine); the plain search
-    // keeps the cost as it is.
-    if (m.cost_weight != 1 || m.memory_weight != 0) {
-      const MemoryBytes b = ops::vertex_memory(g, v, set.at(i), m);
-      const double bytes = m.activation_copies == 1 ? b.total()
-                                                    : b.params + b.grads + b.optimizer +
-                                                          m.activation_copies * b.activations;
-      out[i] = m.cost_weight * out[i] + m.memory_weight * bytes;
+  auto fill = [&](int64_t lo, int64_t hi) {
+    for (size_t i = static_cast<size_t>(lo); i < static_cast<size_t>(hi); ++i) {
+      const LayerCost cost = ops::layer_cost(g, v, set.at(i), m);
+      out[i] = cost.total;
+      // A pipeline stage counts the cost once per micro-batch, but the
+      // weight gradient's reduction once (Machine::microbatches).
+      if (m.microbatches != 1)
+        out[i] = m.microbatches * (cost.total - cost.weight_sync) + cost.weight_sync;
+      // Planning under a memory cap weighs the two (Machine); the plain
+      // search keeps the cost as it is.
+      if (m.cost_weight != 1 || m.memory_weight != 0) {
+        const MemoryBytes b = ops::vertex_memory(g, v, set.at(i), m);
+        const double bytes = m.activation_copies == 1 ? b.total()
+                                                      : b.params + b.grads + b.optimizer +
+                                                            m.activation_copies * b.activations;
+        out[i] = m.cost_weight * out[i] + m.memory_weight * bytes;
+      }
     }
-  }
+  };
+  // A configuration costs microseconds (a collective walks its group).
+  detail::parallel_ranges(set.size() >= 1024 ? threads : 1, static_cast<int64_t>(set.size()), fill);
   return out;
 }
 
@@ -339,36 +343,56 @@ EdgePrices::Entry& EdgePrices::entry(int edge_id, std::unique_ptr<Entry>& scratc
 }
 
 void EdgePrices::price(Entry& en, int edge_id, const std::vector<char>& need_src,
-                       const std::vector<char>& need_dst, const ops::Machine& m) {
+                       const std::vector<char>& need_dst, const ops::Machine& m, int threads) {
   const Edge& e = g_.edges[edge_id];
   const Shape& shape = g_.vertices[e.src].outputs[e.src_output].shape;
+  if (per_node_ > 0)
+    for (size_t b = 0; b < en.n_dst; ++b)
+      if (need_dst[b] && en.boxes[b].empty()) en.boxes[b] = box_of(shape, en.ud[b].data());
+  // Each row by one thread; counted first, so that a matrix already priced
+  // costs no threads.
+  size_t missing = 0;
   for (size_t a = 0; a < en.n_src; ++a) {
     if (!need_src[a]) continue;
-    double* row = en.price.data() + a * en.n_dst;
-    for (size_t b = 0; b < en.n_dst; ++b) {
-      if (!need_dst[b] || !std::isnan(row[b])) continue;
-      if (per_node_ > 0) {
-        if (en.boxes[b].empty()) en.boxes[b] = box_of(shape, en.ud[b].data());
-        row[b] = hierarchical_edge(shape, en.placements[a], en.ud[b].data(), en.boxes[b].data(), m);
-      } else {
-        row[b] = m.words(2 * ops::redistribution_words(shape, en.us[a].data(), en.ud[b].data()));
+    const double* row = en.price.data() + a * en.n_dst;
+    for (size_t b = 0; b < en.n_dst; ++b) missing += need_dst[b] && std::isnan(row[b]);
+  }
+  if (missing == 0) return;
+  auto fill = [&](int64_t lo, int64_t hi) {
+    for (size_t a = static_cast<size_t>(lo); a < static_cast<size_t>(hi); ++a) {
+      if (!need_src[a]) continue;
+      double* row = en.price.data() + a * en.n_dst;
+      for (size_t b = 0; b < en.n_dst; ++b) {
+        if (!need_dst[b] || !std::isnan(row[b])) continue;
+        if (per_node_ > 0)
+          row[b] =
+              hierarchical_edge(shape, en.placements[a], en.ud[b].data(), en.boxes[b].data(), m);
+        else
+          row[b] = m.words(2 * ops::redistribution_words(shape, en.us[a].data(), en.ud[b].data()));
       }
     }
-  }
+  };
+  detail::parallel_ranges(missing >= 4096 ? threads : 1, static_cast<int64_t>(en.n_src), fill);
 }
 
-std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
-                                const std::vector<int>& edge_ids, int outer, int inner,
-                                const ops::Machine& m, const std::vector<int>* outer_rows,
-                                EdgePrices* prices, const std::vector<int>* inner_cols,
-                                int threads) {
+PairMatrix pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
+                       const std::vector<int>& edge_ids, int outer, int inner,
+                       const ops::Machine& m, const std::vector<int>* outer_rows,
+                       EdgePrices* prices, const std::vector<int>* inner_cols, int threads) {
   size_t n_outer = outer_rows ? outer_rows->size() : configs[outer].size();
   size_t n_inner = inner_cols ? inner_cols->size() : configs[inner].size();
   auto col = [&](size_t j) { return inner_cols ? static_cast<size_t>((*inner_cols)[j]) : j; };
-  std::vector<double> out(n_outer * n_inner, 0.0);
+  const double weight = m.cost_weight * m.microbatches;
+  // Each row zeroed by the first edge's fill and scaled by `weight` in the
+  // last one's, by the thread that fills it: the same numbers as zeroing,
+  // summing and scaling the whole matrix in turn.
+  PairMatrix out(n_outer * n_inner);
+  if (edge_ids.empty()) std::fill(out.begin(), out.end(), 0.0);
   std::optional<EdgePrices> own;
   if (prices == nullptr) prices = &own.emplace(g, configs, m.near_devices(), 0);
-  for (int id : edge_ids) {
+  const bool large = static_cast<double>(n_outer) * static_cast<double>(n_inner) >= (1 << 17);
+  for (size_t k = 0; k < edge_ids.size(); ++k) {
+    const int id = edge_ids[k];
     const Edge& e = g.edges[id];
     std::unique_ptr<EdgePrices::Entry> scratch;
     EdgePrices::Entry& en = prices->entry(id, scratch);
@@ -383,14 +407,16 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
       const size_t i = outer_rows ? static_cast<size_t>((*outer_rows)[r]) : r;
       (src_outer ? need_src[is[i]] : need_dst[id_dst[i]]) = 1;
     }
-    prices->price(en, id, need_src, need_dst, m);
+    prices->price(en, id, need_src, need_dst, m, large ? threads : 1);
     const double* small = en.price.data();
+    const bool first = k == 0, last = k + 1 == edge_ids.size();
     // The rows are filled from the prices alone, on `threads` threads for a
     // large matrix (each row by one of them, the same numbers).
     auto fill = [&](int64_t lo, int64_t hi) {
       for (size_t r = static_cast<size_t>(lo); r < static_cast<size_t>(hi); ++r) {
         const size_t i = outer_rows ? static_cast<size_t>((*outer_rows)[r]) : r;
         double* row = out.data() + r * n_inner;
+        if (first) std::fill(row, row + n_inner, 0.0);
         if (src_outer) {
           const double* from = small + static_cast<size_t>(is[i]) * en.n_dst;
           for (size_t j = 0; j < n_inner; ++j) row[j] += from[id_dst[col(j)]];
@@ -398,14 +424,12 @@ std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& co
           const size_t b = static_cast<size_t>(id_dst[i]);
           for (size_t j = 0; j < n_inner; ++j) row[j] += small[is[col(j)] * en.n_dst + b];
         }
+        if (last && weight != 1)
+          for (size_t j = 0; j < n_inner; ++j) row[j] *= weight;
       }
     };
-    const bool large = static_cast<double>(n_outer) * static_cast<double>(n_inner) >= (1 << 17);
     detail::parallel_ranges(large ? threads : 1, static_cast<int64_t>(n_outer), fill);
   }
-  const double weight = m.cost_weight * m.microbatches;
-  if (weight != 1)
-    for (double& x : out) x *= weight;
   return out;
 }
 

@@ -15,12 +15,15 @@
 #include "configurations.hpp"
 #include "cost_model.hpp"
 #include "pase/graph.hpp"
+#include "uninitialised.hpp"
 
 namespace pase {
 
-// Vertex `v` at every configuration of `set`, in enumeration order.
+// Vertex `v` at every configuration of `set`, in enumeration order; on
+// `threads` threads when the set is large (each entry by one: the same
+// numbers).
 std::vector<double> vertex_cost_vector(const Graph& g, int vertex, const ConfigSet& set,
-                                       const ops::Machine& m);
+                                       const ops::Machine& m, int threads = 1);
 
 // Cost of one tensor edge between the layer configurations of its ends.
 double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int64_t* c_dst,
@@ -102,9 +105,10 @@ class EdgePrices {
   // The entry of edge `edge_id`'s signature; when it cannot be kept,
   // `scratch` owns it.
   Entry& entry(int edge_id, std::unique_ptr<Entry>& scratch);
-  // Prices the pairs of needed ends not priced yet.
+  // Prices the pairs of needed ends not priced yet, on `threads` threads
+  // when they are many (each pair by one of them: the same prices).
   void price(Entry& entry, int edge_id, const std::vector<char>& need_src,
-             const std::vector<char>& need_dst, const ops::Machine& m);
+             const std::vector<char>& need_dst, const ops::Machine& m, int threads = 1);
   double bytes() const { return bytes_; }
   uint64_t hits() const { return hits_; }  // entries found already made
 
@@ -131,11 +135,12 @@ constexpr double kEdgePriceBudget = 256.0 * (1 << 20);
 // edges' prices come from (and go to) it; without, they are computed for
 // this matrix alone. A matrix of 2^17 entries or more is filled on `threads`
 // threads, row by row: the same numbers.
-std::vector<double> pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
-                                const std::vector<int>& edge_ids, int outer, int inner,
-                                const ops::Machine& m, const std::vector<int>* outer_rows = nullptr,
-                                EdgePrices* prices = nullptr,
-                                const std::vector<int>* inner_cols = nullptr, int threads = 1);
+using PairMatrix = RawVector<double>;
+PairMatrix pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
+                       const std::vector<int>& edge_ids, int outer, int inner,
+                       const ops::Machine& m, const std::vector<int>* outer_rows = nullptr,
+                       EdgePrices* prices = nullptr, const std::vector<int>* inner_cols = nullptr,
+                       int threads = 1);
 
 // What edge `e`'s cost sees of one of its ends, per configuration of that end
 // (`producer`: e.src, else e.dst): equal ids, equal cost against every

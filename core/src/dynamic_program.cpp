@@ -10,9 +10,11 @@
 #include <atomic>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "cost_tables.hpp"
 #include "step_runner.hpp"
+#include "uninitialised.hpp"
 
 namespace pase {
 
@@ -41,8 +43,8 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   std::optional<EdgePrices> own;
   if (prices == nullptr) prices = &own.emplace(g, configs, m.near_devices(), kEdgePriceBudget);
   size_t n_steps = ord.steps.size();
-  std::vector<std::vector<double>> tables(n_steps);
-  std::vector<std::vector<uint16_t>> args(n_steps);
+  std::vector<RawVector<double>> tables(n_steps);  // each written in full by its step
+  std::vector<RawVector<uint16_t>> args(n_steps);
   EdgePairs pairs(g);
 
   // Progress and cancellation, checked every ~2^20 pairs.
@@ -122,7 +124,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       shape.group_first = dc.group_first.data();
     }
     std::vector<Term> terms;
-    std::vector<double> vcost = vertex_cost_vector(g, v, configs[v], m);
+    std::vector<double> vcost = vertex_cost_vector(g, v, configs[v], m, threads);
     terms.push_back(Term{vcost.data(), 0, nullptr, std::vector<int64_t>(d + 1, 0),
                          std::vector<std::vector<int>>(d + 1)});
     // The innermost terms' class maps over the groups.
@@ -168,7 +170,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       t.size = static_cast<int64_t>(tables[j].size());
       terms.push_back(std::move(t));
     }
-    std::vector<std::vector<double>> matrices;
+    std::vector<PairMatrix> matrices;
     matrices.reserve(st.new_neighbors.size());
     for (int u : st.new_neighbors) {
       // One row per class of u in T_i, priced at its least configuration;
@@ -189,8 +191,8 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     }
     size_t entries = 1;
     for (int64_t r : shape.radix) entries *= static_cast<size_t>(r);
-    tables[i].assign(entries, 0.0);
-    args[i].assign(entries, 0);
+    tables[i].resize(entries);
+    args[i].resize(entries);
     for (int u : st.dep) level_of[u] = 0;
     StepRunner runner(shape, std::move(terms), tables[i].data(), args[i].data(), tuning, threads);
     const int64_t outer = runner.outer();

@@ -219,7 +219,7 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
       }
       terms.push_back(std::move(t));
     }
-    std::vector<std::vector<double>> matrices;
+    std::vector<PairMatrix> matrices;
     matrices.reserve(st.new_neighbors.size());
     for (int u : st.new_neighbors) {
       matrices.push_back(pair_matrix(g, configs, pair_of(u, v), u, v, m));

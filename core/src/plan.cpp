@@ -362,7 +362,7 @@ Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,
   // Under a memory cap only the strategies that fit count.
   const double cap = cluster.memory_gib > 0 ? cluster.capacity_bytes() : INFINITY;
   std::vector<PairEdges> pairs = group_edges(graph);
-  std::vector<std::vector<double>> mat;
+  std::vector<PairMatrix> mat;
   for (const PairEdges& pe : pairs)
     mat.push_back(pair_matrix(graph, *configs, pe.edges, pe.a, pe.b, m));
   std::vector<int> cur(n, 0), best_choice(n, 0);

@@ -123,8 +123,8 @@ class ThresholdSearch {
     }
   }
 
-  // Sorts the columns by prev + floor_, the first keep_ of them now and the
-  // rest when a row gets that far.
+  // Sorts the columns by prev + floor_, the first keep_ of them now and
+  // more (doubling) each time a row gets that far.
   void sort_bounds(Scratch& s, const double* prev) const {
     for (int g = 0; g < ni_; ++g) {
       s.order[g] = g;
@@ -185,9 +185,14 @@ class ThresholdSearch {
     int i = 0;
     for (; i < ni_; ++i) {
       if (i == s.sorted) {
-        std::sort(s.order.begin() + i, s.order.end(),
-                  [&](int x, int y) { return s.bound[x] < s.bound[y]; });
-        s.sorted = ni_;
+        // The next columns, as many again as sorted so far: a walk that
+        // stops soon pays for a partition of the rest, not its sort.
+        const int upto = std::min(ni_, 2 * i);
+        auto less = [&](int x, int y) { return s.bound[x] < s.bound[y]; };
+        if (upto < ni_)
+          std::nth_element(s.order.begin() + i, s.order.begin() + (upto - 1), s.order.end(), less);
+        std::sort(s.order.begin() + i, s.order.begin() + upto, less);
+        s.sorted = upto;
       }
       int g = s.order[i];
       consider(g);
