@@ -1,9 +1,10 @@
 // The dense rows of the dynamic program (core/src/min_row.hpp) against the
 // scalar loop they replace: the same least sum, bit for bit, and the same
 // arg-min (the first, or the least rep over groups), on rows full of ties
-// (small integers), infinities, lengths that leave tails after the vector
-// lanes, odd blocks and odd row counts, one and two row terms, strided
-// output, with every kernel this machine can run.
+// (small integers) or of values whose least may come late, infinities,
+// lengths that leave tails after the vector lanes and the chunks, odd blocks
+// and odd row counts, one and two row terms, strided output, with every
+// kernel this machine can run.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@ namespace {
 struct Case {
   int nv, nb, rows;
   bool two, rep;
+  int spread;  // values 0 .. spread - 1 (and infinities): few give ties, many a late least
 };
 
 // The loop of the reference engine, over configurations (rep null) or over
@@ -46,8 +48,8 @@ using Kernel = void (*)(const double*, int, const DenseRows&, int64_t, int64_t, 
 
 void check_kernel(Kernel kernel, const Case& k, std::mt19937& rng) {
   const double inf = std::numeric_limits<double>::infinity();
-  std::uniform_int_distribution<int> small(0, 6);
-  auto value = [&] { return small(rng) == 6 ? inf : static_cast<double>(small(rng)); };
+  std::uniform_int_distribution<int> small(0, k.spread);
+  auto value = [&] { return small(rng) == k.spread ? inf : static_cast<double>(small(rng)); };
   std::vector<double> p(static_cast<size_t>(k.nb) * k.nv), m1(static_cast<size_t>(k.rows) * k.nv),
       m2(m1.size()), rep(p.size());
   for (double& x : p) x = value();
@@ -110,17 +112,19 @@ TEST_CASE("dense rows: every kernel equals the scalar loop, ties and tails inclu
 #endif
   std::mt19937 rng(7);
   for (const std::pair<const char*, Kernel>& k : kernels)
-    for (int nv : {1, 3, 8, 17, 33, 261})
+    for (int nv : {1, 3, 8, 17, 33, 67, 100, 261})
       for (int nb : {1, 2, 3, 5})
         for (int rows : {1, 2, 5})
           for (bool two : {false, true})
-            for (bool rep : {false, true}) {
-              CAPTURE(k.first);
-              CAPTURE(nv);
-              CAPTURE(nb);
-              CAPTURE(rows);
-              CAPTURE(two);
-              CAPTURE(rep);
-              check_kernel(k.second, Case{nv, nb, rows, two, rep}, rng);
-            }
+            for (bool rep : {false, true})
+              for (int spread : {6, 5000}) {
+                CAPTURE(k.first);
+                CAPTURE(nv);
+                CAPTURE(nb);
+                CAPTURE(rows);
+                CAPTURE(two);
+                CAPTURE(rep);
+                CAPTURE(spread);
+                check_kernel(k.second, Case{nv, nb, rows, two, rep, spread}, rng);
+              }
 }
