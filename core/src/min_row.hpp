@@ -95,12 +95,26 @@ __attribute__((always_inline)) inline void tail(const double* p, const double* t
 
 // One compare-and-select step of a lane vector: with reps, an equal sum with
 // a smaller rep also wins.
+// The least of x and best lane by lane, x where x < best: a minimum
+// instruction (SIMD128's pmin is exactly this) instead of a select. Where
+// the lanes are equal it keeps best, which has the same value.
+template <int W>
+__attribute__((always_inline)) inline void keep_least(Vec<W> x, Vec<W>& best) {
+#if defined(__wasm_simd128__)
+  if constexpr (W == 2) {
+    best = __builtin_wasm_pmin_f64x2(best, x);
+    return;
+  }
+#endif
+  best = x < best ? x : best;
+}
+
 template <int W, bool Rep>
 __attribute__((always_inline)) inline void select(Vec<W> x, Vec<W> i, Vec<W>& best, Vec<W>& arg) {
   auto less = x < best;
   if constexpr (Rep) less = less | ((x == best) & (i < arg));
-  best = less ? x : best;
   arg = less ? i : arg;
+  keep_least<W>(x, best);
 }
 
 template <int W>
