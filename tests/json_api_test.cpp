@@ -243,6 +243,25 @@ TEST_CASE("json: estimate_json gives the search's size without searching, or an 
   CHECK(est["search"]["configurations"] == planned["search"]["configurations"]);
   CHECK(est["search"]["order"] == "genseq");
 
+  // A pipeline: with one stage among the stage counts, one search over the
+  // whole graph per micro-batch count (the Transformer's batch of 64: 1, 2,
+  // 4, ..., 64, each lowered); none when every pair has several stages.
+  CHECK_FALSE(est.contains("pipeline"));
+  auto whole = [](const char* pipeline) {
+    json e = json::parse(
+        estimate_json(std::string(R"({"model": "transformer", "pipeline": )") + pipeline + "}"));
+    REQUIRE_FALSE(e.contains("error"));
+    return e["pipeline"]["whole_graph_searches"].get<int>();
+  };
+  CHECK(whole(R"({"stages": "auto", "microbatches": "auto"})") == 7);
+  CHECK(whole(R"({"stages": "auto", "microbatches": "auto", "max_microbatches": 8})") == 4);
+  CHECK(whole(R"({"stages": 1, "microbatches": 4})") == 1);
+  CHECK(whole(R"({"stages": 2, "microbatches": "auto"})") == 0);
+  json piped = json::parse(estimate_json(
+      R"({"model": "transformer", "pipeline": {"stages": "auto", "microbatches": 8}})"));
+  CHECK(piped["pipeline"]["stages"] == "auto");
+  CHECK(piped["pipeline"]["microbatches"] == 8);
+
   // A search over the table limit is estimated, not refused: the plan refuses it.
   json bfs = json::parse(estimate_json(R"({"model": "transformer", "order": "bfs"})"));
   REQUIRE_FALSE(bfs.contains("error"));

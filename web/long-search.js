@@ -5,16 +5,20 @@
 // The rule (README, "In the browser"; core/docs/performance.md): the search
 // visits `pairs` (table entry, configuration) pairs, and the module does one
 // in about 0.2 to 0.5 ns when the pairs dominate (dense rows in SIMD128 lanes:
-// the Transformer at 1024 devices, 4.59e10 pairs, in 21.7 s on one thread
-// under Node 20, 0.47 ns; the same search natively in 11.0 s), so the page
+// the Transformer at 1024 devices, 4.59e10 pairs, in 18.4 s on one thread
+// under Node 20, 0.40 ns; the same search natively in 10.3 s), so the page
 // counts 0.6 ns per pair, on the slow side (a machine busy with other work,
 // or without SIMD, is slower; threads make it faster). Under a
 // memory cap the planner may search several times (the least cost, then, if
 // it does not fit, the least memory and the dual's breakpoints: a handful),
-// so a capped request counts three searches. A search whose tables are over
-// the request's table limit is refused at once by the plan itself: nothing
-// to announce. Fixed costs (enumeration, cost tables) are not counted: they
-// are what the estimate itself takes, already spent.
+// so a capped request counts three searches. A pipeline search with one
+// stage among its stage counts searches the whole graph once per micro-batch
+// count (the estimate's pipeline.whole_graph_searches), and plans its stages
+// on top: it counts those searches, and the message says "at least". A
+// search whose tables are over the request's table limit is refused at once
+// by the plan itself: nothing to announce. Fixed costs (enumeration, cost
+// tables) are not counted: they are what the estimate itself takes, already
+// spent.
 
 import { el } from './views/dom.js';
 import { formatSeconds } from './format.js';
@@ -27,15 +31,18 @@ export const confirmAboveSeconds = 5;
 /**
  * The seconds a plan request's search is expected to take, from the
  * module's estimate document (estimate_json(): {memory_capped, max_memory,
- * search: {pairs, peak_bytes}}); 0 when the plan would refuse it over the
- * table limit, null when the document gives no pairs.
+ * search: {pairs, peak_bytes}, pipeline?: {whole_graph_searches}}); 0 when
+ * the plan would refuse it over the table limit, null when the document
+ * gives no pairs. For a pipeline, a lower bound (its stage plans are not
+ * counted).
  */
 export function estimatedSeconds(estimate) {
   const pairs = estimate?.search?.pairs;
   if (!Number.isFinite(pairs) || pairs < 0) return null;
   const limit = estimate.max_memory;
   if (Number.isFinite(limit) && limit > 0 && estimate.search.peak_bytes > limit) return 0;
-  return (pairs * nsPerPair * 1e-9) * (estimate.memory_capped ? searchesUnderCap : 1);
+  const searches = Math.max(1, estimate.pipeline?.whole_graph_searches ?? 1);
+  return (pairs * nsPerPair * 1e-9) * (estimate.memory_capped ? searchesUnderCap : 1) * searches;
 }
 
 /** 165 -> "2.8 min", 42.3 -> "42 s", 7200 -> "2.0 h": a duration people read at a glance. */
@@ -97,13 +104,21 @@ export class LongSearchDialog {
   }
 }
 
-/** The dialog's text for a search of `seconds`: "about 2.8 min ... (1.2e10 pairs)". */
-export function longSearchMessage(what, seconds, { pairs, capped = false, then = '' } = {}) {
+/**
+ * The dialog's text for a search of `seconds`: "about 2.8 min ... (1.2e10
+ * pairs)"; with `pipeline` (the estimate's), "at least", and the searches
+ * counted.
+ */
+export function longSearchMessage(what, seconds, { pairs, capped = false, then = '', pipeline = null } = {}) {
+  const whole = Math.max(1, pipeline?.whole_graph_searches ?? 1);
+  const counted = pipeline
+    ? `, ${whole} whole-graph ${whole === 1 ? 'search' : 'searches'} of the pipeline (its stage plans come on top)`
+    : '';
   return [
-    el('strong', { text: `${what} will take about ${formatDuration(seconds)}.` }),
+    el('strong', { text: `${what} will take ${pipeline ? 'at least' : 'about'} ${formatDuration(seconds)}.` }),
     ' ',
     `The estimate counts ${Number.isFinite(pairs) ? pairs.toExponential(2) : 'its'} table pairs at ${nsPerPair} ns each`
-      + `${capped ? `, ${searchesUnderCap} searches under the memory cap` : ''}; the page stays usable meanwhile and Cancel stops it.`,
+      + `${capped ? `, ${searchesUnderCap} searches under the memory cap` : ''}${counted}; the page stays usable meanwhile and Cancel stops it.`,
     then ? ` ${then}` : '',
   ];
 }

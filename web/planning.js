@@ -113,8 +113,9 @@ export class Planning {
     }
     const seconds = estimatedSeconds(estimate);
     if (!(seconds > confirmAboveSeconds)) return { go: true, seconds };
-    const message = longSearchMessage(what, seconds, { pairs: estimate.search.pairs, capped: estimate.memory_capped, then });
-    this.#hooks.setStatus(`${what} would take about ${formatDuration(seconds)}: plan anyway, or cancel.`);
+    const pipeline = estimate.pipeline ?? null;
+    const message = longSearchMessage(what, seconds, { pairs: estimate.search.pairs, capped: estimate.memory_capped, then, pipeline });
+    this.#hooks.setStatus(`${what} would take ${pipeline ? 'at least' : 'about'} ${formatDuration(seconds)}: plan anyway, or cancel.`);
     return { go: await this.#hooks.longSearch.ask(message, 'Plan anyway'), seconds };
   }
 

@@ -309,6 +309,24 @@ std::string estimate_json(std::string_view request_json) {
                        {"peak_bytes", s->peak_bytes},
                        {"configurations", s->configurations},
                        {"time_s", s->time_s}};
+    if (request->pipeline) {
+      // With one stage among the stage counts, each micro-batch count that
+      // lowers is a search over the whole graph (of about these pairs); the
+      // stage plans of more stages come on top and are not counted.
+      const PipelineOptions& p = *request->pipeline;
+      int64_t whole = 0;
+      if (p.stages == kAuto || p.stages == 1) {
+        const std::vector<int64_t> counts =
+            p.microbatches == kAuto ? auto_microbatch_counts(request->graph, p.max_microbatches)
+                                    : std::vector<int64_t>{p.microbatches};
+        for (int64_t m : counts)
+          if (m == 1 || micro_batch_graph(request->graph, m).ok()) ++whole;
+      }
+      auto count = [](int64_t n) { return n == kAuto ? Json("auto") : Json(n); };
+      j["pipeline"] = Json{{"stages", count(p.stages)},
+                           {"microbatches", count(p.microbatches)},
+                           {"whole_graph_searches", whole}};
+    }
     return json_detail::dump_pretty(j) + "\n";
   });
 }

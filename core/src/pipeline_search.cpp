@@ -105,6 +105,15 @@ void release(Searcher& searcher, Pending& pending, const Micro& mg, int64_t stag
 
 }  // namespace
 
+std::vector<int64_t> auto_microbatch_counts(const Graph& graph, int64_t max_microbatches) {
+  const int64_t batch = graph.model && graph.model->spec ? common_batch(*graph.model->spec) : 1;
+  std::vector<int64_t> counts;
+  for (int64_t m = 1; m <= std::min(batch, max_microbatches); ++m)
+    if (batch % m == 0) counts.push_back(m);
+  if (counts.empty()) counts.push_back(1);
+  return counts;
+}
+
 Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
                                    const PipelineOptions& pipeline, const PlanOptions& options) {
   if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
@@ -128,11 +137,8 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
   } else {
     stage_counts.push_back(pipeline.stages);
   }
-  const int64_t batch = common_batch(*graph.model->spec);
   if (pipeline.microbatches == kAuto) {
-    for (int64_t m = 1; m <= std::min(batch, pipeline.max_microbatches); ++m)
-      if (batch % m == 0) micro_counts.push_back(m);
-    if (micro_counts.empty()) micro_counts.push_back(1);
+    micro_counts = auto_microbatch_counts(graph, pipeline.max_microbatches);
   } else {
     micro_counts.push_back(pipeline.microbatches);
   }

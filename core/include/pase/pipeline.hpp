@@ -124,6 +124,10 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
                                    const PipelineOptions& pipeline,
                                    const PlanOptions& options = {});
 
+// The micro-batch counts that "auto" tries for `graph`: the divisors of its
+// batch up to `max_microbatches` (1 when it has none).
+std::vector<int64_t> auto_microbatch_counts(const Graph& graph, int64_t max_microbatches);
+
 // The step time and memory of a given pipeline strategy. Errors name the
 // field: "strategy.stage_of[4]", "strategy.configs[2][1]",
 // "strategy.microbatches".
