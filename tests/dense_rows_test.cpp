@@ -2,9 +2,9 @@
 // scalar loop they replace: the same least sum, bit for bit, and the same
 // arg-min (the first, or the least rep over groups), on rows full of ties
 // (small integers) or of values whose least may come late, infinities,
-// lengths that leave tails after the vector lanes and the chunks, odd blocks
-// and odd row counts, one and two row terms, strided output, with every
-// kernel this machine can run.
+// lengths that leave tails after the vector lanes, odd blocks and odd row
+// counts, one and two row terms, strided output, with every kernel this
+// machine can run.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,7 +22,7 @@ namespace {
 struct Case {
   int nv, nb, rows;
   bool two, rep;
-  int spread;  // values 0 .. spread - 1 (and infinities): few give ties, many a late least
+  int spread;  // values 0 .. spread (and infinities): few give ties, many a late least
 };
 
 // The loop of the reference engine, over configurations (rep null) or over

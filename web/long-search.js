@@ -33,8 +33,8 @@ export const confirmAboveSeconds = 5;
  * module's estimate document (estimate_json(): {memory_capped, max_memory,
  * search: {pairs, peak_bytes}, pipeline?: {whole_graph_searches}}); 0 when
  * the plan would refuse it over the table limit, null when the document
- * gives no pairs. For a pipeline, a lower bound (its stage plans are not
- * counted).
+ * gives no pairs. For a pipeline, the whole-graph searches alone: its stage
+ * plans come on top (core/docs/formats.md, "Estimate").
  */
 export function estimatedSeconds(estimate) {
   const pairs = estimate?.search?.pairs;
@@ -104,6 +104,11 @@ export class LongSearchDialog {
   }
 }
 
+/** "about 42 s", or for a pipeline (the estimate's `pipeline`) "at least 42 s". */
+export function durationPhrase(seconds, pipeline = null) {
+  return `${pipeline ? 'at least' : 'about'} ${formatDuration(seconds)}`;
+}
+
 /**
  * The dialog's text for a search of `seconds`: "about 2.8 min ... (1.2e10
  * pairs)"; with `pipeline` (the estimate's), "at least", and the searches
@@ -115,7 +120,7 @@ export function longSearchMessage(what, seconds, { pairs, capped = false, then =
     ? `, ${whole} whole-graph ${whole === 1 ? 'search' : 'searches'} of the pipeline (its stage plans come on top)`
     : '';
   return [
-    el('strong', { text: `${what} will take ${pipeline ? 'at least' : 'about'} ${formatDuration(seconds)}.` }),
+    el('strong', { text: `${what} will take ${durationPhrase(seconds, pipeline)}.` }),
     ' ',
     `The estimate counts ${Number.isFinite(pairs) ? pairs.toExponential(2) : 'its'} table pairs at ${nsPerPair} ns each`
       + `${capped ? `, ${searchesUnderCap} searches under the memory cap` : ''}${counted}; the page stays usable meanwhile and Cancel stops it.`,

@@ -10,7 +10,7 @@
 import { formatSeconds } from './format.js';
 import { renderComparison, renderComparisonMessage } from './views/compare.js';
 import { parseNoFit } from './results.js';
-import { confirmAboveSeconds, estimatedSeconds, formatDuration, longSearchMessage } from './long-search.js';
+import { confirmAboveSeconds, durationPhrase, estimatedSeconds, longSearchMessage } from './long-search.js';
 
 // The comparison's MCMC search gets a fixed proposal budget and no time
 // limit, so the page shows the same numbers on every machine (compare.hpp,
@@ -99,7 +99,8 @@ export class Planning {
   /**
    * Estimates the search of `request` with `client` and, above
    * confirmAboveSeconds, asks whether to go on (long-search.js). Resolves to
-   * {go, seconds}; seconds is null when the estimate failed, and then the
+   * {go, seconds, pipeline} (pipeline: the estimate's, when it asked);
+   * seconds is null when the estimate failed, and then the
    * search goes on, for the plan to report the error with its field. Rejects
    * only when the call was cancelled.
    */
@@ -115,8 +116,8 @@ export class Planning {
     if (!(seconds > confirmAboveSeconds)) return { go: true, seconds };
     const pipeline = estimate.pipeline ?? null;
     const message = longSearchMessage(what, seconds, { pairs: estimate.search.pairs, capped: estimate.memory_capped, then, pipeline });
-    this.#hooks.setStatus(`${what} would take ${pipeline ? 'at least' : 'about'} ${formatDuration(seconds)}: plan anyway, or cancel.`);
-    return { go: await this.#hooks.longSearch.ask(message, 'Plan anyway'), seconds };
+    this.#hooks.setStatus(`${what} would take ${durationPhrase(seconds, pipeline)}: plan anyway, or cancel.`);
+    return { go: await this.#hooks.longSearch.ask(message, 'Plan anyway'), seconds, pipeline };
   }
 
   /** Plans the current source now (an imported model's own plan, and start()). */
@@ -160,7 +161,7 @@ export class Planning {
         'The comparison with the baselines, which searches again, is then offered rather than started.');
       if (this.running !== token) return;
       if (!check.go) {
-        setStatus(`Not planned: the search for ${label} would take about ${formatDuration(check.seconds)}.`);
+        setStatus(`Not planned: the search for ${label} would take ${durationPhrase(check.seconds, check.pipeline)}.`);
         return;
       }
       long = check.seconds > confirmAboveSeconds;

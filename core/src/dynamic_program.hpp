@@ -121,9 +121,10 @@ struct DpTuning {
 // and the same strategy, whatever the threads and the tuning; the one
 // exception is a step with groups where two members' partial sums differ but
 // round to the same total (a group is stood for by its member of least
-// partial sum), which can pick another strategy of the same cost. The edges' prices come from
-// `prices` (made with the same configurations and m.gpus_per_node; several searches of one plan
-// share it), or from prices kept for this run alone when it is null.
+// partial sum), which can pick another strategy of the same cost. The
+// edges' prices come from `prices` (made with the same configurations and
+// m.gpus_per_node; several searches of one plan share it), or from prices
+// kept for this run alone when it is null.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
                         const PlanOptions& options, const DpTuning& tuning = {},

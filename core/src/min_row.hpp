@@ -93,8 +93,6 @@ __attribute__((always_inline)) inline void tail(const double* p, const double* t
   }
 }
 
-// One compare-and-select step of a lane vector: with reps, an equal sum with
-// a smaller rep also wins.
 // The least of x and best lane by lane, x where x < best: a minimum
 // instruction (SIMD128's pmin is exactly this) instead of a select. Where
 // the lanes are equal it keeps best, which has the same value.
@@ -109,6 +107,8 @@ __attribute__((always_inline)) inline void keep_least(Vec<W> x, Vec<W>& best) {
   best = x < best ? x : best;
 }
 
+// One compare-and-select step of a lane vector: with reps, an equal sum with
+// a smaller rep also wins.
 template <int W, bool Rep>
 __attribute__((always_inline)) inline void select(Vec<W> x, Vec<W> i, Vec<W>& best, Vec<W>& arg) {
   auto less = x < best;

@@ -136,6 +136,7 @@ test('long search: a pipeline is announced as at least its whole-graph searches'
   assert.match(await page.textContent('#status'), /would take at least .+: plan anyway, or cancel\.$/);
   assert.deepEqual(await sent(page, 'plan'), [], 'nothing planned while asking');
   await page.click('#long-search-cancel');
+  assert.match(await page.textContent('#status'), /^Not planned: the search for Transformer would take at least \d+ s\.$/);
   assert.deepEqual(problems, []);
   await close();
 });

@@ -26,9 +26,9 @@
 //   less where a step runs its innermost rows over groups of v's
 //   configurations: (|T_i| / states(w)) * (|configs(v)| + states(w) *
 //   groups) for its innermost vertex w ("Groups and level order"); both are
-//   in "pairs". Memory: the live cost tables (8 bytes an entry) plus every arg-min table
-//   (2 bytes an entry). Both are computed before anything is allocated; a
-//   plan over PlanOptions::max_memory is refused.
+//   in "pairs". Memory: the live cost tables (8 bytes an entry) plus every
+//   arg-min table (2 bytes an entry). Both are computed before anything is
+//   allocated; a plan over PlanOptions::max_memory is refused.
 //
 // DETERMINISM AND TIE-BREAKING
 //   Results are deterministic for a given graph, cluster and options. When a
