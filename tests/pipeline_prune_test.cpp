@@ -4,16 +4,21 @@
 // built-in networks, flat and on nodes, with and without a memory cap, for
 // "auto" and for fixed pairs; and pruning does skip stage plans. (It may
 // plan a few more on a small search: the parts between boundaries that its
-// bounds take their values from.)
+// bounds take their values from.) The bounds themselves: a part's least F
+// against brute force, and every pair's floor against its T.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
+#include "pipeline_searcher.hpp"
 #include "test_util.hpp"
 
 using namespace pase;
@@ -84,4 +89,112 @@ TEST_CASE("pipeline: pruning skips most stage plans of the Transformer") {
   REQUIRE(b.ok());
   CHECK(a->plan.cost == doctest::Approx(b->plan.cost).epsilon(1e-12));
   CHECK(2 * a->pipeline.stage_plans < b->pipeline.stage_plans);
+}
+
+TEST_CASE("pipeline: a range's least F is the least over all its strategies") {
+  // FC3: every range of its vertices, on 2 to 8 devices of nodes of 4, at
+  // the start of a node and halfway into one, for one and two micro-batches.
+  Result<Graph> g = load_graph(testing::read_golden("fc3_cluster_pipeline.json")["graph"].dump());
+  REQUIRE(g.ok());
+  const Cluster cluster = nodes(8, 4);
+  const PipelineOptions po{};
+  const PlanOptions options{};
+  pipeline_detail::Searcher searcher{*g, cluster, po, options};
+  int ranges = 0;
+  for (int64_t m : {int64_t{1}, int64_t{2}}) {
+    Result<Graph> micro = micro_batch_graph(*g, m);
+    REQUIRE(micro.ok());
+    const pipeline_detail::Micro mg = pipeline_detail::prepare_micro(searcher, *micro);
+    const int nb = static_cast<int>(mg.bounds.size());
+    for (int64_t q : {int64_t{2}, int64_t{4}, int64_t{8}})
+      for (int64_t align : {int64_t{0}, int64_t{2}}) {
+        if (align + q > 4 && align > 0) continue;  // a stage starts inside a node only when small
+        for (int i = 0; i < nb; ++i)
+          for (int j = i + 1; j < nb; ++j) {
+            CAPTURE(m);
+            CAPTURE(q);
+            CAPTURE(align);
+            CAPTURE(i);
+            CAPTURE(j);
+            const int a = mg.bounds[i], b = mg.bounds[j];
+            Result<double> least = searcher.least_f(mg.graph, mg.sig[i][j], a, b, align, q, m);
+            REQUIRE(least.ok());
+            Cluster cs = cluster;
+            cs.devices = q;
+            cs.first_device = align;
+            const Graph sub = pipeline_detail::stage_graph(mg.graph, a, b);
+            std::vector<std::vector<Config>> choices;
+            for (const Vertex& v : sub.vertices) {
+              Result<std::vector<Config>> c = enumerate_configs(sub, v.id, cs);
+              REQUIRE(c.ok());
+              choices.push_back(*c);
+            }
+            double brute = INFINITY;
+            std::vector<size_t> at(sub.vertices.size(), 0);
+            for (;;) {
+              Strategy st;
+              for (size_t v = 0; v < at.size(); ++v) st.push_back(choices[v][at[v]]);
+              Result<Plan> p = evaluate(sub, cs, st);
+              REQUIRE(p.ok());
+              brute = std::min(brute, p->cost - StageWeights::weight_sync(*p));
+              size_t v = 0;
+              while (v < at.size() && ++at[v] == choices[v].size()) at[v++] = 0;
+              if (v == at.size()) break;
+            }
+            CHECK(*least == doctest::Approx(brute).epsilon(1e-12));
+            ++ranges;
+          }
+      }
+  }
+  CHECK(ranges > 20);
+}
+
+TEST_CASE("pipeline: every pair's floor is at most its T") {
+  // Every stage count that is a power of two, and the micro-batch counts up
+  // to `microbatches` (the Transformer's are slow to plan without pruning).
+  const std::vector<Case> cases = {
+      {"alexnet", Cluster{.devices = 8}, kAuto, 64},
+      {"rnnlm", nodes(8, 4), kAuto, 64},
+      {"transformer", nodes(16, 4), kAuto, 2},
+      {"transformer", nodes(8, 4, 0.25), kAuto, 4},
+  };
+  int pairs = 0, above = 0;
+  for (const Case& c : cases) {
+    Result<Graph> g = build_model(c.model);
+    REQUIRE(g.ok());
+    const PipelineOptions po{.stages = kAuto, .microbatches = kAuto};
+    const PlanOptions options{};
+    pipeline_detail::Searcher searcher{*g, c.cluster, po, options};
+    for (int64_t m : auto_microbatch_counts(*g, c.microbatches)) {
+      Result<Graph> micro = micro_batch_graph(*g, m);
+      if (!micro) continue;
+      const pipeline_detail::Micro mg = pipeline_detail::prepare_micro(searcher, *micro);
+      for (int64_t s = 1; s <= c.cluster.devices && s < static_cast<int64_t>(mg.bounds.size());
+           s *= 2) {
+        CAPTURE(c.model);
+        CAPTURE(c.cluster.memory_gib);
+        CAPTURE(s);
+        CAPTURE(m);
+        Result<pipeline_detail::Partition> floor =
+            pipeline_detail::best_partition(searcher, mg, s, m, INFINITY, true);
+        REQUIRE(floor.ok());
+        CHECK(floor->T == INFINITY);
+        // The pair alone, every range planned.
+        PipelineOptions one{.stages = s, .microbatches = m, .prune = false};
+        Result<PipelinePlan> p = plan_pipeline(*g, c.cluster, one);
+        ++pairs;
+        if (!p) {
+          CHECK(p.error().where == "cluster.memory_gib");
+          continue;
+        }
+        CHECK_MESSAGE(floor->floor <= p->plan.cost * (1 + 1e-9),
+                      floor->floor << " > " << p->plan.cost);
+        // The floor is not a trivial one: it reaches a fair share of T.
+        if (floor->floor >= 0.5 * p->plan.cost) ++above;
+      }
+    }
+  }
+  MESSAGE(pairs << " pairs, " << above << " with a floor of at least half their T");
+  CHECK(pairs > 40);
+  CHECK(above * 2 > pairs);
 }

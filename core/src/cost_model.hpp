@@ -54,10 +54,12 @@ struct Machine {
   double memory_weight = 0;
   // A pipeline stage's objective (core/docs/pipeline.md): each vertex's cost
   // but its weight_sync, and every edge, count `microbatches` times, and the
-  // activations `activation_copies` times in the memory. 1 and 1: the plain
-  // search.
+  // activations `activation_copies` times in the memory; the weight_sync
+  // counts `sync_weight` times (0: a stage's F alone, for the pipeline
+  // search's bounds). 1, 1 and 1: the plain search.
   double microbatches = 1;
   double activation_copies = 1;
+  double sync_weight = 1;
 
   // Devices of device 0's node from device 0 on (the edge's "near" devices,
   // core/docs/cluster.md): gpus_per_node for a whole cluster; 0 when flat.

@@ -23,9 +23,11 @@ std::vector<double> vertex_cost_vector(const Graph& g, int vertex, const ConfigS
       const LayerCost cost = ops::layer_cost(g, v, set.at(i), m);
       out[i] = cost.total;
       // A pipeline stage counts the cost once per micro-batch, but the
-      // weight gradient's reduction once (Machine::microbatches).
-      if (m.microbatches != 1)
-        out[i] = m.microbatches * (cost.total - cost.weight_sync) + cost.weight_sync;
+      // weight gradient's reduction once (Machine::microbatches), or not at
+      // all (Machine::sync_weight).
+      if (m.microbatches != 1 || m.sync_weight != 1)
+        out[i] =
+            m.microbatches * (cost.total - cost.weight_sync) + m.sync_weight * cost.weight_sync;
       // Planning under a memory cap weighs the two (Machine); the plain
       // search keeps the cost as it is.
       if (m.cost_weight != 1 || m.memory_weight != 0) {

@@ -4,6 +4,7 @@
 // "Pruning").
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -22,7 +23,7 @@ namespace pase::pipeline_detail {
 //   + M * X_s, and memory >= the floors' sum;
 // and an upper bound, the T of the partition that balances those floors.
 Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t stages,
-                                 int64_t microbatches, double beat) {
+                                 int64_t microbatches, double beat, bool floor_only) {
   const Graph& micro = mg.graph;
   const std::vector<int>& bounds = mg.bounds;
   const std::vector<std::vector<int>>& sig = mg.sig;
@@ -42,6 +43,23 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     return (static_cast<size_t>(s) * nb + static_cast<size_t>(i)) * nb + static_cast<size_t>(j);
   };
   auto at2 = [&](int i, int j) { return static_cast<size_t>(i) * nb + static_cast<size_t>(j); };
+  // Progress (Searcher::drop): each range of the pair is passed once, when
+  // the bounds prune it or, at the latest, when the pair is done.
+  std::vector<char> passed(static_cast<size_t>(stages) * nb * nb, 0);
+  auto pass = [&](int64_t s, int i, int j) {
+    if (floor_only || passed[at(s, i, j)]) return;
+    passed[at(s, i, j)] = 1;
+    searcher.drop(NeedKey{q, microbatches, sig[i][j], align_of(s)});
+  };
+  struct AtExit {
+    std::function<void()> f;
+    ~AtExit() { f(); }
+  } pass_all{[&] {
+    for (int64_t s = 0; s < stages; ++s)
+      for (int i = 0; i < nb; ++i)
+        for (int j = i + 1; j < nb; ++j)
+          if (range_ok(s, i, j)) pass(s, i, j);
+  }};
 
   // X of [i, j) sent at the rate between nodes (far) and inside one (near),
   // summed in edge order: every edge from the range to a vertex at or after
@@ -86,7 +104,6 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     for (const auto& [align, sum] : sums) f = std::min(f, sum[v + 1].F - sum[v].F);
     least[v + 1] = least[v] + f;
   }
-  const double floor_all = least[n];
   // The bounds are exact sums of exact terms only up to rounding: a margin
   // far above it keeps every decision safe.
   const double slack = 1 + 1e-9;
@@ -95,23 +112,48 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
   // T >= sum A + (M - 1) * (sum A) / S, before any work.
   const bool prune = searcher.pipeline.prune;
   if (!prune) beat = kInf;
-  if (floor_all * (1 + (M - 1) / static_cast<double>(stages)) > beat * slack) return best;
+  const double spread = 1 + (M - 1) / static_cast<double>(stages);
+  best.floor = least[n] * spread;
+  if (best.floor > beat * slack) return best;
 
   // The stage plans without a cap of the parts between consecutive
   // boundaries (cheap: one block each, and repeated blocks share them): a
   // range's plan minimises M * F + W over its parts' configurations and the
-  // edges between them, so its value is at least the sum of its parts'.
+  // edges between them, so its value is at least the sum of its parts'. In
+  // the same way a range's F is at least the sum of its parts' least F, which
+  // bounds the A of the other stages (least: over the stages' alignments).
+  // Not needed by a search without a bound (the first pair).
+  const bool bounded = prune && (floor_only || beat < kInf || stages > 1);
   std::map<int64_t, std::vector<double>> parts;  // by alignment, summed from part 0
+  std::vector<double> least_f(nb, 0);            // summed from part 0
   for (const auto& [align, sum] : sums) {
     std::vector<double>& v = parts[align];
     v.assign(nb, 0);
-    for (int t = 0; prune && stages > 1 && t + 1 < nb; ++t) {
+    for (int t = 0; bounded && t + 1 < nb; ++t) {
       Result<const StagePlan*> sp = searcher.free_plan(micro, sig[t][t + 1], bounds[t],
                                                        bounds[t + 1], align, q, microbatches);
       if (!sp) return sp.error();
       v[t + 1] = v[t] + M * (*sp)->F + (*sp)->W;
     }
   }
+  for (int t = 0; bounded && stages > 1 && t + 1 < nb; ++t) {
+    double f = kInf;
+    for (const auto& [align, sum] : sums) {
+      Result<double> lf =
+          searcher.least_f(micro, sig[t][t + 1], bounds[t], bounds[t + 1], align, q, microbatches);
+      if (!lf) return lf.error();
+      // Never below the vertices' floors (equal in exact arithmetic or above).
+      f = std::min(f, std::max(*lf, sum[bounds[t + 1]].F - sum[bounds[t]].F));
+    }
+    least_f[t + 1] = least_f[t] + f;
+  }
+  // The F of the parts each at their least, over vertices or whole parts.
+  auto others_of = [&](int i, int j) {
+    return std::max(least[n] - (least[bounds[j]] - least[bounds[i]]),
+                    least_f[nb - 1] - (least_f[j] - least_f[i]));
+  };
+  best.floor = std::max(best.floor, least_f[nb - 1] * spread);
+  if (best.floor > beat * slack) return best;
   // For each candidate, the least T of a partition holding it (inf where
   // even the floors of memory exceed the cap): T >= the other stages' A +
   // M * A_s + W_s, with A >= F + X and M * F_s + W_s >= its parts' values.
@@ -130,7 +172,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
         const double bytes =
             (hi.weight_bytes - lo.weight_bytes) + k * (hi.activation_bytes - lo.activation_bytes);
         if (prune && bytes > cap * slack) continue;
-        const double others = floor_all - (least[bounds[j]] - least[bounds[i]]);
+        const double others = others_of(i, j);
         const double own = std::max(M * (hi.F - lo.F), part[j] - part[i]);
         floor_t[at(s, i, j)] = others + own + M * x_of(s, i, j);
       }
@@ -207,7 +249,8 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
       }
     }
   const double balanced = dp[static_cast<size_t>(stages) * nb + nb - 1];
-  if (balanced < kInf && balanced > beat * slack) return best;
+  best.floor = std::max(best.floor, balanced);
+  if (floor_only || best.floor > beat * slack) return best;
   double bound = beat;
   if (balanced < kInf) {
     const std::vector<int> ends = ends_of();
@@ -218,16 +261,23 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     }
     bound = std::min(bound, t_of(ends));
   }
-  // Every other candidate whose floor leaves it a chance.
-  for (int64_t s = 0; s < stages; ++s)
-    for (int i = 0; i < nb; ++i)
-      for (int j = i + 1; j < nb; ++j) {
-        if (!range_ok(s, i, j)) continue;
-        const double f = floor_t[at(s, i, j)];
-        if (!prune || (f != kInf && f <= bound * slack)) {
-          if (std::optional<Error> e = search(s, i, j)) return *e;
+  // Every other candidate whose floor leaves it a chance; the others are
+  // passed first, so that the progress counts only what is left.
+  auto chance = [&](int64_t s, int i, int j) {
+    const double f = floor_t[at(s, i, j)];
+    return !prune || (f != kInf && f <= bound * slack);
+  };
+  for (int pick = 0; pick < 2; ++pick)
+    for (int64_t s = 0; s < stages; ++s)
+      for (int i = 0; i < nb; ++i)
+        for (int j = i + 1; j < nb; ++j) {
+          if (!range_ok(s, i, j) || chance(s, i, j) != (pick == 1)) continue;
+          if (pick == 0) {
+            pass(s, i, j);
+          } else if (std::optional<Error> e = search(s, i, j)) {
+            return *e;
+          }
         }
-      }
 
   // T = sum A + (M - 1) max A + max W over partitions. For thresholds tA, tW,
   // the least sum of A over partitions whose stages keep A <= tA and W <= tW

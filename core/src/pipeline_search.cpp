@@ -65,13 +65,6 @@ using namespace pipeline_detail;
 
 namespace {
 
-// For progress: the stage plans (without a cap) that the pairs (S, M) not
-// yet searched may need, by cache key without k, with how many of their
-// ranges need each. Every key counts once in Searcher::total until it is
-// searched, or its last range is passed without a search.
-using NeedKey = std::tuple<int64_t, int64_t, int, int64_t>;
-using Pending = std::map<NeedKey, int>;
-
 template <typename F>
 void for_ranges(const Cluster& cluster, const Micro& mg, int64_t stages, int64_t microbatches,
                 F&& f) {
@@ -85,22 +78,15 @@ void for_ranges(const Cluster& cluster, const Micro& mg, int64_t stages, int64_t
                     cluster.gpus_per_node > 0 ? (s * q) % cluster.gpus_per_node : 0});
 }
 
-void need(Pending& pending, const Cluster& cluster, const Micro& mg, int64_t stages,
-          int64_t microbatches) {
-  for_ranges(cluster, mg, stages, microbatches, [&](const NeedKey& key) { ++pending[key]; });
+void need(Searcher& searcher, const Micro& mg, int64_t stages, int64_t microbatches) {
+  for_ranges(searcher.cluster, mg, stages, microbatches,
+             [&](const NeedKey& key) { ++searcher.pending[key]; });
 }
 
-// After the pair (S, M): the keys it needed that no later pair needs and
-// were never searched leave the count.
-void release(Searcher& searcher, Pending& pending, const Micro& mg, int64_t stages,
-             int64_t microbatches) {
-  for_ranges(searcher.cluster, mg, stages, microbatches, [&](const NeedKey& key) {
-    auto it = pending.find(key);
-    if (it == pending.end() || --it->second > 0) return;
-    pending.erase(it);
-    if (searcher.plans.count(std::tuple_cat(key, std::make_tuple(int64_t{0}))) == 0)
-      searcher.total -= 1;
-  });
+// A pair skipped whole: the keys it needed leave the count (Searcher::drop).
+void release(Searcher& searcher, const Micro& mg, int64_t stages, int64_t microbatches) {
+  for_ranges(searcher.cluster, mg, stages, microbatches,
+             [&](const NeedKey& key) { searcher.drop(key); });
 }
 
 }  // namespace
@@ -155,40 +141,90 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
   }
   // Progress: the stage plans without a cap that the pairs may need, each
   // searched once (those under a cap come on top, as they are found).
-  Pending pending;
   for (int64_t s : stage_counts)
-    for (const auto& [m, micro] : micros) need(pending, cluster, micro, s, m);
-  searcher.total = std::max<double>(1, static_cast<double>(pending.size()));
+    for (const auto& [m, micro] : micros) need(searcher, micro, s, m);
+  searcher.total = std::max<double>(1, static_cast<double>(searcher.pending.size()));
   double no_pipeline = 0;
   struct Best {
     double T = kInf;
     int64_t stages = 0, microbatches = 0;
     Partition part;
   } best;
+  // The pairs the graph can be cut into.
+  struct Pair {
+    int64_t stages, microbatches;
+    double floor = 0;  // a lower bound of its T
+  };
+  std::vector<Pair> pairs;
   for (int64_t s : stage_counts)
     for (const auto& [m, micro] : micros) {
-      const std::vector<int>& bounds = micro.bounds;
-      if (s > static_cast<int64_t>(bounds.size()) - 1) {
+      if (s > static_cast<int64_t>(micro.bounds.size()) - 1) {
         if (pipeline.stages != kAuto)
           return Error{std::to_string(s) + " stages, but the graph may be cut at only " +
-                           std::to_string(bounds.size() - 2) + " positions (" +
-                           std::to_string(bounds.size() - 1) + " stages at most)",
+                           std::to_string(micro.bounds.size() - 2) + " positions (" +
+                           std::to_string(micro.bounds.size() - 1) + " stages at most)",
                        "pipeline.stages"};
         continue;
       }
-      Result<Partition> part = best_partition(searcher, micro, s, m, best.T);
-      if (!part) return part.error();
-      release(searcher, pending, micro, s, m);
-      if (s == 1 && m == 1 && part->T < kInf) no_pipeline = part->T;
-      // Ties (1e-12 relative) go to fewer stages, then fewer micro-batches:
-      // the order of these loops.
-      if (part->T < kInf && (best.T == kInf || part->T < best.T * (1 - 1e-12))) {
-        best.T = part->T;
-        best.stages = s;
-        best.microbatches = m;
-        best.part = std::move(*part);
-      }
+      pairs.push_back(Pair{s, m});
     }
+  // The least T wins; ties (1e-12 relative) go to fewer stages, then fewer
+  // micro-batches, whatever the order the pairs are searched in.
+  auto take = [&](const Pair& pair, Partition part) {
+    if (pair.stages == 1 && pair.microbatches == 1 && part.T < kInf) no_pipeline = part.T;
+    if (part.T == kInf) return;
+    const bool fewer = std::make_pair(pair.stages, pair.microbatches) <
+                       std::make_pair(best.stages, best.microbatches);
+    if (best.T == kInf || part.T < best.T * (1 - 1e-12) ||
+        (fewer && part.T <= best.T * (1 + 1e-12))) {
+      best.T = part.T;
+      best.stages = pair.stages;
+      best.microbatches = pair.microbatches;
+      best.part = std::move(part);
+    }
+  };
+  auto search_pair = [&](const Pair& pair) -> std::optional<Error> {
+    const Micro& micro = micros.at(pair.microbatches);
+    Result<Partition> part =
+        best_partition(searcher, micro, pair.stages, pair.microbatches, best.T);
+    if (!part) return part.error();
+    take(pair, std::move(*part));
+    return std::nullopt;
+  };
+  // With pruning and several pairs: S = M = 1 first (the plan without a
+  // pipeline, which the result compares with), then every other pair's
+  // lower bound from its parts' plans, and the pairs in the order of those
+  // bounds, so that the first pairs searched give the bound that lets the
+  // others go unsearched (core/docs/pipeline.md, "Pruning").
+  if (pipeline.prune && pairs.size() > 1) {
+    if (pairs.front().stages == 1 && pairs.front().microbatches == 1) {
+      if (std::optional<Error> e = search_pair(pairs.front())) return *e;
+      pairs.erase(pairs.begin());
+    }
+    for (Pair& pair : pairs) {
+      Result<Partition> floor = best_partition(searcher, micros.at(pair.microbatches), pair.stages,
+                                               pair.microbatches, best.T, true);
+      if (!floor) return floor.error();
+      pair.floor = floor->floor;
+    }
+    std::stable_sort(pairs.begin(), pairs.end(),
+                     [](const Pair& a, const Pair& b) { return a.floor < b.floor; });
+  }
+  // A pair whose floor exceeds the best T so far is skipped, and leaves the
+  // progress's count as soon as it is known to be skipped.
+  std::vector<char> skipped(pairs.size(), 0);
+  auto skip_hopeless = [&](size_t from) {
+    for (size_t k = from; k < pairs.size(); ++k)
+      if (!skipped[k] && pairs[k].floor > best.T * (1 + 1e-9)) {
+        skipped[k] = 1;
+        release(searcher, micros.at(pairs[k].microbatches), pairs[k].stages, pairs[k].microbatches);
+      }
+  };
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    skip_hopeless(k);
+    if (skipped[k]) continue;
+    if (std::optional<Error> e = search_pair(pairs[k])) return *e;
+  }
   if (best.T == kInf) {
     if (cluster.memory_gib > 0)
       return Error{"no pipeline of the stage and micro-batch counts tried fits in " +

@@ -29,6 +29,9 @@ struct StagePlan {
   SearchStats search;
 };
 
+// For progress: a stage plan without a cap by its cache key without k.
+using NeedKey = std::tuple<int64_t, int64_t, int, int64_t>;
+
 struct Searcher {
   const Graph& graph;
   const Cluster& cluster;
@@ -37,7 +40,7 @@ struct Searcher {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
   // Stage plans by (q, M, range signature, first device mod node size, k);
-  // k is 0 for the plan without a cap.
+  // k is 0 for the plan without a cap, -1 for the least F (least_f()).
   std::map<std::tuple<int64_t, int64_t, int, int64_t, int64_t>, StagePlan> plans{};
   // Vertex prints and range signatures, interned: equal ids, equal prices.
   std::map<std::vector<int64_t>, int> prints{}, signatures{};
@@ -46,6 +49,19 @@ struct Searcher {
   SearchStats stats{};
   // Progress: stage plans searched of those the search may still need.
   double done = 0, total = 1, shown = 0;
+  // The keys that the ranges of the pairs not yet done may need, with how
+  // many ranges need each. Every key counts once in `total` until it is
+  // searched, or its last range is passed (pruned, or its pair done or
+  // skipped) without a search.
+  std::map<NeedKey, int> pending{};
+
+  // One range that needed `key` is passed.
+  void drop(const NeedKey& key) {
+    auto it = pending.find(key);
+    if (it == pending.end() || --it->second > 0) return;
+    pending.erase(it);
+    if (plans.count(std::tuple_cat(key, std::make_tuple(int64_t{0}))) == 0) total -= 1;
+  }
 
   static int intern(std::map<std::vector<int64_t>, int>& ids, std::vector<int64_t> key) {
     return ids.emplace(std::move(key), static_cast<int>(ids.size())).first->second;
@@ -80,6 +96,26 @@ struct Searcher {
     return &it->second;
   }
 
+  // The least F (one micro-batch, without the weight gradients' reduction)
+  // of [a, b) on q devices `align` devices into a node, without a cap: the
+  // pipeline search's bounds of the A of stages holding the range
+  // (core/docs/pipeline.md, "Pruning").
+  Result<double> least_f(const Graph& micro, int sig, int a, int b, int64_t align, int64_t q,
+                         int64_t microbatches) {
+    auto key = std::make_tuple(q, microbatches, sig, align, int64_t{-1});
+    auto it = plans.find(key);
+    if (it == plans.end()) {
+      Cluster free = cluster;
+      free.devices = q;
+      free.first_device = align;
+      free.memory_gib = 0;
+      Result<StagePlan> r = search(micro, a, b, free, microbatches, 1, 0);
+      if (!r) return r.error();
+      it = plans.emplace(key, std::move(*r)).first;
+    }
+    return it->second.F;
+  }
+
   // The plan of stage s = [a, b) of `micro` on q devices, for M micro-batches
   // and k copies of the activations. Without a cap k does not matter; under
   // one, the plan without the cap serves every k it fits with.
@@ -105,17 +141,21 @@ struct Searcher {
     return &c->second;
   }
 
+  // A stage plan of [a, b): the least M * F + sync_weight * W under cs's cap
+  // (sync_weight 0: the least F, with M = 1 as the weight of F).
   Result<StagePlan> search(const Graph& micro, int a, int b, const Cluster& cs,
-                           int64_t microbatches, int64_t k) {
+                           int64_t microbatches, int64_t k, double sync_weight = 1) {
     const Graph sub = stage_graph(micro, a, b);
     PlanOptions o = options;
     o.on_progress = [&](const Progress& p) { report(p.fraction); };
     ++searches;
     // The whole graph at M = 1 (S = M = 1) is plan() itself, ties and all.
     const bool whole = a == 0 && b == static_cast<int>(micro.vertices.size()) && microbatches == 1;
-    const double m = static_cast<double>(microbatches);
+    const double m = sync_weight == 1 ? static_cast<double>(microbatches) : 1.0;
     Result<Plan> r =
-        plan_weighted(sub, cs, o, StageWeights{m, static_cast<double>(k), whole ? 0.0 : 1e-13 * m});
+        plan_weighted(sub, cs, o,
+                      StageWeights{m, static_cast<double>(k),
+                                   whole || sync_weight != 1 ? 0.0 : 1e-13 * m, sync_weight});
     done += 1;
     report(0);
     StagePlan sp;
@@ -148,6 +188,9 @@ struct Searcher {
 // partition fits.
 struct Partition {
   double T = kInf;
+  // A lower bound of T over every partition of the pair (kInf: none fits),
+  // from the bounds alone; best_partition() with `floor_only` stops there.
+  double floor = 0;
   std::vector<int> stage_of;
   Strategy configs;
   bool optimal = true;
@@ -175,7 +218,9 @@ Micro prepare_micro(Searcher& searcher, Graph graph);
 
 // The best partition of `mg` into `stages` stages for M micro-batches that
 // can beat `beat` (the best T of the pairs searched before; inf: none).
+// `floor_only`: no stage plan but the parts' plans that the bounds take
+// their values from; the result's floor bounds the pair's T (T stays inf).
 Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t stages,
-                                 int64_t microbatches, double beat);
+                                 int64_t microbatches, double beat, bool floor_only = false);
 
 }  // namespace pase::pipeline_detail

@@ -261,6 +261,7 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
     m.memory_weight = memory_weight;
     m.microbatches = weights.microbatches + weights.tie;
     m.activation_copies = weights.activation_copies;
+    m.sync_weight = weights.sync_weight;
     auto dp = run_dp(graph, prep->configs, prep->ord, prep->classes, m, est, options, {}, &prices);
     if (!dp) return dp.error();
     Strategy s(graph.vertices.size());

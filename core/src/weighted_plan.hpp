@@ -19,6 +19,9 @@ struct StageWeights {
   // relative) and far above its rounding. 0: ties to the configuration
   // enumerated first, as plan().
   double tie = 0;
+  // How often the weight gradients are reduced: 1 (once a step), or 0 for a
+  // stage's F alone (the pipeline search's bounds: value() is then M * F).
+  double sync_weight = 1;
 
   // The weight-gradient part of a plan's cost: the sum of its layers'
   // weight_sync.
@@ -27,11 +30,12 @@ struct StageWeights {
     for (const LayerCost& l : p.layers) w += l.weight_sync;
     return w;
   }
-  // What the search minimises: M * (cost - W) + W, the plan's cost when M = 1.
+  // What the search minimises: M * (cost - W) + sync_weight * W, the plan's
+  // cost when M = 1 and sync_weight = 1.
   double value(const Plan& p) const {
-    if (microbatches == 1) return p.cost;
+    if (microbatches == 1 && sync_weight == 1) return p.cost;
     const double w = weight_sync(p);
-    return microbatches * (p.cost - w) + w;
+    return microbatches * (p.cost - w) + sync_weight * w;
   }
   // Device 0's memory with k copies of the activations.
   double bytes(const MemoryBytes& m) const {
