@@ -243,9 +243,9 @@ TEST_CASE("json: estimate_json gives the search's size without searching, or an 
   CHECK(est["search"]["configurations"] == planned["search"]["configurations"]);
   CHECK(est["search"]["order"] == "genseq");
 
-  // A pipeline: with one stage among the stage counts, one search over the
-  // whole graph per micro-batch count (the Transformer's batch of 64: 1, 2,
-  // 4, ..., 64, each lowered); none when every pair has several stages.
+  // A pipeline: one search over the whole graph for sure when S = M = 1 is
+  // among the pairs (searched first) or the only pair has one stage; none
+  // when every pair has several stages.
   CHECK_FALSE(est.contains("pipeline"));
   auto whole = [](const char* pipeline) {
     json e = json::parse(
@@ -253,9 +253,11 @@ TEST_CASE("json: estimate_json gives the search's size without searching, or an 
     REQUIRE_FALSE(e.contains("error"));
     return e["pipeline"]["whole_graph_searches"].get<int>();
   };
-  CHECK(whole(R"({"stages": "auto", "microbatches": "auto"})") == 7);
-  CHECK(whole(R"({"stages": "auto", "microbatches": "auto", "max_microbatches": 8})") == 4);
+  CHECK(whole(R"({"stages": "auto", "microbatches": "auto"})") == 1);
+  CHECK(whole(R"({"stages": "auto", "microbatches": "auto", "max_microbatches": 8})") == 1);
   CHECK(whole(R"({"stages": 1, "microbatches": 4})") == 1);
+  CHECK(whole(R"({"stages": 1, "microbatches": "auto"})") == 1);
+  CHECK(whole(R"({"stages": "auto", "microbatches": 4})") == 0);
   CHECK(whole(R"({"stages": 2, "microbatches": "auto"})") == 0);
   json piped = json::parse(estimate_json(
       R"({"model": "transformer", "pipeline": {"stages": "auto", "microbatches": 8}})"));

@@ -11,10 +11,10 @@
 // or without SIMD, is slower; threads make it faster). Under a
 // memory cap the planner may search several times (the least cost, then, if
 // it does not fit, the least memory and the dual's breakpoints: a handful),
-// so a capped request counts three searches. A pipeline search with one
-// stage among its stage counts searches the whole graph once per micro-batch
-// count (the estimate's pipeline.whole_graph_searches), and plans its stages
-// on top: it counts those searches, and the message says "at least". A
+// so a capped request counts three searches. A pipeline search makes the
+// whole-graph searches the estimate's pipeline.whole_graph_searches counts
+// (S = M = 1 under "auto", for the comparison), and plans its stages on
+// top: it counts those searches, and the message says "at least". A
 // search whose tables are over the request's table limit is refused at once
 // by the plan itself: nothing to announce. Fixed costs (enumeration, cost
 // tables) are not counted: they are what the estimate itself takes, already

@@ -310,18 +310,20 @@ std::string estimate_json(std::string_view request_json) {
                        {"configurations", s->configurations},
                        {"time_s", s->time_s}};
     if (request->pipeline) {
-      // With one stage among the stage counts, each micro-batch count that
-      // lowers is a search over the whole graph (of about these pairs); the
-      // stage plans of more stages come on top and are not counted.
+      // The searches over the whole graph (of about these pairs) that the
+      // plan makes for sure: S = M = 1, which "auto" searches first for the
+      // comparison, or a request's only pair when it has one stage. The
+      // other pairs with one stage are searched only when their bounds
+      // leave them a chance, and the stage plans come on top: neither is
+      // counted.
       const PipelineOptions& p = *request->pipeline;
+      const bool one_stage = p.stages == kAuto || p.stages == 1;
+      const bool one_micro = p.microbatches == kAuto || p.microbatches == 1;
+      const bool only_pair = p.stages != kAuto && p.microbatches != kAuto;
       int64_t whole = 0;
-      if (p.stages == kAuto || p.stages == 1) {
-        const std::vector<int64_t> counts =
-            p.microbatches == kAuto ? auto_microbatch_counts(request->graph, p.max_microbatches)
-                                    : std::vector<int64_t>{p.microbatches};
-        for (int64_t m : counts)
-          if (m == 1 || micro_batch_graph(request->graph, m).ok()) ++whole;
-      }
+      if (one_stage &&
+          (one_micro || (only_pair && micro_batch_graph(request->graph, p.microbatches).ok())))
+        whole = 1;
       auto count = [](int64_t n) { return n == kAuto ? Json("auto") : Json(n); };
       j["pipeline"] = Json{{"stages", count(p.stages)},
                            {"microbatches", count(p.microbatches)},

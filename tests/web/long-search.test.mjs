@@ -39,7 +39,7 @@ test('long search: the Transformer at 64 devices plans at once, at 1024 it is an
   assert.ok(seconds > 18.4 && seconds < 3 * 18.4, `${seconds} s`);
 });
 
-test('long search: a pipeline counts one whole-graph search per micro-batch count with one stage, at least', async () => {
+test('long search: a pipeline counts the whole-graph searches it makes for sure, at least', async () => {
   const base = { memory_capped: false, max_memory: 0, search: { pairs: 1e9, peak_bytes: 1 } };
   const one = estimatedSeconds(base);
   assert.equal(estimatedSeconds({ ...base, pipeline: { whole_graph_searches: 7 } }), 7 * one);
@@ -48,10 +48,13 @@ test('long search: a pipeline counts one whole-graph search per micro-batch coun
   const pase = await loadModule();
   const estimate = (pipeline) => JSON.parse(pase.estimate(JSON.stringify({ model: 'transformer', cluster: { devices: 64 }, pipeline })));
   const auto = estimate({ stages: 'auto', microbatches: 'auto' });
-  // The Transformer's batch of 64: M = 1, 2, 4, ..., 64 with one stage.
-  assert.equal(auto.pipeline.whole_graph_searches, 7);
+  // S = M = 1, searched first; the other pairs with one stage only when
+  // their bounds leave them a chance.
+  assert.equal(auto.pipeline.whole_graph_searches, 1);
   assert.equal(auto.pipeline.stages, 'auto');
-  assert.equal(estimatedSeconds(auto), 7 * estimatedSeconds(estimate(undefined)));
+  assert.equal(estimatedSeconds(auto), estimatedSeconds(estimate(undefined)));
+  assert.equal(estimate({ stages: 1, microbatches: 4 }).pipeline.whole_graph_searches, 1);
+  assert.equal(estimate({ stages: 'auto', microbatches: 8 }).pipeline.whole_graph_searches, 0);
   assert.equal(estimate({ stages: 4, microbatches: 8 }).pipeline.whole_graph_searches, 0);
 });
 
@@ -124,15 +127,15 @@ test('long search: the Transformer at 1024 devices asks first, and Cancel starts
 });
 
 test('long search: a pipeline is announced as at least its whole-graph searches', { skip, timeout }, async () => {
-  // The Transformer at 256 devices alone is under the threshold; with
-  // stages and micro-batches auto it is seven whole-graph searches (batch
-  // 64: M = 1, 2, ..., 64 with one stage), and more.
-  const { page, problems, close } = await openRecordingPage('?model=transformer&devices=256&stages=auto&mb=auto');
+  // The Transformer at 1024 devices with stages and micro-batches auto: its
+  // plan without a pipeline (one whole-graph search, well over the
+  // threshold), and the stage plans on top.
+  const { page, problems, close } = await openRecordingPage('?model=transformer&devices=1024&stages=auto&mb=auto');
   await page.click('#plan-button');
   await page.waitForSelector('#long-search', { state: 'visible', timeout: 30_000 });
   const text = await page.textContent('#long-search-text');
-  assert.match(text, /^Planning Transformer on 256 devices will take at least \d+ s\./);
-  assert.match(text, /7 whole-graph searches of the pipeline \(its stage plans come on top\)/);
+  assert.match(text, /^Planning Transformer on 1024 devices will take at least \d+ s\./);
+  assert.match(text, /1 whole-graph search of the pipeline \(its stage plans come on top\)/);
   assert.match(await page.textContent('#status'), /would take at least .+: plan anyway, or cancel\.$/);
   assert.deepEqual(await sent(page, 'plan'), [], 'nothing planned while asking');
   await page.click('#long-search-cancel');
