@@ -335,3 +335,33 @@ TEST_CASE("pipeline: requests, results and saved plans in JSON") {
       {"strategy", {{"configs", {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}}}, {"stage_of", {1, 1, 1}}}}};
   CHECK(json::parse(evaluate_json(bad.dump()))["error"]["where"] == "strategy.stage_of[0]");
 }
+
+TEST_CASE("pipeline: progress rises to 1, half of it over the plan without a pipeline") {
+  Result<Graph> g = build_model("transformer");
+  REQUIRE(g.ok());
+  std::vector<Progress> seen;
+  PlanOptions options;
+  options.on_progress = [&](const Progress& p) { seen.push_back(p); };
+  Result<PipelinePlan> p = plan_pipeline(
+      *g, Cluster{.devices = 16}, PipelineOptions{.stages = kAuto, .microbatches = kAuto}, options);
+  REQUIRE(p.ok());
+  REQUIRE(seen.size() > 2);
+  CHECK(seen.back().fraction == 1);
+  bool first_half = false, second_half = false;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    CAPTURE(i);
+    CHECK(seen[i].fraction >= 0);
+    CHECK(seen[i].fraction <= 1);
+    if (i > 0) CHECK(seen[i].fraction >= seen[i - 1].fraction);
+    first_half = first_half || (seen[i].fraction > 0 && seen[i].fraction < 0.5);
+    second_half = second_half || (seen[i].fraction > 0.5 && seen[i].fraction < 1);
+    // The first stage plan, S = M = 1, is the first half of the bar (the
+    // last report, the end, counts nothing).
+    if (i + 1 < seen.size() && seen[i].vertices_done == 0) CHECK(seen[i].fraction <= 0.5);
+    if (i + 1 < seen.size() && seen[i].vertices_done > 0) CHECK(seen[i].fraction >= 0.5);
+    // Stage plans: never more done than counted.
+    CHECK(seen[i].vertices_done <= seen[i].vertices_total);
+  }
+  CHECK(first_half);
+  CHECK(second_half);
+}

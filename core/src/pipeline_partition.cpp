@@ -18,10 +18,12 @@ namespace pase::pipeline_detail {
 // can beat `beat` (the best T of the pairs searched before; inf: none):
 // T = inf when none can or none fits. Ranges that cannot be part of such a
 // partition are skipped without a stage plan, proved by lower bounds:
-//   T >= sum over the other stages of their floors + M * A_s + W_s, with
+//   T >= sum over the other stages of their A + M * A_s + W_s, with the
+//   others' A >= their parts' least F (or their layers' floors), and
 //   M * A_s + W_s >= max(M * the range's floor of F, its parts' values)
 //   + M * X_s, and memory >= the floors' sum;
 // and an upper bound, the T of the partition that balances those floors.
+// Partition::floor is the least, over partitions, of their largest floor.
 Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t stages,
                                  int64_t microbatches, double beat, bool floor_only) {
   const Graph& micro = mg.graph;

@@ -67,9 +67,19 @@ struct Searcher {
     return ids.emplace(std::move(key), static_cast<int>(ids.size())).first->second;
   }
 
+  // The share of the bar of a first search that is most of the work (the
+  // plan without a pipeline, before the pairs it lets the bounds skip), and
+  // whether that search is over; 0: every stage plan counts alike.
+  double lead = 0;
+  bool lead_done = false;
+
   void report(double fraction) {
     if (!options.on_progress) return;
-    shown = std::max(shown, std::min(1.0, (done + fraction) / total));
+    const double rest = std::min(1.0, (done + fraction) / total);
+    const double value = lead == 0   ? rest
+                         : lead_done ? lead + (1 - lead) * rest
+                                     : lead * (done >= 1 ? 1.0 : std::min(1.0, fraction));
+    shown = std::max(shown, value);
     Progress p;
     p.fraction = shown;
     // A pipeline's progress counts stage plans (pipeline.hpp).

@@ -34,7 +34,10 @@
 // PROGRESS. PlanOptions::on_progress sees the fraction of the stage plans
 // searched (vertices_done / vertices_total count stage plans, not vertices),
 // and fraction 1 once at the end. The total counts every range the pairs
-// left may need; it drops as pruning passes ranges by.
+// left may need; it drops as pruning passes ranges by. When the search
+// plans S = M = 1 first (several pairs, pruning on), that one whole-graph
+// search fills the first half of the fraction, and the stage plans the
+// second.
 //
 // ERRORS
 //   "pipeline.stages": S does not divide the device count, or is more than
