@@ -88,42 +88,39 @@ struct Searcher {
     options.on_progress(p);
   }
 
-  // The plan of [a, b) without a cap, on q devices `align` devices into a
-  // node, for M micro-batches.
-  Result<const StagePlan*> free_plan(const Graph& micro, int sig, int a, int b, int64_t align,
-                                     int64_t q, int64_t microbatches) {
-    auto key = std::make_tuple(q, microbatches, sig, align, int64_t{0});
+  // A plan of [a, b) without a cap, on q devices `align` devices into a
+  // node, for M micro-batches, kept under key k: 0 for the least
+  // M * F + W, -1 for the least F alone.
+  Result<const StagePlan*> uncapped(const Graph& micro, int sig, int a, int b, int64_t align,
+                                    int64_t q, int64_t microbatches, int64_t k) {
+    auto key = std::make_tuple(q, microbatches, sig, align, k);
     auto it = plans.find(key);
     if (it == plans.end()) {
       Cluster free = cluster;
       free.devices = q;
       free.first_device = align;
       free.memory_gib = 0;
-      Result<StagePlan> r = search(micro, a, b, free, microbatches, 1);
+      Result<StagePlan> r = search(micro, a, b, free, microbatches, 1, k == 0 ? 1.0 : 0.0);
       if (!r) return r.error();
       it = plans.emplace(key, std::move(*r)).first;
     }
     return &it->second;
   }
 
+  // The plan of [a, b) without a cap: the least M * F + W.
+  Result<const StagePlan*> free_plan(const Graph& micro, int sig, int a, int b, int64_t align,
+                                     int64_t q, int64_t microbatches) {
+    return uncapped(micro, sig, a, b, align, q, microbatches, 0);
+  }
+
   // The least F (one micro-batch, without the weight gradients' reduction)
-  // of [a, b) on q devices `align` devices into a node, without a cap: the
-  // pipeline search's bounds of the A of stages holding the range
-  // (core/docs/pipeline.md, "Pruning").
+  // of [a, b) without a cap: the pipeline search's bounds of the A of stages
+  // holding the range (core/docs/pipeline.md, "Pruning").
   Result<double> least_f(const Graph& micro, int sig, int a, int b, int64_t align, int64_t q,
                          int64_t microbatches) {
-    auto key = std::make_tuple(q, microbatches, sig, align, int64_t{-1});
-    auto it = plans.find(key);
-    if (it == plans.end()) {
-      Cluster free = cluster;
-      free.devices = q;
-      free.first_device = align;
-      free.memory_gib = 0;
-      Result<StagePlan> r = search(micro, a, b, free, microbatches, 1, 0);
-      if (!r) return r.error();
-      it = plans.emplace(key, std::move(*r)).first;
-    }
-    return it->second.F;
+    Result<const StagePlan*> r = uncapped(micro, sig, a, b, align, q, microbatches, -1);
+    if (!r) return r.error();
+    return (*r)->F;
   }
 
   // The plan of stage s = [a, b) of `micro` on q devices, for M micro-batches
