@@ -115,10 +115,12 @@ export function durationPhrase(seconds, pipeline = null) {
  * counted.
  */
 export function longSearchMessage(what, seconds, { pairs, capped = false, then = '', pipeline = null } = {}) {
-  const whole = Math.max(1, pipeline?.whole_graph_searches ?? 1);
-  const counted = pipeline
-    ? `, ${whole} whole-graph ${whole === 1 ? 'search' : 'searches'} of the pipeline (its stage plans come on top)`
-    : '';
+  const whole = pipeline?.whole_graph_searches ?? 0;
+  const counted = !pipeline
+    ? ''
+    : whole > 0
+      ? `, ${whole} whole-graph ${whole === 1 ? 'search' : 'searches'} of the pipeline (its stage plans come on top)`
+      : ', the pipeline\'s stage plans as one search of the whole graph';
   return [
     el('strong', { text: `${what} will take ${durationPhrase(seconds, pipeline)}.` }),
     ' ',

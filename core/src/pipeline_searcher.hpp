@@ -149,7 +149,7 @@ struct Searcher {
   }
 
   // A stage plan of [a, b): the least M * F + sync_weight * W under cs's cap
-  // (sync_weight 0: the least F, with M = 1 as the weight of F).
+  // (sync_weight 0: the least F).
   Result<StagePlan> search(const Graph& micro, int a, int b, const Cluster& cs,
                            int64_t microbatches, int64_t k, double sync_weight = 1) {
     const Graph sub = stage_graph(micro, a, b);
@@ -158,11 +158,11 @@ struct Searcher {
     ++searches;
     // The whole graph at M = 1 (S = M = 1) is plan() itself, ties and all.
     const bool whole = a == 0 && b == static_cast<int>(micro.vertices.size()) && microbatches == 1;
-    const double m = sync_weight == 1 ? static_cast<double>(microbatches) : 1.0;
+    // The least F alone (sync_weight 0) needs no ties to the smaller A.
+    const double m = static_cast<double>(microbatches);
+    const double tie = whole || sync_weight != 1 ? 0.0 : 1e-13 * m;
     Result<Plan> r =
-        plan_weighted(sub, cs, o,
-                      StageWeights{m, static_cast<double>(k),
-                                   whole || sync_weight != 1 ? 0.0 : 1e-13 * m, sync_weight});
+        plan_weighted(sub, cs, o, StageWeights{m, static_cast<double>(k), tie, sync_weight});
     done += 1;
     report(0);
     StagePlan sp;
