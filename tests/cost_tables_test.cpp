@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -248,4 +249,61 @@ TEST_CASE("edges: Transformer pairs joined by several edges sum them") {
   Result<Graph> g = build_model("transformer", 8);
   REQUIRE(g.ok());
   check_pair_matrices(*g, Cluster{.devices = 4}, 2);
+}
+
+// PairMatrices gives pair_matrix()'s numbers, bit for bit, for every pair of
+// adjacent vertices in both orientations, with subsets of rows and columns;
+// the repeated layers of the Transformer share their matrices, and a budget
+// of 0 keeps none.
+namespace {
+
+void check_kept_matrices(const Cluster& cluster, double budget) {
+  Result<Graph> g = build_model("transformer", 8);
+  REQUIRE(g.ok());
+  auto configs = enumerate_all(*g, cluster.devices, {});
+  REQUIRE(configs.ok());
+  const ops::Machine m = ops::make_machine(cluster);
+  EdgePrices prices(*g, *configs, m.near_devices(), kEdgePriceBudget);
+  PairMatrices kept(*g, *configs, m, prices, budget);
+  int compared = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const PairEdges& pe : group_edges(*g))
+      for (auto [outer, inner] : {std::pair(pe.a, pe.b), std::pair(pe.b, pe.a)}) {
+        // Every other configuration as rows, every third as columns.
+        std::vector<int> rows, cols;
+        for (size_t i = 0; i < (*configs)[outer].size(); i += 2)
+          rows.push_back(static_cast<int>(i));
+        for (size_t j = 0; j < (*configs)[inner].size(); j += 3)
+          cols.push_back(static_cast<int>(j));
+        for (bool subsets : {false, true}) {
+          const std::vector<int>* r = subsets ? &rows : nullptr;
+          const std::vector<int>* c = subsets ? &cols : nullptr;
+          std::shared_ptr<const PairMatrix> got = kept.get(pe.edges, outer, inner, r, c, 2);
+          PairMatrix want = pair_matrix(*g, *configs, pe.edges, outer, inner, m, r, nullptr, c);
+          REQUIRE(got->size() == want.size());
+          for (size_t k = 0; k < want.size(); ++k) REQUIRE((*got)[k] == want[k]);
+          ++compared;
+        }
+      }
+  CHECK(compared > 100);
+  if (budget > 0) {
+    CHECK(kept.bytes() > 0);
+    CHECK(kept.bytes() <= budget);
+    // The second pass finds every matrix, and the six encoder layers share theirs in the first.
+    CHECK(kept.hits() > static_cast<uint64_t>(compared / 2));
+  } else {
+    CHECK(kept.bytes() == 0);
+    CHECK(kept.hits() == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("edges: kept pair matrices are pair_matrix()'s, shared by equal signatures") {
+  SUBCASE("flat") { check_kept_matrices(Cluster{.devices = 8}, kPairMatrixBudget); }
+  SUBCASE("nodes") {
+    check_kept_matrices(Cluster{.devices = 8, .gpus_per_node = 4, .intra_node_gbps = 100},
+                        kPairMatrixBudget);
+  }
+  SUBCASE("nothing kept") { check_kept_matrices(Cluster{.devices = 8}, 0); }
 }

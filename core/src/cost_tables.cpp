@@ -297,16 +297,22 @@ EdgePrices::EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, in
 
 EdgePrices::~EdgePrices() = default;
 
+std::vector<int64_t> EdgePrices::signature(int edge_id) const {
+  const Edge& e = g_.edges[edge_id];
+  const Shape& shape = g_.vertices[e.src].outputs[e.src_output].shape;
+  std::vector<int64_t> key = {set_id_[e.src], set_id_[e.dst], -1};
+  key.insert(key.end(), shape.begin(), shape.end());
+  append_map(key, model_of(g_, e.src).out_maps[e.src_output]);
+  append_map(key, model_of(g_, e.dst).in_maps[e.dst_slot]);
+  return key;
+}
+
 EdgePrices::Entry& EdgePrices::entry(int edge_id, std::unique_ptr<Entry>& scratch) {
   const Edge& e = g_.edges[edge_id];
   const Shape& shape = g_.vertices[e.src].outputs[e.src_output].shape;
   const TensorMap& out_map = model_of(g_, e.src).out_maps[e.src_output];
   const TensorMap& in_map = model_of(g_, e.dst).in_maps[e.dst_slot];
-  // The signature: everything the prices depend on besides the machine.
-  std::vector<int64_t> key = {set_id_[e.src], set_id_[e.dst], -1};
-  key.insert(key.end(), shape.begin(), shape.end());
-  append_map(key, out_map);
-  append_map(key, in_map);
+  std::vector<int64_t> key = signature(edge_id);
   if (auto it = entries_.find(key); it != entries_.end()) {
     ++hits_;
     return *it->second;
@@ -433,6 +439,42 @@ PairMatrix pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
     detail::parallel_ranges(large ? threads : 1, static_cast<int64_t>(n_outer), fill);
   }
   return out;
+}
+
+std::shared_ptr<const PairMatrix> PairMatrices::get(const std::vector<int>& edge_ids, int outer,
+                                                    int inner, const std::vector<int>* outer_rows,
+                                                    const std::vector<int>* inner_cols,
+                                                    int threads) {
+  auto make = [&] {
+    return std::make_shared<const PairMatrix>(pair_matrix(
+        g_, configs_, edge_ids, outer, inner, m_, outer_rows, &prices_, inner_cols, threads));
+  };
+  // The key: the sizes, each edge's direction and signature, the rows and
+  // the columns (configurations of vertices whose sets the signatures fix).
+  const size_t n_outer = outer_rows ? outer_rows->size() : configs_[outer].size();
+  const size_t n_inner = inner_cols ? inner_cols->size() : configs_[inner].size();
+  std::vector<int64_t> key = {static_cast<int64_t>(n_outer), static_cast<int64_t>(n_inner)};
+  for (int id : edge_ids) {
+    key.push_back(-3);
+    key.push_back(g_.edges[id].src == outer ? 1 : 0);
+    std::vector<int64_t> sig = prices_.signature(id);
+    key.insert(key.end(), sig.begin(), sig.end());
+  }
+  key.push_back(outer_rows ? -4 : -5);
+  if (outer_rows) key.insert(key.end(), outer_rows->begin(), outer_rows->end());
+  key.push_back(inner_cols ? -4 : -5);
+  if (inner_cols) key.insert(key.end(), inner_cols->begin(), inner_cols->end());
+  if (auto it = kept_.find(key); it != kept_.end()) {
+    ++hits_;
+    return it->second;
+  }
+  std::shared_ptr<const PairMatrix> made = make();
+  const double bytes = static_cast<double>(made->size()) * sizeof(double);
+  if (bytes_ + bytes <= budget_) {
+    bytes_ += bytes;
+    kept_.emplace(std::move(key), made);
+  }
+  return made;
 }
 
 }  // namespace pase

@@ -1,8 +1,8 @@
 // Cost tables: each vertex's cost per configuration and, for each pair of
 // adjacent vertices, the re-distribution cost of all tensor edges between them
-// per pair of configurations. Computed once per plan; a pair matrix is built
-// when the dynamic program first needs it and dropped after, from prices
-// kept for the whole plan (EdgePrices).
+// per pair of configurations. A pair matrix is built when the dynamic program
+// first needs it, from prices kept for the whole plan (EdgePrices), and kept
+// for the search's later steps that need the same one (PairMatrices).
 #pragma once
 
 #include <algorithm>
@@ -102,6 +102,9 @@ class EdgePrices {
   EdgePrices& operator=(const EdgePrices&) = delete;
 
   struct Entry;
+  // What edge `edge_id`'s prices depend on besides the machine: equal
+  // signatures, equal prices and equal ends.
+  std::vector<int64_t> signature(int edge_id) const;
   // The entry of edge `edge_id`'s signature; when it cannot be kept,
   // `scratch` owns it.
   Entry& entry(int edge_id, std::unique_ptr<Entry>& scratch);
@@ -141,6 +144,39 @@ PairMatrix pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
                        const ops::Machine& m, const std::vector<int>* outer_rows = nullptr,
                        EdgePrices* prices = nullptr, const std::vector<int>* inner_cols = nullptr,
                        int threads = 1);
+
+// Pair matrices kept across the steps of one search (run_dp): the repeated
+// blocks of a network (an LLM's decoder layers) ask for the same matrix once
+// a block, with edges of the same signatures (EdgePrices::signature) between
+// the same rows and columns. `get` returns what pair_matrix() would, made
+// from `prices` on `threads` threads the first time and shared after. The
+// matrices are kept while their total stays under `budget_bytes`; past it,
+// a matrix is made for its one use. One PairMatrices serves one machine
+// (its weights included) and one set of configurations; not thread-safe.
+class PairMatrices {
+ public:
+  PairMatrices(const Graph& g, const std::vector<ConfigSet>& configs, const ops::Machine& m,
+               EdgePrices& prices, double budget_bytes)
+      : g_(g), configs_(configs), m_(m), prices_(prices), budget_(budget_bytes) {}
+  std::shared_ptr<const PairMatrix> get(const std::vector<int>& edge_ids, int outer, int inner,
+                                        const std::vector<int>* outer_rows,
+                                        const std::vector<int>* inner_cols, int threads);
+  uint64_t hits() const { return hits_; }
+  double bytes() const { return bytes_; }
+
+ private:
+  const Graph& g_;
+  const std::vector<ConfigSet>& configs_;
+  const ops::Machine& m_;
+  EdgePrices& prices_;
+  double budget_;
+  double bytes_ = 0;
+  uint64_t hits_ = 0;
+  std::map<std::vector<int64_t>, std::shared_ptr<const PairMatrix>> kept_;
+};
+
+// Pair matrices kept for one search: at most this many bytes.
+constexpr double kPairMatrixBudget = 256.0 * (1 << 20);
 
 // What edge `e`'s cost sees of one of its ends, per configuration of that end
 // (`producer`: e.src, else e.dst): equal ids, equal cost against every

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -42,6 +43,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
                         const PlanOptions& options, const DpTuning& tuning, EdgePrices* prices) {
   std::optional<EdgePrices> own;
   if (prices == nullptr) prices = &own.emplace(g, configs, m.near_devices(), kEdgePriceBudget);
+  PairMatrices kept_matrices(g, configs, m, *prices, kPairMatrixBudget);
   size_t n_steps = ord.steps.size();
   std::vector<RawVector<double>> tables(n_steps);  // each written in full by its step
   std::vector<RawVector<uint16_t>> args(n_steps);
@@ -170,7 +172,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       t.size = static_cast<int64_t>(tables[j].size());
       terms.push_back(std::move(t));
     }
-    std::vector<PairMatrix> matrices;
+    std::vector<std::shared_ptr<const PairMatrix>> matrices;
     matrices.reserve(st.new_neighbors.size());
     for (int u : st.new_neighbors) {
       // One row per class of u in T_i, priced at its least configuration;
@@ -179,13 +181,13 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       const int lvl = level_of[u];
       const std::vector<int>& rows = dc.first[at[lvl - 1]];
       const bool by_group = grouped && lvl == d;
-      matrices.push_back(pair_matrix(g, configs, pairs.between(u, v), u, v, m, &rows, prices,
-                                     by_group ? &dc.group_first : nullptr, threads));
+      matrices.push_back(kept_matrices.get(pairs.between(u, v), u, v, &rows,
+                                           by_group ? &dc.group_first : nullptr, threads));
       const int width = by_group ? groups : nv;
-      Term t{matrices.back().data(), lvl, nullptr, std::vector<int64_t>(d + 1, 0),
+      Term t{matrices.back()->data(), lvl, nullptr, std::vector<int64_t>(d + 1, 0),
              std::vector<std::vector<int>>(d + 1)};
       t.stride[lvl] = width;
-      t.size = static_cast<int64_t>(matrices.back().size());
+      t.size = static_cast<int64_t>(matrices.back()->size());
       t.width = width;
       terms.push_back(std::move(t));
     }
