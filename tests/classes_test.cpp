@@ -320,6 +320,46 @@ TEST_CASE("classes: the bench grid plans as on raw configurations, on nodes of 8
   }
 }
 
+TEST_CASE("classes: repeated layers share pair matrices and sorted rows, to the same plan") {
+  // The Transformer's twelve layers and GPT-2's twelve blocks, flat and on
+  // nodes, with the threshold search on every step: the later layers find
+  // their matrices and rows made by the first, and the plan is the
+  // reference's.
+  for (std::string name : {"transformer", "gpt2"}) {
+    Result<Graph> g = build_model(name, 4, 16);
+    REQUIRE(g.ok());
+    for (int64_t per_node : {0, 4}) {
+      CAPTURE(name);
+      CAPTURE(per_node);
+      Cluster cluster{.devices = 8};
+      if (per_node) {
+        cluster.gpus_per_node = per_node;
+        cluster.intra_node_gbps = 160;
+      }
+      const Search s = prepare(*g, cluster, Order::kGenSeq);
+      const SearchStats est = estimate_dp(s.ord, s.configs, &s.classes);
+      Result<DpResult> ref =
+          run_dp_reference(*g, s.configs, s.ord, s.machine, estimate_dp(s.ord, s.configs), {});
+      REQUIRE(ref.ok());
+      DpTuning everywhere;
+      everywhere.threshold_min_configs = 1;
+      everywhere.threshold_min_rows = 1;
+      everywhere.row_keep = 2;
+      for (int threads : {1, 2}) {
+        PlanOptions options;
+        options.threads = threads;
+        Result<DpResult> fast =
+            run_dp(*g, s.configs, s.ord, s.classes, s.machine, est, options, everywhere);
+        REQUIRE(fast.ok());
+        CHECK(fast->shared_matrices > 100);
+        CHECK(fast->shared_rows > 50);
+        CHECK(fast->cost == ref->cost);
+        CHECK(fast->choice == ref->choice);
+      }
+    }
+  }
+}
+
 TEST_CASE("classes: the other orders plan as on raw configurations") {
   // Minimum table size on every network at 16 devices; breadth-first where
   // its tables fit (AlexNet and RNNLM are chains, ResNet-101 at 4 devices).

@@ -443,8 +443,9 @@ PairMatrix pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
 
 std::shared_ptr<const PairMatrix> PairMatrices::get(const std::vector<int>& edge_ids, int outer,
                                                     int inner, const std::vector<int>* outer_rows,
-                                                    const std::vector<int>* inner_cols,
-                                                    int threads) {
+                                                    const std::vector<int>* inner_cols, int threads,
+                                                    int64_t* kept_id) {
+  if (kept_id) *kept_id = -1;
   auto make = [&] {
     return std::make_shared<const PairMatrix>(pair_matrix(
         g_, configs_, edge_ids, outer, inner, m_, outer_rows, &prices_, inner_cols, threads));
@@ -466,13 +467,16 @@ std::shared_ptr<const PairMatrix> PairMatrices::get(const std::vector<int>& edge
   if (inner_cols) key.insert(key.end(), inner_cols->begin(), inner_cols->end());
   if (auto it = kept_.find(key); it != kept_.end()) {
     ++hits_;
-    return it->second;
+    if (kept_id) *kept_id = it->second.id;
+    return it->second.matrix;
   }
   std::shared_ptr<const PairMatrix> made = make();
   const double bytes = static_cast<double>(made->size()) * sizeof(double);
   if (bytes_ + bytes <= budget_) {
     bytes_ += bytes;
-    kept_.emplace(std::move(key), made);
+    const int64_t id = static_cast<int64_t>(kept_.size());
+    kept_.emplace(std::move(key), Kept{made, id});
+    if (kept_id) *kept_id = id;
   }
   return made;
 }

@@ -151,8 +151,10 @@ PairMatrix pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
 // the same rows and columns. `get` returns what pair_matrix() would, made
 // from `prices` on `threads` threads the first time and shared after. The
 // matrices are kept while their total stays under `budget_bytes`; past it,
-// a matrix is made for its one use. One PairMatrices serves one machine
-// (its weights included) and one set of configurations; not thread-safe.
+// a matrix is made for its one use. `kept_id`, when given, is set to the
+// matrix's id among those kept (the same for every call that shares it), or
+// -1 when it is not kept. One PairMatrices serves one machine (its weights
+// included) and one set of configurations; not thread-safe.
 class PairMatrices {
  public:
   PairMatrices(const Graph& g, const std::vector<ConfigSet>& configs, const ops::Machine& m,
@@ -160,7 +162,8 @@ class PairMatrices {
       : g_(g), configs_(configs), m_(m), prices_(prices), budget_(budget_bytes) {}
   std::shared_ptr<const PairMatrix> get(const std::vector<int>& edge_ids, int outer, int inner,
                                         const std::vector<int>* outer_rows,
-                                        const std::vector<int>* inner_cols, int threads);
+                                        const std::vector<int>* inner_cols, int threads,
+                                        int64_t* kept_id = nullptr);
   uint64_t hits() const { return hits_; }
   double bytes() const { return bytes_; }
 
@@ -172,7 +175,11 @@ class PairMatrices {
   double budget_;
   double bytes_ = 0;
   uint64_t hits_ = 0;
-  std::map<std::vector<int64_t>, std::shared_ptr<const PairMatrix>> kept_;
+  struct Kept {
+    std::shared_ptr<const PairMatrix> matrix;
+    int64_t id;
+  };
+  std::map<std::vector<int64_t>, Kept> kept_;
 };
 
 // Pair matrices kept for one search: at most this many bytes.

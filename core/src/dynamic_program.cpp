@@ -21,6 +21,10 @@ namespace pase {
 
 namespace {
 
+// Sorted rows of the threshold search kept for one search: at most this
+// many bytes.
+constexpr double kSortedRowsBudget = 64.0 * (1 << 20);
+
 using detail::StepRunner;
 using detail::StepShape;
 using detail::Term;
@@ -44,6 +48,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   std::optional<EdgePrices> own;
   if (prices == nullptr) prices = &own.emplace(g, configs, m.near_devices(), kEdgePriceBudget);
   PairMatrices kept_matrices(g, configs, m, *prices, kPairMatrixBudget);
+  detail::SortedRowsCache kept_rows(kSortedRowsBudget);
   size_t n_steps = ord.steps.size();
   std::vector<RawVector<double>> tables(n_steps);  // each written in full by its step
   std::vector<RawVector<uint16_t>> args(n_steps);
@@ -181,14 +186,17 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       const int lvl = level_of[u];
       const std::vector<int>& rows = dc.first[at[lvl - 1]];
       const bool by_group = grouped && lvl == d;
+      int64_t kept_id = -1;
       matrices.push_back(kept_matrices.get(pairs.between(u, v), u, v, &rows,
-                                           by_group ? &dc.group_first : nullptr, threads));
+                                           by_group ? &dc.group_first : nullptr, threads,
+                                           &kept_id));
       const int width = by_group ? groups : nv;
       Term t{matrices.back()->data(), lvl, nullptr, std::vector<int64_t>(d + 1, 0),
              std::vector<std::vector<int>>(d + 1)};
       t.stride[lvl] = width;
       t.size = static_cast<int64_t>(matrices.back()->size());
       t.width = width;
+      t.kept = kept_id;
       terms.push_back(std::move(t));
     }
     size_t entries = 1;
@@ -196,7 +204,8 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     tables[i].resize(entries);
     args[i].resize(entries);
     for (int u : st.dep) level_of[u] = 0;
-    StepRunner runner(shape, std::move(terms), tables[i].data(), args[i].data(), tuning, threads);
+    StepRunner runner(shape, std::move(terms), tables[i].data(), args[i].data(), tuning, threads,
+                      &kept_rows);
     const int64_t outer = runner.outer();
     const double step_pairs = static_cast<double>(entries) * (grouped ? groups : nv);
     const int workers = step_pairs >= tuning.parallel_pairs
@@ -246,6 +255,8 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   // in the step's table is the index.
   DpResult res;
   res.cost = total;
+  res.shared_matrices = kept_matrices.hits();
+  res.shared_rows = kept_rows.hits();
   res.choice.assign(g.vertices.size(), 0);
   for (size_t i = n_steps; i-- > 0;) {
     const Step& st = ord.steps[i];

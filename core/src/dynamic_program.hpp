@@ -79,6 +79,10 @@ SearchStats estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& confi
 struct DpResult {
   double cost = 0;
   std::vector<int> choice;  // configuration index per vertex
+  // Steps that found their pair matrices (each) and their threshold
+  // search's sorted rows made by an earlier step (PairMatrices,
+  // SortedRowsCache).
+  uint64_t shared_matrices = 0, shared_rows = 0;
 };
 
 // How run_dp fills its tables; the defaults are the planner's, the tests

@@ -39,7 +39,7 @@ struct StepShape {
 class StepRunner {
  public:
   StepRunner(const StepShape& shape, std::vector<Term> terms, double* out, uint16_t* arg,
-             const DpTuning& tuning, int threads = 1)
+             const DpTuning& tuning, int threads = 1, SortedRowsCache* sorted = nullptr)
       : nv_(shape.nv),
         d_(static_cast<int>(shape.radix.size())),
         n_terms_(static_cast<int>(terms.size())),
@@ -84,7 +84,7 @@ class StepRunner {
     dense_per_walked_ = stream ? tuning.dense_per_walked : tuning.dense_per_walked_gather;
     if (threshold_)
       search_.build(terms_, by_level_[d_], d_, ni_, radix_[d_ - 1], std::max(1, tuning.row_keep),
-                    threads);
+                    threads, sorted);
     // Dense rows: when the innermost terms are one or two rows read in a
     // stream that depend on the innermost state alone, and in blocks of
     // outer states that share each pass over them.

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "parallel.hpp"
@@ -32,6 +34,45 @@ struct Term {
   std::vector<std::vector<int>> map;  // by level: T_i's class -> the term's; empty: the same
   int64_t size = 0;                   // entries of data
   int width = 0;                      // values index(c) takes: data's last dimension
+  // The id of a pair matrix kept for the whole search (PairMatrices), whose
+  // data outlives the step; -1 for anything else.
+  int64_t kept = -1;
+};
+
+// The threshold search's sorted rows: per innermost state, its row_keep
+// least columns and their row sums.
+struct SortedRows {
+  std::vector<uint16_t> order;
+  std::vector<double> value;
+};
+
+// Sorted rows kept across the steps of one search: a step whose row terms
+// are all kept pair matrices, read through the same maps, has the rows of
+// an earlier step with the same ones (an LLM's decoder blocks). Kept while
+// their total stays under budget_bytes. Not thread-safe.
+class SortedRowsCache {
+ public:
+  explicit SortedRowsCache(double budget_bytes) : budget_(budget_bytes) {}
+  std::shared_ptr<const SortedRows> find(const std::vector<int64_t>& key) {
+    auto it = kept_.find(key);
+    if (it == kept_.end()) return nullptr;
+    ++hits_;
+    return it->second;
+  }
+  void keep(std::vector<int64_t> key, std::shared_ptr<const SortedRows> rows) {
+    const double bytes = static_cast<double>(rows->order.size()) * sizeof(uint16_t) +
+                         static_cast<double>(rows->value.size()) * sizeof(double);
+    if (bytes_ + bytes > budget_) return;
+    bytes_ += bytes;
+    kept_.emplace(std::move(key), std::move(rows));
+  }
+  uint64_t hits() const { return hits_; }
+
+ private:
+  double budget_;
+  double bytes_ = 0;
+  uint64_t hits_ = 0;
+  std::map<std::vector<int64_t>, std::shared_ptr<const SortedRows>> kept_;
 };
 
 // The threshold search (core/docs/performance.md, "Threshold search").
@@ -60,9 +101,9 @@ class ThresholdSearch {
   // The rows of the `n` innermost states from `terms` (the step's, which
   // must outlive this), those of the innermost level d being `innermost`,
   // over ni columns; row_keep sorted entries kept per row, sorted on
-  // `threads` threads when large.
+  // `threads` threads when large, or found in `cache` (may be null).
   void build(const std::vector<Term>& terms, const std::vector<int>& innermost, int d, int ni,
-             int64_t n, int row_keep, int threads) {
+             int64_t n, int row_keep, int threads, SortedRowsCache* cache = nullptr) {
     terms_ = &terms;
     innermost_ = innermost;
     d_ = d;
@@ -89,21 +130,46 @@ class ThresholdSearch {
     }
     has_rows_ = !rows.empty();
     keep_ = std::min(ni_, row_keep);
-    row_order_.resize(static_cast<size_t>(n) * keep_);
-    row_value_.resize(static_cast<size_t>(n) * keep_);
+    // The key of the rows in the cache: everything they are made of, when
+    // every row term is a kept matrix.
+    std::vector<int64_t> key;
+    if (cache && has_rows_) {
+      key = {ni_, n, keep_};
+      for (int t : rows) {
+        const Term& term = terms[t];
+        if (term.kept < 0) {
+          key.clear();
+          break;
+        }
+        key.insert(key.end(), {-1, term.kept, term.stride[d_], term.width});
+        key.push_back(-2);
+        key.insert(key.end(), term.map[d_].begin(), term.map[d_].end());
+        key.push_back(-3);
+        if (term.inner) key.insert(key.end(), term.inner, term.inner + ni_);
+      }
+      if (!key.empty()) {
+        sorted_ = cache->find(key);
+        if (sorted_) return;
+      }
+    }
+    auto made = std::make_shared<SortedRows>();
+    made->order.resize(static_cast<size_t>(n) * keep_);
+    made->value.resize(static_cast<size_t>(n) * keep_);
     // Each innermost state's row by one thread (the same entries).
     auto sort_range = [&](int64_t lo, int64_t hi) {
       std::vector<double> sum(ni_);
       std::vector<int> order(ni_);
-      for (int64_t phi = lo; phi < hi; ++phi) sort_row(rows, phi, sum, order);
+      for (int64_t phi = lo; phi < hi; ++phi) sort_row(rows, phi, sum, order, *made);
     };
     const bool large = static_cast<double>(n) * ni_ >= (1 << 15);
     parallel_ranges(large ? threads : 1, n, sort_range);
+    sorted_ = made;
+    if (!key.empty()) cache->keep(std::move(key), sorted_);
   }
 
   // One innermost state's row terms summed per column, its keep_ least.
   void sort_row(const std::vector<int>& rows, int64_t phi, std::vector<double>& sum,
-                std::vector<int>& order) {
+                std::vector<int>& order, SortedRows& out) const {
     std::fill(sum.begin(), sum.end(), 0.0);
     for (int t : rows) {
       const Term& term = (*terms_)[t];
@@ -118,8 +184,8 @@ class ThresholdSearch {
     std::nth_element(order.begin(), order.begin() + (keep_ - 1), order.end(), less);
     std::sort(order.begin(), order.begin() + keep_, less);
     for (int i = 0; i < keep_; ++i) {
-      row_order_[phi * keep_ + i] = static_cast<uint16_t>(order[i]);
-      row_value_[phi * keep_ + i] = sum[order[i]];
+      out.order[phi * keep_ + i] = static_cast<uint16_t>(order[i]);
+      out.value[phi * keep_ + i] = sum[order[i]];
     }
   }
 
@@ -180,8 +246,8 @@ class ThresholdSearch {
         arg = c;
       }
     };
-    const uint16_t* rord = row_order_.data() + phi * keep_;
-    const double* rval = row_value_.data() + phi * keep_;
+    const uint16_t* rord = sorted_->order.data() + phi * keep_;
+    const double* rval = sorted_->value.data() + phi * keep_;
     int i = 0;
     for (; i < ni_; ++i) {
       if (i == s.sorted) {
@@ -215,9 +281,9 @@ class ThresholdSearch {
   int d_ = 0, ni_ = 0;
   bool has_rows_ = false;
   int keep_ = 0;
-  std::vector<double> floor_;        // per column: the outer-dependent terms' least values
-  std::vector<uint16_t> row_order_;  // per innermost state: its first keep_ columns
-  std::vector<double> row_value_;    // ... and their row sums
+  std::vector<double> floor_;  // per column: the outer-dependent terms' least values
+  // Per innermost state: its first keep_ columns and their row sums.
+  std::shared_ptr<const SortedRows> sorted_;
 };
 
 }  // namespace pase::detail
