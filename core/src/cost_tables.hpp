@@ -183,7 +183,7 @@ class PairMatrices {
 };
 
 // Pair matrices kept for one search: at most this many bytes.
-constexpr double kPairMatrixBudget = 256.0 * (1 << 20);
+constexpr double kPairMatrixBudget = 512.0 * (1 << 20);
 
 // What edge `e`'s cost sees of one of its ends, per configuration of that end
 // (`producer`: e.src, else e.dst): equal ids, equal cost against every
