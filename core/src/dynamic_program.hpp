@@ -103,7 +103,7 @@ struct DpTuning {
   // cost of one walked configuration in pairs of a dense row read in a
   // stream), or dense_per_walked_gather when a row term is read through a
   // class map; otherwise every pair is summed. The entries are the same.
-  double dense_per_walked = 25;
+  double dense_per_walked = 50;
   double dense_per_walked_gather = 3;
   // Outer states that share one pass over the rows in dense blocks
   // (min_row.hpp); 0: no blocks.
