@@ -81,7 +81,12 @@ SearchStats check_same(const Graph& g, const Search& s, double cost_weight = 1,
   DpTuning mixed = everywhere;
   mixed.dense_per_walked = 1e9;
   mixed.dense_block = 3;
-  for (const DpTuning& base : {every_pair, everywhere, mixed})
+  // The same with probes that walk whole blocks and two row terms never
+  // summed into one.
+  DpTuning mixed_plain = mixed;
+  mixed_plain.probe_one_run = false;
+  mixed_plain.fuse_integer_rows = false;
+  for (const DpTuning& base : {every_pair, everywhere, mixed, mixed_plain})
     for (int threads : {1, 3}) {
       DpTuning tuning = base;
       tuning.parallel_pairs = 0;
@@ -357,6 +362,30 @@ TEST_CASE("classes: repeated layers share pair matrices and sorted rows, to the 
         CHECK(fast->choice == ref->choice);
       }
     }
+  }
+}
+
+TEST_CASE("classes: two row terms of integers are summed once, to the same plan") {
+  // The paper's flat machine prices in whole FLOP-equivalents: the
+  // Transformer's dense rows of two terms are fused, and the plan is the
+  // reference's with and without.
+  Result<Graph> g = build_model("transformer");
+  REQUIRE(g.ok());
+  const Search s = prepare(*g, Cluster{.devices = 16}, Order::kGenSeq);
+  const SearchStats est = estimate_dp(s.ord, s.configs, &s.classes);
+  Result<DpResult> ref =
+      run_dp_reference(*g, s.configs, s.ord, s.machine, estimate_dp(s.ord, s.configs), {});
+  REQUIRE(ref.ok());
+  DpTuning dense;
+  dense.dense_per_walked = 1e9;  // summed wherever the probes allow
+  for (bool fuse : {true, false}) {
+    CAPTURE(fuse);
+    dense.fuse_integer_rows = fuse;
+    Result<DpResult> fast = run_dp(*g, s.configs, s.ord, s.classes, s.machine, est, {}, dense);
+    REQUIRE(fast.ok());
+    CHECK((fast->fused_steps > 0) == fuse);
+    CHECK(fast->cost == ref->cost);
+    CHECK(fast->choice == ref->choice);
   }
 }
 

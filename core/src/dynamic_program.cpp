@@ -93,6 +93,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     return true;
   };
   const int threads = std::max(1, options.threads);
+  uint64_t fused_steps = 0;
 
   double total = 0;
   // level_of[u]: u's level (1..d) in the current step's dependent set, 0 when
@@ -206,6 +207,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     for (int u : st.dep) level_of[u] = 0;
     StepRunner runner(shape, std::move(terms), tables[i].data(), args[i].data(), tuning, threads,
                       &kept_rows);
+    fused_steps += runner.fused();
     const int64_t outer = runner.outer();
     const double step_pairs = static_cast<double>(entries) * (grouped ? groups : nv);
     const int workers = step_pairs >= tuning.parallel_pairs
@@ -257,6 +259,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   res.cost = total;
   res.shared_matrices = kept_matrices.hits();
   res.shared_rows = kept_rows.hits();
+  res.fused_steps = fused_steps;
   res.choice.assign(g.vertices.size(), 0);
   for (size_t i = n_steps; i-- > 0;) {
     const Step& st = ord.steps[i];

@@ -83,6 +83,8 @@ struct DpResult {
   // search's sorted rows made by an earlier step (PairMatrices,
   // SortedRowsCache).
   uint64_t shared_matrices = 0, shared_rows = 0;
+  // Steps whose dense rows of two terms were summed into one.
+  uint64_t fused_steps = 0;
 };
 
 // How run_dp fills its tables; the defaults are the planner's, the tests
@@ -108,6 +110,12 @@ struct DpTuning {
   // Outer states that share one pass over the rows in dense blocks
   // (min_row.hpp); 0: no blocks.
   int dense_block = 16;
+  // A block that is walked only to keep the estimate current walks its
+  // first run and sums the others (false: walks them all).
+  bool probe_one_run = true;
+  // Dense rows of two terms whose numbers are all integers below 2^51 are
+  // summed once per row and read by the one-term kernel (StepRunner).
+  bool fuse_integer_rows = true;
   // Whether a step whose v has `configs` configurations and whose innermost
   // dependent vertex has `innermost_states` states uses the threshold search
   // (and keeps min(configs, row_keep) sorted entries per innermost state).

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -82,6 +83,7 @@ class StepRunner {
     if (d_ > 0)
       for (int t : by_level_[d_]) stream = stream && terms_[t].inner == nullptr;
     dense_per_walked_ = stream ? tuning.dense_per_walked : tuning.dense_per_walked_gather;
+    probe_one_run_ = tuning.probe_one_run;
     if (threshold_)
       search_.build(terms_, by_level_[d_], d_, ni_, radix_[d_ - 1], std::max(1, tuning.row_keep),
                     threads, sorted);
@@ -105,9 +107,13 @@ class StepRunner {
         }
         dense_ = DenseRows{rows1_.data(), rows2_.empty() ? nullptr : rows2_.data(), ni_};
         block_ = d_ == 1 ? 1 : tuning.dense_block;
+        if (!rows2_.empty() && tuning.fuse_integer_rows) fuse_rows();
       }
     }
   }
+
+  // Whether the dense rows of two terms were summed into one (fuse_rows).
+  bool fused() const { return !fused_.empty(); }
 
   struct Scratch {
     std::vector<int64_t> off;         // (d + 1) rows of one offset per term
@@ -153,6 +159,42 @@ class StepRunner {
     int64_t stride;
     const int* map;  // null: the state itself
   };
+
+  // Integers of at most 2^51 in magnitude, or +infinity: any sum of three
+  // of them is exact in any order, so (p + t1) + t2 == p + (t1 + t2) to the
+  // bit (the paper's flat machine prices everything in whole
+  // FLOP-equivalents).
+  static bool exact_integers(const double* x, int64_t n) {
+    constexpr double kLimit = 0x1p51;
+    for (int64_t i = 0; i < n; ++i)
+      if (!(x[i] == kInf || (std::abs(x[i]) <= kLimit && x[i] == std::nearbyint(x[i]))))
+        return false;
+    return true;
+  }
+
+  // Two row terms whose every number is such an integer: each row's two
+  // terms summed once, so that a block whose partial sums are integers too
+  // runs the one-term kernel on them (the two-term kernel loads and adds
+  // twice per pair), with every sum, least and arg-min the same.
+  void fuse_rows() {
+    const int64_t n = static_cast<int64_t>(rows1_.size());
+    for (int64_t r = 0; r < n; ++r)
+      if (!exact_integers(rows1_[r], ni_) || !exact_integers(rows2_[r], ni_)) return;
+    fused_.resize(static_cast<size_t>(n) * ni_);
+    fused_rows_.resize(n);
+    for (int64_t r = 0; r < n; ++r) {
+      double* f = fused_.data() + static_cast<size_t>(r) * ni_;
+      for (int c = 0; c < ni_; ++c) f[c] = rows1_[r][c] + rows2_[r][c];
+      fused_rows_[r] = f;
+    }
+    fused_dense_ = DenseRows{fused_rows_.data(), nullptr, ni_};
+  }
+
+  // The rows for partial sums p of `count` vectors (ni apart): the fused
+  // rows when they and p allow it.
+  const DenseRows& dense_for(const double* p, int64_t count) const {
+    return fused() && exact_integers(p, count * ni_) ? fused_dense_ : dense_;
+  }
 
   void add(double* acc, int t, int64_t off) const {
     const double* src = terms_[t].data + off;
@@ -237,7 +279,7 @@ class StepRunner {
       const uint64_t pairs = static_cast<uint64_t>(hi - lo) * ni_ + (grouped_ ? nv_ : 0);
       const bool walk = walk_now || walk_next(s);
       if (!walk && block_ > 0) {
-        dense_rows(p, 1, dense_, lo, hi,
+        dense_rows(p, 1, dense_for(p, 1), lo, hi,
                    DenseOut{out_ + out_off + lo * os, arg_ + out_off + lo * os, 0, os, rep});
         return tick(pairs);
       }
@@ -257,16 +299,19 @@ class StepRunner {
     double* acc = s.acc.data() + static_cast<size_t>(k) * nv_;
     if (k == d_ - 1 && block_ > 1) {
       // Blocks of outer states: each either walked run by run, or summed
-      // densely, all its runs against one pass over the rows.
+      // densely, all its runs against one pass over the rows. A probe walks
+      // the block's first run only and sums the others.
       const int64_t n = radix_[k];
-      for (int64_t p0 = lo; p0 < hi; p0 += block_) {
-        const int64_t p1 = std::min(hi, p0 + block_);
-        if (walk_next(s)) {
-          for (int64_t phi = p0; phi < p1; ++phi) {
-            partial(s, k, phi, prev, acc);
-            if (!level(s, k + 1, 0, n, out_off + phi * os, tick, true)) return false;
+      for (int64_t b0 = lo; b0 < hi; b0 += block_) {
+        const int64_t p1 = std::min(hi, b0 + block_);
+        int64_t p0 = b0;
+        bool probe = false;
+        if (walk_next(s, &probe)) {
+          for (const int64_t w1 = probe && probe_one_run_ ? p0 + 1 : p1; p0 < w1; ++p0) {
+            partial(s, k, p0, prev, acc);
+            if (!level(s, k + 1, 0, n, out_off + p0 * os, tick, true)) return false;
           }
-          continue;
+          if (p0 == p1) continue;
         }
         s.block.resize(static_cast<size_t>(block_) * ni_);
         if (grouped_) s.block_rep.resize(s.block.size());
@@ -277,7 +322,8 @@ class StepRunner {
           if (grouped_) compress(sums, s.block.data() + at, s.block_rep.data() + at);
         }
         const int64_t first = out_off + p0 * os;
-        dense_rows(s.block.data(), static_cast<int>(p1 - p0), dense_, 0, n,
+        dense_rows(s.block.data(), static_cast<int>(p1 - p0), dense_for(s.block.data(), p1 - p0), 0,
+                   n,
                    DenseOut{out_ + first, arg_ + first, os, ostride_[k],
                             grouped_ ? s.block_rep.data() : nullptr});
         const uint64_t runs = static_cast<uint64_t>(p1 - p0);
@@ -295,11 +341,13 @@ class StepRunner {
   // Whether the next run of rows is walked in threshold order or summed
   // densely, whichever the walks seen so far say is cheaper (both give the
   // same entries); every kProbeEvery-th run is walked to keep the estimate
-  // current.
-  bool walk_next(Scratch& s) const {
+  // current. `probe`, when given, is set when only that rule walks it.
+  bool walk_next(Scratch& s, bool* probe = nullptr) const {
     if (!threshold_) return false;
-    const bool probe = s.runs++ % kProbeEvery == 0;
-    return probe || s.walked * dense_per_walked_ < static_cast<double>(s.rows_walked) * ni_;
+    const bool every = s.runs++ % kProbeEvery == 0;
+    const bool cheaper = s.walked * dense_per_walked_ < static_cast<double>(s.rows_walked) * ni_;
+    if (probe) *probe = every && !cheaper;
+    return every || cheaper;
   }
 
   // min over columns g of prev[g] + the innermost terms at g, its column's
@@ -350,10 +398,15 @@ class StepRunner {
   // Every kProbeEvery-th run of rows is walked whatever the estimate says.
   static constexpr int64_t kProbeEvery = 32;
   double dense_per_walked_ = 1;  // dense pairs that cost as much as one walked column
+  bool probe_one_run_ = true;    // DpTuning::probe_one_run
   bool threshold_ = false;
   int64_t block_ = 0;  // outer states a block of dense rows (0: none)
   std::vector<const double*> rows1_, rows2_;
   DenseRows dense_;
+  // The two row terms summed, row by row (fuse_rows; empty: not fused).
+  std::vector<double> fused_;
+  std::vector<const double*> fused_rows_;
+  DenseRows fused_dense_;
   ThresholdSearch search_;  // when threshold_
 };
 
