@@ -167,7 +167,8 @@ class StepRunner {
   static bool exact_integers(const double* x, int64_t n) {
     constexpr double kLimit = 0x1p51;
     for (int64_t i = 0; i < n; ++i)
-      if (!(x[i] == kInf || (std::abs(x[i]) <= kLimit && x[i] == std::nearbyint(x[i]))))
+      if (!(x[i] == kInf ||
+            (std::abs(x[i]) <= kLimit && x[i] == static_cast<double>(static_cast<int64_t>(x[i])))))
         return false;
     return true;
   }
