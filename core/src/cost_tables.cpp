@@ -446,10 +446,6 @@ std::shared_ptr<const PairMatrix> PairMatrices::get(const std::vector<int>& edge
                                                     const std::vector<int>* inner_cols, int threads,
                                                     int64_t* kept_id) {
   if (kept_id) *kept_id = -1;
-  auto make = [&] {
-    return std::make_shared<const PairMatrix>(pair_matrix(
-        g_, configs_, edge_ids, outer, inner, m_, outer_rows, &prices_, inner_cols, threads));
-  };
   // The key: the sizes, each edge's direction and signature, the rows and
   // the columns (configurations of vertices whose sets the signatures fix).
   const size_t n_outer = outer_rows ? outer_rows->size() : configs_[outer].size();
@@ -470,7 +466,8 @@ std::shared_ptr<const PairMatrix> PairMatrices::get(const std::vector<int>& edge
     if (kept_id) *kept_id = it->second.id;
     return it->second.matrix;
   }
-  std::shared_ptr<const PairMatrix> made = make();
+  auto made = std::make_shared<const PairMatrix>(pair_matrix(
+      g_, configs_, edge_ids, outer, inner, m_, outer_rows, &prices_, inner_cols, threads));
   const double bytes = static_cast<double>(made->size()) * sizeof(double);
   if (bytes_ + bytes <= budget_) {
     bytes_ += bytes;

@@ -79,9 +79,8 @@ SearchStats estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& confi
 struct DpResult {
   double cost = 0;
   std::vector<int> choice;  // configuration index per vertex
-  // Steps that found their pair matrices (each) and their threshold
-  // search's sorted rows made by an earlier step (PairMatrices,
-  // SortedRowsCache).
+  // Pair matrices, and threshold searches' sorted rows, that a step found
+  // already made by an earlier step (PairMatrices, SortedRowsCache).
   uint64_t shared_matrices = 0, shared_rows = 0;
   // Steps whose dense rows of two terms were summed into one.
   uint64_t fused_steps = 0;

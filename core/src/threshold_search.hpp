@@ -78,7 +78,8 @@ class SortedRowsCache {
 // The threshold search (core/docs/performance.md, "Threshold search").
 // The innermost terms split into row terms, which depend on the innermost
 // state only, and the others. For each innermost state, the row terms'
-// sum per column is sorted once per step (its least row_keep entries are
+// sum per column is sorted once per step, or taken from an earlier step
+// with the same row terms (SortedRowsCache; its least row_keep entries are
 // kept); for each outer state, prev plus the others' least values (floor_)
 // is sorted. A row then walks both lists at once and stops when the sum of
 // the i-th entries of the two exceeds the best sum found: every column not
