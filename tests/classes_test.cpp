@@ -252,6 +252,7 @@ TEST_CASE("classes: the memory guard counts the tables that are allocated, on cl
   REQUIRE_MESSAGE(p.ok(), why(p));
   CHECK(p->search.peak_bytes == est->peak_bytes);
   options.max_memory = static_cast<uint64_t>(est->peak_bytes * 0.9);
+  options.search = SearchMode::kExact;  // auto would run the bounded search
   Result<Plan> refused = plan(*g, cluster, options);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().where == "max_memory");

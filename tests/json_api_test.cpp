@@ -264,13 +264,20 @@ TEST_CASE("json: estimate_json gives the search's size without searching, or an 
   CHECK(piped["pipeline"]["stages"] == "auto");
   CHECK(piped["pipeline"]["microbatches"] == 8);
 
-  // A search over the table limit is estimated, not refused: the plan refuses it.
-  json bfs = json::parse(estimate_json(R"({"model": "transformer", "order": "bfs"})"));
+  // A search over the table limit is estimated, not refused: with search
+  // "exact" the plan refuses it; under "auto" (the default) the estimate says
+  // the plan will run the bounded search, within its budget.
+  const std::string exact = R"({"model": "transformer", "order": "bfs", "search": "exact"})";
+  json bfs = json::parse(estimate_json(exact));
   REQUIRE_FALSE(bfs.contains("error"));
   CHECK(bfs["memory_capped"] == false);
+  CHECK(bfs["search"]["method"] == "exact");
   CHECK(bfs["search"]["peak_bytes"].get<double>() > bfs["max_memory"].get<double>());
-  CHECK(json::parse(plan_json(R"({"model": "transformer", "order": "bfs"})"))["error"]["where"] ==
-        "max_memory");
+  CHECK(json::parse(plan_json(exact))["error"]["where"] == "max_memory");
+  json bounded = json::parse(estimate_json(R"({"model": "transformer", "order": "bfs"})"));
+  CHECK(bounded["search"]["method"] == "bounded");
+  CHECK(bounded["search"]["peak_bytes"].get<double>() <= bounded["max_memory"].get<double>());
+  CHECK(bounded["search"]["exact_peak_bytes"] == bfs["search"]["peak_bytes"]);
 }
 
 TEST_CASE("json: models_to_json lists the networks with their sizes") {

@@ -42,7 +42,9 @@ Result<GraphSpec> import_fixture(const nlohmann::json& f) {
   if (!dims) return dims.error();
   for (const DynamicDim& d : *dims) options.dims.emplace_back(d.name, 4);
   const std::string name = f["name"];
-  if (name == "resnet50" || name == "inception_v3" || name == "mobilenet_v2") options.batch = 8;
+  if (name == "resnet50" || name == "inception_v3" || name == "mobilenet_v2" ||
+      name == "densenet121")
+    options.batch = 8;
   return import_onnx(file, options);
 }
 

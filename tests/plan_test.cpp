@@ -226,7 +226,8 @@ TEST_CASE("plan: the memory guard refuses and names the size it needs") {
   Graph g = model("resnet101");
   Cluster cluster{.devices = 16};
   PlanOptions options;
-  options.order = Order::kBfs;  // dependent sets of 7 on ResNet-101
+  options.order = Order::kBfs;          // dependent sets of 7 on ResNet-101
+  options.search = SearchMode::kExact;  // auto would run the bounded search
   // The predicted need, computed from the private estimate of the tables on
   // equivalence classes (at 8 devices they fit in 3.3 GiB since the classes;
   // on raw configurations they needed 28 GiB).
@@ -262,6 +263,7 @@ TEST_CASE("plan: the memory guard states astronomically large needs with a unit"
   Graph g = model("transformer");
   PlanOptions options;
   options.order = Order::kBfs;
+  options.search = SearchMode::kExact;
   Result<Plan> p = plan(g, Cluster{.devices = 32}, options);
   REQUIRE_FALSE(p.ok());
   const std::string& m = p.error().message;

@@ -230,6 +230,7 @@ TEST_CASE("limits: tables over the memory limit are refused before any is alloca
   const Cluster cluster{.devices = 32};
   PlanOptions bfs;
   bfs.order = Order::kBfs;
+  bfs.search = SearchMode::kExact;  // auto would run the bounded search
   Result<SearchStats> need = estimate(*g, cluster, bfs);
   REQUIRE(need.ok());
   REQUIRE(need->peak_bytes > (uint64_t{1} << 62));

@@ -92,7 +92,11 @@ std::string plan_usage() {
          std::string(kTrainingHelp) +
          "  --order ORDER       vertex order: genseq (default), bfs, mintable\n"
          "  --max-memory SIZE   limit for the search tables, the planner's own memory\n"
-         "                      (default 4GiB; 0: none); bytes or e.g. 512M, 4GiB, 2GB\n" +
+         "                      (default 4GiB; 0: none); bytes or e.g. 512M, 4GiB, 2GB\n"
+         "  --search MODE       auto (default: exact when its tables fit --max-memory,\n"
+         "                      else bounded), exact (refuse instead), or bounded\n"
+         "                      (rounds of the exact search over parts of the graph,\n"
+         "                      with a proven lower bound and the gap to it)\n" +
          std::string(kThreadsHelp) + std::string(kPipelineHelp) +
          "  --pow2-only         only power-of-two splits\n"
          "  --all-devices       only configurations that use every device\n"
@@ -104,6 +108,7 @@ int run_plan(const Args& args) {
   if (auto message = parse_planning_flags(args,
                                           {{"--order", true},
                                            {"--max-memory", true},
+                                           {"--search", true},
                                            {"--pow2-only", false},
                                            {"--all-devices", false},
                                            {"--threads", true},
@@ -128,6 +133,11 @@ int run_plan(const Args& args) {
                                      "KiB, MiB, GiB, TiB, KB, MB, GB or TB)");
     }
     options.max_memory = *bytes;
+  }
+  if (std::optional<std::string> mode = flags.get("--search")) {
+    pase::Result<pase::SearchMode> parsed = pase::parse_search_mode(*mode);
+    if (!parsed) return usage_error("plan", "--search: " + parsed.error().message);
+    options.search = *parsed;
   }
   if (auto message = threads_from_flags(flags, options.threads))
     return usage_error("plan", *message);

@@ -83,6 +83,28 @@ std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, Pl
   return out;
 }
 
+std::string bounded_text(const pase::Plan& plan) {
+  const pase::SearchStats& s = plan.search;
+  std::string out =
+      line("search",
+           "bounded: " + std::to_string(s.rounds) + " round" + (s.rounds == 1 ? "" : "s") +
+               " of the exact search, each holding up to " + std::to_string(s.fixed_vertices) +
+               " vertices at one configuration" +
+               (s.exact_peak_bytes > 0 ? " (the exact search would need " +
+                                             pase::bytes_text(s.exact_peak_bytes) + " of tables)"
+                                       : std::string()));
+  // Under a cap the memory section gives the bound.
+  if (plan.capacity_bytes > 0) return out;
+  const std::string bound = format("%.6e", plan.lower_bound);
+  out += line("lower bound",
+              plan.optimal ? bound + ": the plan is proven optimal"
+              : plan.lower_bound <= 0
+                  ? std::string("none known: the plan is not proven optimal")
+                  : bound + ": not proven optimal; every strategy costs at least this, the plan " +
+                        percent(plan.cost - plan.lower_bound, plan.lower_bound) + " more (gap)");
+  return out;
+}
+
 std::string summary_text(const pase::Graph& graph, const pase::Plan& plan,
                          const pase::PipelineInfo* pipeline) {
   const std::vector<pase::LayerGroup> groups = pase::summarize(graph, plan);
@@ -199,6 +221,7 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
               format("%.6e", plan.redistribution) + "  " + percent(plan.redistribution, whole));
   out +=
       line("step time", seconds_text(plan.step_time_s) + " (predicted: peak compute, no overlap)");
+  if (source == PlanSource::kSearched && plan.search.bounded) out += bounded_text(plan);
   return out + memory_text(cluster, plan, source);
 }
 

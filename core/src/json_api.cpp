@@ -63,6 +63,16 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
   j["cluster"] = cluster_to_json(cluster);
   j["cost"] = plan.cost;
   j["step_time_s"] = plan.step_time_s;
+  // Whether the cost is proven least (the exact search, or a bounded one
+  // that met its bound), the least cost any strategy can have as far as the
+  // search proves, and how far above it the plan may be, in per cent of the
+  // bound (null when the bound is 0). core/docs/bounded-search.md.
+  j["optimal"] = plan.optimal;
+  j["lower_bound"] = plan.lower_bound;
+  j["gap_percent"] =
+      plan.lower_bound > 0
+          ? Json(100 * std::max(0.0, plan.cost - plan.lower_bound) / plan.lower_bound)
+          : Json();
   j["summary"] = summary_to_json(graph, plan);
 
   Json vertices = Json::array();
@@ -119,7 +129,8 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
                        {"activation_bytes", t.activation_bytes},
                        {"zero", t.zero}};
   const SearchStats& s = plan.search;
-  j["search"] = Json{{"order", order_name(s.order)},
+  j["search"] = Json{{"method", s.bounded ? "bounded" : "exact"},
+                     {"order", order_name(s.order)},
                      {"max_dependent_set", s.max_dependent_set},
                      {"table_entries", s.table_entries},
                      {"largest_table", s.largest_table},
@@ -129,6 +140,11 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
                      {"searches", s.searches},
                      {"threads", s.threads},
                      {"time_s", s.time_s}};
+  if (s.bounded) {
+    j["search"]["rounds"] = s.rounds;
+    j["search"]["fixed_vertices"] = s.fixed_vertices;
+    j["search"]["exact_peak_bytes"] = s.exact_peak_bytes;
+  }
   return j;
 }
 
@@ -301,7 +317,8 @@ std::string estimate_json(std::string_view request_json) {
     j["devices"] = request->cluster.devices;
     j["memory_capped"] = request->cluster.memory_gib > 0;
     j["max_memory"] = request->options.max_memory;
-    j["search"] = Json{{"order", order_name(s->order)},
+    j["search"] = Json{{"method", s->bounded ? "bounded" : "exact"},
+                       {"order", order_name(s->order)},
                        {"max_dependent_set", s->max_dependent_set},
                        {"table_entries", s->table_entries},
                        {"largest_table", s->largest_table},
@@ -309,6 +326,12 @@ std::string estimate_json(std::string_view request_json) {
                        {"peak_bytes", s->peak_bytes},
                        {"configurations", s->configurations},
                        {"time_s", s->time_s}};
+    if (s->bounded) {
+      // The bounded search's budget: at most this many rounds of at most
+      // these pairs (pairs above), and the exact search's need.
+      j["search"]["rounds"] = s->rounds;
+      j["search"]["exact_peak_bytes"] = s->exact_peak_bytes;
+    }
     if (request->pipeline) {
       // The searches over the whole graph (of about these pairs) that the
       // plan makes for sure: S = M = 1, which "auto" searches first for the

@@ -194,6 +194,13 @@ Result<Order> order_from_json(const Json& value, const std::string& where) {
   return order;
 }
 
+Result<SearchMode> search_from_json(const Json& value, const std::string& where) {
+  if (!value.is_string()) return type_error("a string", value, where);
+  Result<SearchMode> mode = parse_search_mode(value.get<std::string>());
+  if (!mode) return Error{mode.error().message, where};
+  return mode;
+}
+
 // Bytes: any non-negative integral number; JSON writers often print large
 // integers as floats (4e9), so those are accepted when integral.
 Result<uint64_t> bytes_from_json(const Json& value, const std::string& where) {
@@ -218,7 +225,8 @@ Result<PlanRequest> request_from_json(const Json& value) {
   if (!value.is_object()) return Error{"the request must be a JSON object", ""};
   ObjectReader reader(value, "");
   reader.allow_only({"graph", "model", "batch", "seq", "preset", "cluster", "training", "order",
-                     "max_memory", "strategy", "pow2_only", "all_devices", "threads", "pipeline"});
+                     "max_memory", "search", "strategy", "pow2_only", "all_devices", "threads",
+                     "pipeline"});
 
   PlanRequest request;
   const Json* graph = reader.find("graph");
@@ -257,6 +265,7 @@ Result<PlanRequest> request_from_json(const Json& value) {
   reader.read("training", request.cluster.training, training_from_json);
   reader.read("order", request.options.order, order_from_json);
   reader.read("max_memory", request.options.max_memory, bytes_from_json);
+  reader.read("search", request.options.search, search_from_json);
   reader.read("pow2_only", request.options.enumeration.pow2_only, json_detail::to_bool);
   reader.read("all_devices", request.options.enumeration.all_devices, json_detail::to_bool);
   request.options.threads = default_threads();
@@ -337,6 +346,13 @@ Result<Order> parse_order(std::string_view name) {
   if (name == "bfs") return Order::kBfs;
   if (name == "mintable") return Order::kMinTable;
   return Error{"unknown order '" + std::string(name) + "'; known: genseq, bfs, mintable", "order"};
+}
+
+Result<SearchMode> parse_search_mode(std::string_view name) {
+  if (name == "auto") return SearchMode::kAuto;
+  if (name == "exact") return SearchMode::kExact;
+  if (name == "bounded") return SearchMode::kBounded;
+  return Error{"unknown search '" + std::string(name) + "'; known: auto, exact, bounded", "search"};
 }
 
 }  // namespace pase

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -27,6 +28,18 @@ const char* order_name(Order order) {
       return "bfs";
     case Order::kMinTable:
       return "mintable";
+  }
+  return "?";
+}
+
+const char* search_mode_name(SearchMode mode) {
+  switch (mode) {
+    case SearchMode::kAuto:
+      return "auto";
+    case SearchMode::kExact:
+      return "exact";
+    case SearchMode::kBounded:
+      return "bounded";
   }
   return "?";
 }
@@ -156,51 +169,43 @@ Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy
 
 namespace {
 
-// Everything plan() decides before the search: configurations, order, sizes.
-struct Prepared {
-  std::vector<ConfigSet> configs;
-  Ordering ord;
-  TableClasses classes;  // the tables' indices, the same for every search
-  SearchStats est;       // sizes only
-};
-
-Result<Prepared> prepare(const Graph& graph, const Cluster& cluster, const PlanOptions& options) {
-  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
-  auto configs = enumerate_all(graph, cluster.devices, options.enumeration, options.max_memory);
-  if (!configs) return configs.error();
-  Prepared p;
-  p.configs = std::move(configs).value();
-  std::vector<size_t> counts;
-  for (const ConfigSet& c : p.configs) {
-    counts.push_back(c.size());
-    p.est.configurations += c.size();
-  }
-  p.ord = make_ordering(graph, options.order, counts);
-  const uint64_t configurations = p.est.configurations;
-  p.classes = table_classes(graph, p.configs, p.ord, ops::make_machine(cluster).near_devices());
-  p.est = estimate_dp(p.ord, p.configs, &p.classes);
-  p.est.configurations = configurations;
-  return p;
-}
-
-SearchStats stats_of(const Prepared& p, Order order) {
-  SearchStats s = p.est;
-  s.order = order;
-  return s;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
 
+Result<SearchSpace> prepare_space(const Graph& graph, const Cluster& cluster,
+                                  const PlanOptions& options) {
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
+  auto configs = enumerate_all(graph, cluster.devices, options.enumeration, options.max_memory);
+  if (!configs) return configs.error();
+  SearchSpace p;
+  p.configs = std::move(configs).value();
+  std::vector<size_t> counts;
+  for (const ConfigSet& c : p.configs) counts.push_back(c.size());
+  p.ord = make_ordering(graph, options.order, counts);
+  p.order = options.order;
+  finish_space(graph, cluster, p);
+  return p;
+}
+
+void finish_space(const Graph& graph, const Cluster& cluster, SearchSpace& p) {
+  uint64_t configurations = 0;
+  for (const ConfigSet& c : p.configs) configurations += c.size();
+  p.classes = table_classes(graph, p.configs, p.ord, ops::make_machine(cluster).near_devices());
+  p.est = estimate_dp(p.ord, p.configs, &p.classes);
+  p.est.configurations = configurations;
+  p.est.order = p.order;
+}
+
 Result<SearchStats> estimate(const Graph& graph, const Cluster& cluster,
                              const PlanOptions& options) {
   auto start = std::chrono::steady_clock::now();
-  auto prep = prepare(graph, cluster, options);
+  auto prep = prepare_space(graph, cluster, options);
   if (!prep) return prep.error();
-  SearchStats s = stats_of(*prep, options.order);
+  SearchStats s = prep->est;
+  if (bounded_instead(s, options)) describe_bounded(s, options);
   s.time_s = seconds_since(start);
   return s;
 }
@@ -224,15 +229,26 @@ Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions&
   return plan_weighted(graph, cluster, options, StageWeights{});
 }
 
+bool bounded_instead(const SearchStats& exact, const PlanOptions& options) {
+  return options.search == SearchMode::kBounded ||
+         (options.search == SearchMode::kAuto && exact.peak_bytes > table_limit(options));
+}
+
+double table_limit(const PlanOptions& options) {
+  // Without a limit, still refuse what no machine could hold (the tables are
+  // indexed by 64-bit offsets and allocated as one block each).
+  return options.max_memory ? static_cast<double>(options.max_memory) : 0x1p62;
+}
+
 Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                            const StageWeights& weights) {
   auto start = std::chrono::steady_clock::now();
-  auto prep = prepare(graph, cluster, options);
+  auto prep = prepare_space(graph, cluster, options);
   if (!prep) return prep.error();
   const SearchStats& est = prep->est;
-  // Without a limit, still refuse what no machine could hold (the tables are
-  // indexed by 64-bit offsets and allocated as one block each).
-  double limit = options.max_memory ? static_cast<double>(options.max_memory) : 0x1p62;
+  if (bounded_instead(est, options))
+    return plan_bounded(graph, cluster, options, weights, std::move(*prep), start);
+  const double limit = table_limit(options);
   if (est.peak_bytes > limit) {
     char entries[32];
     std::snprintf(entries, sizeof entries, "%.3g", est.largest_table);
@@ -240,9 +256,23 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
                      bytes_text(est.peak_bytes) + " of tables (largest dependent set " +
                      std::to_string(est.max_dependent_set) + ", largest table " + entries +
                      " entries), more than the limit of " + bytes_text(limit) +
-                     "; raise the memory limit (max_memory), use fewer devices or another order",
+                     "; raise the memory limit (max_memory), use fewer devices, another order, "
+                     "or the bounded search (search \"auto\" or \"bounded\")",
                  "max_memory"};
   }
+  Result<Plan> p = search_space(graph, cluster, options, weights, *prep, nullptr);
+  if (!p) return p.error();
+  const int searches = p->search.searches;
+  p->search = est;
+  p->search.time_s = seconds_since(start);
+  p->search.searches = searches;
+  p->search.threads = std::max(1, options.threads);
+  return p;
+}
+
+Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                          const StageWeights& weights, const SearchSpace& space,
+                          EdgePrices* shared_prices) {
   const ops::Machine machine = ops::make_machine(cluster);
   // One search with the objective cost_weight * cost + memory_weight * memory:
   // its strategy evaluated, and the objective's optimum.
@@ -253,7 +283,10 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
   int searches = 0;
   // Edge prices for every search of this plan (they do not depend on the
   // weights).
-  EdgePrices prices(graph, prep->configs, machine.near_devices(), kEdgePriceBudget);
+  std::optional<EdgePrices> own_prices;
+  EdgePrices* prices = shared_prices;
+  if (prices == nullptr)
+    prices = &own_prices.emplace(graph, space.configs, machine.near_devices(), kEdgePriceBudget);
   auto search = [&](double cost_weight, double memory_weight) -> Result<Searched> {
     ++searches;
     ops::Machine m = machine;
@@ -262,11 +295,12 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
     m.microbatches = weights.microbatches + weights.tie;
     m.activation_copies = weights.activation_copies;
     m.sync_weight = weights.sync_weight;
-    auto dp = run_dp(graph, prep->configs, prep->ord, prep->classes, m, est, options, {}, &prices);
+    auto dp =
+        run_dp(graph, space.configs, space.ord, space.classes, m, space.est, options, {}, prices);
     if (!dp) return dp.error();
     Strategy s(graph.vertices.size());
     for (size_t v = 0; v < s.size(); ++v) {
-      const ConfigSet& set = prep->configs[v];
+      const ConfigSet& set = space.configs[v];
       const int64_t* c = set.at(dp->choice[v]);
       s[v].assign(c, c + set.dims);
     }
@@ -275,10 +309,7 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
     return Searched{std::move(*result), dp->cost};
   };
   auto finish = [&](Plan p) {
-    p.search = stats_of(*prep, options.order);
-    p.search.time_s = seconds_since(start);
     p.search.searches = searches;
-    p.search.threads = std::max(1, options.threads);
     return p;
   };
 

@@ -5,6 +5,12 @@
 // M = k = 1, bit for bit.
 #pragma once
 
+#include <chrono>
+
+#include "configurations.hpp"
+#include "cost_tables.hpp"
+#include "dynamic_program.hpp"
+#include "ordering.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
@@ -50,5 +56,46 @@ struct StageWeights {
 // the units of value().
 Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                            const StageWeights& weights);
+
+// What one search runs on: every vertex's configurations, the vertex order
+// with its dependent sets, the tables' classes and their sizes.
+struct SearchSpace {
+  std::vector<ConfigSet> configs;
+  Order order = Order::kGenSeq;
+  Ordering ord;
+  TableClasses classes;
+  SearchStats est;  // sizes only
+};
+
+// The configurations of every vertex and the ordering options.order of them,
+// with classes and sizes (finish_space).
+Result<SearchSpace> prepare_space(const Graph& graph, const Cluster& cluster,
+                                  const PlanOptions& options);
+// The classes and sizes of a space whose configs and ord are set.
+void finish_space(const Graph& graph, const Cluster& cluster, SearchSpace& space);
+
+// The tables' limit of options (max_memory, or 2^62 bytes without one), and
+// whether a plan of that exact space runs the bounded search instead
+// (options.search, or kAuto with tables over the limit).
+double table_limit(const PlanOptions& options);
+bool bounded_instead(const SearchStats& exact, const PlanOptions& options);
+// The fields of SearchStats that say a plan will run the bounded search.
+void describe_bounded(SearchStats& stats, const PlanOptions& options);
+
+// The exact search of one space: plan_weighted()'s search and, under a cap,
+// its Lagrangian loop. The Plan's search stats hold only `searches`.
+// `prices`: edge prices made for space.configs, or null.
+Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                          const StageWeights& weights, const SearchSpace& space,
+                          EdgePrices* prices);
+
+// The bounded search (core/docs/bounded-search.md) of `exact`, a space too
+// large to search exactly: rounds of the exact search over sub-spaces in
+// which some vertices keep one configuration each. The Plan has optimal
+// false unless its cost meets the bound it proves, and lower_bound that
+// bound (in the units of StageWeights::value()).
+Result<Plan> plan_bounded(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                          const StageWeights& weights, SearchSpace exact,
+                          std::chrono::steady_clock::time_point start);
 
 }  // namespace pase

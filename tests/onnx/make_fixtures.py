@@ -82,6 +82,27 @@ def gpt_stack():
     return torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
 
 
+def densenet_bn_channels(model):
+    """DenseNet-121's BatchNorms: (folded channels, running-statistics elements left in the file).
+
+    Each dense layer is BN-ReLU-Conv1x1-BN-ReLU-Conv3x3: its second BatchNorm
+    (norm2) follows the bias-free 1x1 Conv and folds into it, as does the
+    stem's norm0 after conv0. The others (each layer's norm1, the
+    transitions' norm and norm5) follow a concatenation or a dense block and
+    stay BatchNormalization nodes, whose running mean and variance the export
+    (without weights) leaves as graph inputs: they are in the file but are not
+    parameters.
+    """
+    folded = kept = 0
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            if name == "features.norm0" or name.endswith(".norm2"):
+                folded += m.num_features
+            else:
+                kept += m.num_features
+    return folded, 2 * kept
+
+
 # name -> (constructor, input shape, export_params, dynamic_axes, what it is)
 FIXTURES = {
     "resnet50": (lambda: torchvision.models.resnet50(weights=None), [1, 3, 224, 224], False, None,
@@ -100,7 +121,15 @@ FIXTURES = {
                  "two Conv+BatchNorm+ReLU blocks and a Linear, with its weights"),
     "tiny_mlp_dynamic": (TinyMlp, [4, 32], False, {"input": {0: "batch"}, "output": {0: "batch"}},
                          "two Linear layers, dynamic batch dimension 'batch'"),
+    "densenet121": (lambda: torchvision.models.densenet121(weights=None), [1, 3, 224, 224], False,
+                    None, "torchvision DenseNet-121: dense blocks whose every layer reads the "
+                    "concatenation of all earlier ones (the bounded search's test)"),
 }
+
+# Fixtures whose BatchNorms do not all follow a bias-free Conv: their own rule
+# (folded channels, running-statistics elements the file holds beside the
+# parameters).
+BN_RULES = {"densenet121": densenet_bn_channels}
 
 
 def distinct_values(model, seed):
@@ -180,7 +209,10 @@ def make_fixtures(names, out_dir=None):
         model = make()
         distinct_values(model, seed)
         torch_count = sum(p.numel() for p in model.parameters())
-        folded = folded_bn_channels(model)
+        if name in BN_RULES:
+            folded, statistics = BN_RULES[name](model)
+        else:
+            folded, statistics = folded_bn_channels(model), 0
         expected = torch_count - folded
         export_params = export_params or with_weights
         path = os.path.join(out_dir, name + ".onnx")
@@ -192,8 +224,9 @@ def make_fixtures(names, out_dir=None):
         print(f"{name:18s} torch {torch_count:>11,d}  folded BatchNorm channels {folded:>7,d}  "
               f"expected {expected:>11,d}  in the file {found:>11,d} ({tensors} tensors)  "
               f"{len(data) / 1024:7.1f} KiB")
-        if found != expected:
-            raise SystemExit(f"{name}: the file holds {found} parameters, expected {expected}")
+        if found != expected + statistics:
+            raise SystemExit(f"{name}: the file holds {found} parameters and statistics, "
+                             f"expected {expected} + {statistics}")
         entry = {
             "name": name,
             "file": name + ".onnx",
@@ -208,6 +241,8 @@ def make_fixtures(names, out_dir=None):
             "bytes": len(data),
             "sha256": hashlib.sha256(data).hexdigest(),
         }
+        if statistics:
+            entry["running_statistics"] = statistics
         if dynamic_axes:
             entry["dynamic_dims"] = sorted({d for axes in dynamic_axes.values()
                                             for d in axes.values()})

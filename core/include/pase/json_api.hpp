@@ -72,6 +72,8 @@ std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& re
 
 // Order names: "genseq", "bfs", "mintable".
 Result<Order> parse_order(std::string_view name);
+// "auto", "exact" or "bounded" (PlanOptions::search); errors at "search".
+Result<SearchMode> parse_search_mode(std::string_view name);
 
 // The plan-result document of core/docs/formats.md, plus per-vertex "compute",
 // "comm" and "memory_bytes", per-edge costs, the cost breakdown, "memory"

@@ -122,6 +122,25 @@ struct EnumOptions {
   bool all_devices = false;  // only configurations whose splits multiply to devices
 };
 
+// How plan() searches (core/docs/bounded-search.md). kExact: the exact
+// dynamic program, refused ("max_memory") when its tables exceed
+// PlanOptions::max_memory. kBounded: rounds of the exact program over parts
+// of the space, each within BoundedOptions; the plan comes with a proven
+// lower bound (Plan::lower_bound) and is optimal only when it meets it.
+// kAuto: exact when its tables fit max_memory, bounded otherwise.
+enum class SearchMode : uint8_t { kAuto, kExact, kBounded };
+const char* search_mode_name(SearchMode mode);
+
+// The budget of the bounded search: each round's tables and pairs (the
+// largest table of a round, in bytes with its arg-min records, and the
+// round's (state, configuration) pairs, both counted on raw configurations
+// before classes), and the number of rounds.
+struct BoundedOptions {
+  double round_table_bytes = 256.0 * (1 << 20);
+  double round_pairs = 2e8;
+  int max_rounds = 12;
+};
+
 // Progress of a running plan: called on the planning thread at most about a
 // hundred times, and once at the end with fraction 1.
 struct Progress {
@@ -140,6 +159,8 @@ struct PlanOptions {
   std::function<void(const Progress&)> on_progress;  // may be empty
   const std::atomic<bool>* cancel =
       nullptr;  // checked per vertex and every 2^20 pairs; may be null
+  SearchMode search = SearchMode::kAuto;
+  BoundedOptions bounded;
   // Threads for the dynamic program's tables; 1 = the calling thread only.
   // The result does not depend on it. default_threads() gives every core.
   int threads = 1;
@@ -168,6 +189,15 @@ struct SearchStats {
   double time_s = 0;            // wall time of plan()
   int searches = 0;             // dynamic-program runs of plan() (several under a memory cap)
   int threads = 1;              // PlanOptions::threads of plan()
+  // The bounded search (SearchMode): whether the plan used it, its rounds,
+  // the most vertices a round held at one configuration, and the table
+  // memory the exact search would have needed. The size fields above are
+  // then the largest (max_dependent_set, largest_table, peak_bytes) or the
+  // sum (table_entries, pairs) over its rounds.
+  bool bounded = false;
+  int rounds = 0;
+  int fixed_vertices = 0;
+  double exact_peak_bytes = 0;
 };
 
 // A layer's cost split into its parts; total is the cost-model value.
@@ -201,7 +231,9 @@ struct Plan {
   // Planned under a memory cap (Cluster::memory_gib): the capacity in bytes,
   // whether the plan fits, a proven lower bound on the cost of every
   // enumerated strategy that fits, and whether the plan's cost meets it.
-  // Without a cap: capacity 0, fits, bound = cost, optimal.
+  // Without a cap: capacity 0, fits, bound = cost, optimal; except after the
+  // bounded search (SearchStats::bounded), whose bound is below the cost
+  // unless it proves the plan optimal.
   double capacity_bytes = 0;
   bool fits = true;
   double lower_bound = 0;

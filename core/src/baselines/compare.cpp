@@ -213,10 +213,12 @@ Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
                         std::to_string(r.outside_enumeration.size()) +
                         " vertices; see its notes); with the cutoff lowered, plan() would find "
                         "them");
-    } else if (capped && !c.pase.plan.optimal) {
-      c.notes.push_back(r.name + " costs " + by + "% less than pase and fits in " + cap_text +
-                        ": the search under the memory cap did not find it (pase's plan is not "
-                        "proven optimal)");
+    } else if (!c.pase.plan.optimal) {
+      const std::string which =
+          c.pase.plan.search.bounded ? "the bounded search" : "the search under the memory cap";
+      c.notes.push_back(r.name + " costs " + by + "% less than pase" +
+                        (capped ? " and fits in " + cap_text : std::string()) + ": " + which +
+                        " did not find it (pase's plan is not proven optimal)");
     } else {
       c.notes.push_back("internal inconsistency: " + r.name + " costs " + by +
                         "% less than pase although every configuration is in the enumeration");
