@@ -53,10 +53,14 @@ namespace {
 struct Placement {
   std::vector<int64_t> split;
   std::vector<std::vector<int64_t>> near_cells;
+  // Every device of the producer is on device 0's node: nothing is far
+  // (phi = 0 exactly, not the rounding of need - own - near).
+  bool all_near = false;
   // Derived, for the edge's inner loop: a cell's width per tensor dimension,
   // and each near cell's lower corner (near_cells.size() x dimensions).
   std::vector<double> width, near_lo;
   bool operator<(const Placement& o) const {
+    if (all_near != o.all_near) return all_near < o.all_near;
     return split != o.split ? split < o.split : near_cells < o.near_cells;
   }
 };
@@ -74,6 +78,7 @@ Placement placement(const Shape& shape, const TensorMap& map, const int64_t* c, 
   int64_t q = 1;
   for (size_t k = 0; k < n; ++k) q *= c[k];
   const int64_t devices = std::min(per_node, q);
+  p.all_near = q <= per_node;
   std::vector<int64_t> block(n), cell(map.size());
   for (int64_t d = 1; d < devices; ++d) {
     int64_t rest = d;
@@ -104,8 +109,13 @@ Placement placement(const Shape& shape, const TensorMap& map, const int64_t* c, 
 // `phi` of the missing data that lives off device 0's node.
 // `box` is device 0's box under the consumer's configuration t, per tensor
 // dimension: shape[i] / t[i].
+// `one_node`: whether the consumer's group (its first q devices, q the
+// product of its layer configuration) lies on device 0's node; it prices the
+// data when device 0's needed box lies in its own cell (need = own) but the
+// flat words are not 0: the consumer splits the tensor more than the
+// producer, and the words go to the group's other devices.
 double hierarchical_edge(const Shape& shape, const Placement& src, const int64_t* t,
-                         const double* box, const ops::Machine& m) {
+                         const double* box, bool one_node, const ops::Machine& m) {
   const double x = ops::redistribution_words(shape, src.split.data(), t);
   if (x == 0) return 0;
   const size_t n = shape.size();
@@ -123,8 +133,17 @@ double hierarchical_edge(const Shape& shape, const Placement& src, const int64_t
     near += overlap;
   }
   const double missing = need - own;
-  const double phi = missing > 0 ? (need - own - near) / missing : 0;
+  const double phi =
+      missing > 0 ? (src.all_near ? 0 : (need - own - near) / missing) : (one_node ? 0 : 1);
   return 2 * x * (m.r1 * (1 - phi) + m.r * phi);
+}
+
+// 1 when a layer at configuration `c` (n dimensions) runs on devices that
+// all lie on device 0's node (the first `near` devices), else 0.
+int64_t group_on_node(const int64_t* c, size_t n, int64_t near) {
+  int64_t q = 1;
+  for (size_t k = 0; k < n && q <= near; ++k) q *= c[k];
+  return q <= near ? 1 : 0;
 }
 
 // Device 0's box of a tensor of `shape` at tensor configuration t.
@@ -148,7 +167,8 @@ double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int6
   if (m.gpus_per_node > 0) {
     const Placement src =
         placement(shape, out, c_src, g.vertices[e.src].dom.size(), m.near_devices());
-    return hierarchical_edge(shape, src, t.data(), box_of(shape, t.data()).data(), m);
+    const bool one_node = group_on_node(c_dst, g.vertices[e.dst].dom.size(), m.near_devices()) != 0;
+    return hierarchical_edge(shape, src, t.data(), box_of(shape, t.data()).data(), one_node, m);
   }
   return m.words(2 * ops::redistribution_words(shape, s.data(), t.data()));
 }
@@ -171,11 +191,17 @@ namespace {
 // `ids[i]` is the index in `unique` of configuration i's tensor configuration,
 // numbered by first appearance. Sorted, not hashed: no allocation per
 // configuration.
+// With `near` > 0 (a consumer on a machine of nodes), each row also ends
+// with group_on_node() of its configuration, after the tensor configuration.
 void distinct_tensor_configs(const TensorMap& map, const ConfigSet& set,
-                             std::vector<std::vector<int64_t>>& unique, std::vector<int>& ids) {
-  const size_t n = set.size(), w = map.size();
+                             std::vector<std::vector<int64_t>>& unique, std::vector<int>& ids,
+                             int64_t near = 0) {
+  const size_t n = set.size(), w = map.size() + (near > 0 ? 1 : 0);
   std::vector<int64_t> flat(n * w);
-  for (size_t i = 0; i < n; ++i) ops::tensor_config(map, set.at(i), flat.data() + i * w);
+  for (size_t i = 0; i < n; ++i) {
+    ops::tensor_config(map, set.at(i), flat.data() + i * w);
+    if (near > 0) flat[i * w + w - 1] = group_on_node(set.at(i), set.dims, near);
+  }
   auto row = [&](int i) { return flat.data() + static_cast<size_t>(i) * w; };
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
@@ -207,7 +233,8 @@ std::vector<int> edge_end_ids(const Graph& g, const ConfigSet& set, const Edge& 
   std::vector<std::vector<int64_t>> unique;
   std::vector<int> ids;
   if (!producer) {
-    distinct_tensor_configs(model_of(g, e.dst).in_maps[e.dst_slot], set, unique, ids);
+    distinct_tensor_configs(model_of(g, e.dst).in_maps[e.dst_slot], set, unique, ids,
+                            gpus_per_node);
     return ids;
   }
   const TensorMap& map = model_of(g, e.src).out_maps[e.src_output];
@@ -230,10 +257,12 @@ std::vector<int> edge_end_ids(const Graph& g, const ConfigSet& set, const Edge& 
 // producer), and the prices between distinct ends, NaN until first needed.
 struct EdgePrices::Entry {
   std::vector<int> src_ids, dst_ids;
-  std::vector<Placement> placements;         // hierarchical: the producer's distinct ends
-  std::vector<std::vector<int64_t>> us, ud;  // flat: the producer's; both: the consumer's
-  std::vector<std::vector<double>> boxes;    // the consumer's boxes, empty until needed
-  std::vector<double> price;                 // src end x dst end
+  std::vector<Placement> placements;  // hierarchical: the producer's distinct ends
+  // us: flat, the producer's ends; ud: the consumer's (with nodes, each ends
+  // with group_on_node() of its configurations).
+  std::vector<std::vector<int64_t>> us, ud;
+  std::vector<std::vector<double>> boxes;  // the consumer's boxes, empty until needed
+  std::vector<double> price;               // src end x dst end
   size_t n_src = 0, n_dst = 0;
   double bytes = 0;
 };
@@ -319,7 +348,7 @@ EdgePrices::Entry& EdgePrices::entry(int edge_id, std::unique_ptr<Entry>& scratc
   }
   auto made = std::make_unique<Entry>();
   Entry& en = *made;
-  distinct_tensor_configs(in_map, configs_[e.dst], en.ud, en.dst_ids);
+  distinct_tensor_configs(in_map, configs_[e.dst], en.ud, en.dst_ids, per_node_);
   if (per_node_ > 0) {
     const ConfigSet& set = configs_[e.src];
     std::map<Placement, int> seen;
@@ -373,8 +402,8 @@ void EdgePrices::price(Entry& en, int edge_id, const std::vector<char>& need_src
       for (size_t b = 0; b < en.n_dst; ++b) {
         if (!need_dst[b] || !std::isnan(row[b])) continue;
         if (per_node_ > 0)
-          row[b] =
-              hierarchical_edge(shape, en.placements[a], en.ud[b].data(), en.boxes[b].data(), m);
+          row[b] = hierarchical_edge(shape, en.placements[a], en.ud[b].data(), en.boxes[b].data(),
+                                     en.ud[b].back() != 0, m);
         else
           row[b] = m.words(2 * ops::redistribution_words(shape, en.us[a].data(), en.ud[b].data()));
       }

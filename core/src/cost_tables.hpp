@@ -188,9 +188,11 @@ constexpr double kPairMatrixBudget = 512.0 * (1 << 20);
 // What edge `e`'s cost sees of one of its ends, per configuration of that end
 // (`producer`: e.src, else e.dst): equal ids, equal cost against every
 // configuration of the other end. The consumer is seen through its tensor
-// configuration; the producer through its tensor configuration on a flat
-// machine and through its placement on node 0 on a machine of nodes
-// (`gpus_per_node` > 0, core/docs/cluster.md). Ids are numbered in order of
+// configuration, and on a machine of nodes also through whether its devices
+// lie on device 0's node; the producer through its tensor configuration on a
+// flat machine and through its placement on node 0 on a machine of nodes
+// (`gpus_per_node` > 0: the devices of device 0's node from device 0 on,
+// Machine::near_devices(); core/docs/cluster.md). Ids are numbered in order of
 // first appearance. Time O(|set| * tensor rank), times gpus_per_node for a
 // hierarchical producer.
 std::vector<int> edge_end_ids(const Graph& g, const ConfigSet& set, const Edge& e, bool producer,
