@@ -48,6 +48,18 @@ Strategy random_strategy(const Graph& g, const Cluster& cluster, std::mt19937& r
   return s;
 }
 
+// x (8, 8) -> fc1 (units 8) -> fc2 (units 8): the edge fc1 -> fc2 carries
+// (8, 8); FC configurations are (x, units, K).
+Result<Graph> two_fcs() {
+  GraphSpec spec = testing::spec_with({{"x", {8, 8}}}, {});
+  LayerSpec fc1 = testing::layer("fc1", "FC", {"x"});
+  fc1.units = 8;
+  LayerSpec fc2 = testing::layer("fc2", "FC", {"fc1"});
+  fc2.units = 8;
+  spec.layers = {fc1, fc2};
+  return build_graph(spec);
+}
+
 double cost(const Graph& g, const Cluster& c, const Strategy& s) {
   Result<Plan> p = evaluate(g, c, s);
   REQUIRE_MESSAGE(p.ok(), testing::why(p));
@@ -132,13 +144,7 @@ TEST_CASE("cluster: an edge whose consumer splits more, on and off one node") {
   // (x, units, K). The producer unsplit, the consumer split 4 ways along its
   // rows: device 0 holds its whole box (need = own = 16), the flat model
   // moves x = 16 words (have = 0), to devices 1..3.
-  GraphSpec spec = testing::spec_with({{"x", {8, 8}}}, {});
-  LayerSpec fc1 = testing::layer("fc1", "FC", {"x"});
-  fc1.units = 8;
-  LayerSpec fc2 = testing::layer("fc2", "FC", {"fc1"});
-  fc2.units = 8;
-  spec.layers = {fc1, fc2};
-  Result<Graph> g = build_graph(spec);
+  Result<Graph> g = two_fcs();
   REQUIRE(g.ok());
   const Edge& e = g->edges[0];
   const int64_t src[] = {1, 1, 1}, dst[] = {4, 1, 1};
@@ -216,13 +222,7 @@ TEST_CASE("cluster: a hierarchical all-reduce by hand") {
 TEST_CASE("cluster: a re-distribution edge by hand") {
   // x (8, 8) -> fc1 (units 8) -> fc2 (units 8). The edge fc1 -> fc2 carries
   // (8, 8); FC configurations are (x, units, K).
-  GraphSpec spec = testing::spec_with({{"x", {8, 8}}}, {});
-  LayerSpec fc1 = testing::layer("fc1", "FC", {"x"});
-  fc1.units = 8;
-  LayerSpec fc2 = testing::layer("fc2", "FC", {"fc1"});
-  fc2.units = 8;
-  spec.layers = {fc1, fc2};
-  Result<Graph> g = build_graph(spec);
+  Result<Graph> g = two_fcs();
   REQUIRE(g.ok());
   Cluster cluster{
       .devices = 4, .tflops = 1, .bandwidth_gbps = 8, .gpus_per_node = 2, .intra_node_gbps = 80};
