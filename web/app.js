@@ -26,6 +26,7 @@ const ui = {
   batch: $('batch'),
   seq: $('seq'),
   order: $('order'),
+  search: $('search'),
   pow2Only: $('pow2-only'),
   maxMemory: $('max-memory'),
   planButton: $('plan-button'),
@@ -77,6 +78,7 @@ const errors = new ErrorBox(
     seq: ui.seq,
     model: ui.modelSelect,
     order: ui.order,
+    search: ui.search,
     pow2_only: ui.pow2Only,
     max_memory: ui.maxMemory,
     ...pipelineOptions.controls,
@@ -106,6 +108,8 @@ const results = new Results({
   splitHint: $('split-hint'),
   filter: { select: $('layer-filter'), count: $('filter-count'), clear: $('filter-clear') },
   noFit: { box: $('no-fit'), need: $('no-fit-need'), message: $('no-fit-message'), hint: $('no-fit-hint') },
+  planOf: $('plan-of'),
+  bound: $('plan-bound'),
 });
 
 // The device sweep, in a worker of its own (sweep.js); its requests are the
@@ -140,13 +144,16 @@ const source = new GraphSource(
     errors,
     setStatus,
     onNewGraph: () => {
-      // A plan of the old graph is moot once a new graph arrives; stopping it
-      // also frees the worker to check the file at once.
+      // A plan of the old graph is moot once a file is chosen; stopping it
+      // also frees the worker to check the file at once, and keeps its late
+      // answer off the status line, which is about the file now.
       if (planning.running) planning.cancelPlan('Plan cancelled: a new graph was loaded.');
       planning.cancelComparison('Comparison cancelled: a new graph was loaded.');
       sweep.cancel('Sweep cancelled: a new graph was loaded.');
     },
     onStale: () => results.markStale(),
+    // A refused file: the plan on display says it is of the graph before it.
+    onRefused: (refused) => results.showRefused(refused),
     onChange: () => updateUrl(),
     // The import is still the pending choice here: plan without waiting for it.
     onImported: () => planning.planCurrent(),
@@ -179,11 +186,13 @@ function setStatus(text) {
 
 // ---- Inputs ---------------------------------------------------------------------
 
-/** The search options' fields: pow2_only when checked, max_memory (bytes,
+/** The search options' fields: search when not auto (exact, or bounded:
+ *  core/docs/bounded-search.md), pow2_only when checked, max_memory (bytes,
  *  from GiB) when given, pipeline when it has more than one stage or
  *  micro-batch (and `pipeline` is true); the core's defaults otherwise. */
 function searchOptions({ pipeline = true } = {}) {
   const options = {};
+  if (ui.search.value !== 'auto') options.search = ui.search.value;
   if (ui.pow2Only.checked) options.pow2_only = true;
   const gib = numberValue(ui.maxMemory);
   // A negative value is sent as it is, for the core to refuse at max_memory.
@@ -216,6 +225,7 @@ function pageState() {
       : current),
     ...clusterForm.pageState(),
     order: ui.order.value,
+    search: ui.search.value,
     pow2Only: ui.pow2Only.checked,
     maxMemory: numberValue(ui.maxMemory),
     pipeline: pipelineOptions.pageState(),
@@ -270,7 +280,7 @@ function wireControls() {
       if (event.key === 'Enter' && !ui.planButton.disabled) planning.start();
     });
   }
-  for (const input of [ui.order, ui.pow2Only, ui.maxMemory]) {
+  for (const input of [ui.order, ui.search, ui.pow2Only, ui.maxMemory]) {
     input.addEventListener(input === ui.maxMemory ? 'input' : 'change', () => {
       input.removeAttribute('aria-invalid');
       results.markStale();
@@ -292,6 +302,8 @@ function wireControls() {
     else planning.cancelComparison();
   });
   ui.shareButton.addEventListener('click', copyLink);
+  // Closing a refused file's error: Plan plans the source chosen before it again.
+  $('error-close').addEventListener('click', () => source.forgetRefused());
 }
 
 async function init() {
@@ -304,11 +316,14 @@ async function init() {
   clusterForm.restore(initial);
   results.showSplitHint(clusterForm.pageState().devices);
   if (initial.order) ui.order.value = initial.order;
+  // A search the select does not offer keeps auto.
+  const search = [...ui.search.options].some((o) => o.value === initial.search) ? initial.search : 'auto';
+  ui.search.value = search;
   ui.pow2Only.checked = initial.pow2Only;
   if (initial.maxMemory !== null) ui.maxMemory.value = String(initial.maxMemory);
   const piped = pipelineOptions.restore(initial.pipeline);
   // The search options folded away are shown when the link sets them.
-  if (initial.pow2Only || initial.maxMemory !== null || piped) $('search-details').open = true;
+  if (search !== 'auto' || initial.pow2Only || initial.maxMemory !== null || piped) $('search-details').open = true;
 
   state.client = new PlannerClient('worker.js');
   const examples = source.loadExamples();

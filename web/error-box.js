@@ -20,6 +20,7 @@ function relativeTo(where, prefix) {
 export class ErrorBox {
   #ui;
   #controls;
+  #shown = null; // {title, message, where} on display, or null
 
   /**
    * @param {{box: HTMLElement, title: HTMLElement, message: HTMLElement, close: HTMLElement}} ui
@@ -35,6 +36,7 @@ export class ErrorBox {
   /** Shows `message` under `title`; `where` names the offending field, if any. */
   show(title, message, where = '') {
     const ui = this.#ui;
+    this.#shown = { title, message, where };
     ui.title.textContent = title;
     ui.message.replaceChildren(...(where ? [el('code', { text: where }), ': '] : []), message);
     ui.box.hidden = false;
@@ -45,7 +47,13 @@ export class ErrorBox {
     if (details) details.open = true;
   }
 
+  /** The error on display, {title, message, where} as show() got them (to show it again), or null. */
+  get shown() {
+    return this.#shown;
+  }
+
   clear() {
+    this.#shown = null;
     this.#ui.box.hidden = true;
     this.#ui.message.textContent = '';
     for (const control of this.#controls.values()) control.removeAttribute('aria-invalid');

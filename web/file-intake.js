@@ -4,7 +4,12 @@
 // Hugging Face config.json of a language model) is imported by the module
 // instead (in the worker, which reads the file in slices: no size limit for
 // ONNX). Every refusal is shown in the error box and the status line and
-// leaves the source as it was.
+// leaves the source as it was, and is kept as the source's `refused` choice
+// until the next choice (or until the error is closed): Plan then shows the
+// file's error again rather than plan the graph before it (planning.js).
+// Choosing a file stops at once whatever runs on the graph before it (its
+// plan, comparison and sweep), so that nothing about that graph lands on the
+// status line after the file's own outcome.
 //
 // This module owns the file input, the drop target and the form asking for
 // an ONNX model's dynamic dimensions, and imports an imported model again
@@ -53,7 +58,7 @@ export class FileIntake {
    *   with a PlannerError, whose `missingDims` lists the dynamic dimensions to ask for
    * @param {import('./error-box.js').ErrorBox} hooks.errors
    * @param {(text: string) => void} hooks.setStatus
-   * @param {() => void} hooks.onNewGraph a file is about to be checked: work on the old graph is moot
+   * @param {() => void} hooks.onNewGraph a file was chosen: work on the old graph is moot
    * @param {() => void} hooks.onImported a model file was imported and is the source: plan it
    * @param {() => import('./source.js').Source|null} hooks.current the current source
    * @param {() => number} hooks.newChoice counts a new choice and returns its number
@@ -62,6 +67,8 @@ export class FileIntake {
    *   the pending choice `name`, and resolves to its outcome
    * @param {(upload: object) => void} hooks.loaded the file's graph is the source now:
    *   {fileName, text, batch} for a graph document, {fileName, text, imported} for an import
+   * @param {(refused: import('./source.js').Refused|null) => void} hooks.setRefused records
+   *   the latest choice as refused (null: forgets it)
    */
   constructor(ui, hooks) {
     this.#ui = ui;
@@ -118,8 +125,9 @@ export class FileIntake {
    * Checks a file and, if it is a valid graph, makes it the source; a model
    * file (ONNX, or a JSON document that is a Hugging Face config) is
    * imported instead. Every refusal is shown in the error box and the status
-   * line ("x.json was not loaded.") and leaves the source as it was. Until
-   * it is done the file is the source's pending choice (GraphSource's
+   * line ("x.json was not loaded.") and leaves the source as it was, and
+   * the file is the source's `refused` choice until the next one. Until it
+   * is done the file is the source's pending choice (GraphSource's
    * `pending`). Resolves to the outcome (see #pending in source.js).
    */
   async accept(file) {
@@ -130,14 +138,29 @@ export class FileIntake {
     return this.#hooks.track(file.name, this.#accept(file, choice));
   }
 
+  /**
+   * Ends the choice of `name`, which did not become the source: the status
+   * line says it was not `verb` ('loaded', 'imported'; `detail` adds why)
+   * and, with the error that says why (by default the one the error box was
+   * just given), the source keeps it as its `refused` choice. Returns the
+   * outcome 'refused'.
+   */
+  #refused(name, verb, { detail = '', error = this.#hooks.errors.shown } = {}) {
+    this.#hooks.setStatus(`${name} was not ${verb}${detail}.`);
+    if (error) this.#hooks.setRefused({ name, verb, error, asked: false });
+    return 'refused';
+  }
+
   async #accept(file, choice) {
     const { errors, setStatus } = this.#hooks;
     errors.clear();
     this.closeDimsForm();
+    // The graph before it is left at once: a plan of it still running would
+    // otherwise land after this file's refusal, as if Plan had planned it.
+    this.#hooks.onNewGraph();
     const refuse = (title, message) => {
       errors.show(title, message);
-      setStatus(`${file.name} was not loaded.`);
-      return 'refused';
+      return this.#refused(file.name, 'loaded');
     };
     setStatus(`Reading ${file.name}…`);
     let prefix;
@@ -169,7 +192,6 @@ export class FileIntake {
       // byte order mark, which the importer would not take for JSON).
       return this.#importModel(new File([text], file.name, { type: 'application/json' }), choice, { kind: 'config' });
     }
-    this.#hooks.onNewGraph();
     setStatus(`Checking ${file.name}…`);
     try {
       await this.#hooks.validate(text);
@@ -178,12 +200,10 @@ export class FileIntake {
       if (e.kind === 'cancelled') {
         // Only a newer choice cancels a check (onNewGraph stops plans, not
         // checks); say so rather than leave "Checking" on the status line.
-        setStatus(`${file.name} was not loaded: the check was cancelled.`);
-        return 'refused';
+        return this.#refused(file.name, 'loaded', { detail: ': the check was cancelled', error: null });
       }
       errors.showPlannerError(e, { file: file.name });
-      setStatus(`${file.name} was not loaded.`);
-      return 'refused';
+      return this.#refused(file.name, 'loaded');
     }
     if (!this.#hooks.isLatest(choice)) return 'superseded';
     this.#hooks.loaded({ fileName: file.name, text, batch: graphBatch(text) });
@@ -219,19 +239,17 @@ export class FileIntake {
       result = await this.#hooks.importModel(file, options);
     } catch (e) {
       if (!this.#hooks.isLatest(choice)) return 'superseded';
-      if (e.kind === 'cancelled') {
-        setStatus(`${file.name} was not imported: the import was cancelled.`);
-        return 'refused';
-      }
+      if (e.kind === 'cancelled') return this.#refused(file.name, 'imported', { detail: ': the import was cancelled', error: null });
       if (e.missingDims?.length) {
         this.#askDims(file, e.missingDims, dims, batch);
         setStatus(`${file.name} has dynamic dimensions: give their sizes to import it.`);
+        // Not yet refused, but not the source either: Plan asks for the sizes.
+        this.#hooks.setRefused({ name: file.name, verb: 'imported', error: null, asked: true });
         return 'asked';
       }
       if (e.kind === 'module') errors.showPlannerError(e);
       else errors.show(`Could not import ${file.name}`, e.message, e.where);
-      setStatus(`${file.name} was not imported.`);
-      return 'refused';
+      return this.#refused(file.name, 'imported');
     }
     if (!this.#hooks.isLatest(choice)) return 'superseded';
     const imported = {
@@ -269,6 +287,8 @@ export class FileIntake {
       },
       onCancel: () => {
         this.closeDimsForm();
+        // The user gave the file up: Plan plans the source again.
+        this.#hooks.setRefused(null);
         this.#hooks.setStatus(`${file.name} was not imported.`);
       },
     });

@@ -14,33 +14,49 @@
 // so a capped request counts three searches. A pipeline search makes the
 // whole-graph searches the estimate's pipeline.whole_graph_searches counts
 // (S = M = 1 under "auto", for the comparison), and plans its stages on
-// top: it counts those searches, and the message says "at least". A
-// search whose tables are over the request's table limit is refused at once
-// by the plan itself: nothing to announce. Fixed costs (enumeration, cost
-// tables) are not counted: they are what the estimate itself takes, already
-// spent.
+// top: it counts those searches, and the message says "at least". When the
+// exact search's tables are over the request's table limit, the plan runs
+// the bounded search instead (search "auto", core/docs/bounded-search.md):
+// the estimate then says search.method "bounded", and its pairs are the
+// bounded search's budget (at most search.rounds rounds of a fixed size), so
+// the time is at most what they take, and the message says "at most". Only
+// a search held to the exact one (search "exact": the estimate's method
+// "exact") with tables over the limit is refused at once by the plan itself:
+// nothing to announce. Fixed costs (enumeration, cost tables, the bounded
+// search's bound) are not counted: they are what the estimate itself
+// takes, already spent.
 
 import { el } from './views/dom.js';
-import { formatSeconds } from './format.js';
+import { formatBytes, formatSeconds } from './format.js';
 
 export const nsPerPair = 0.6;
 export const searchesUnderCap = 3;
 // Above this many seconds the page asks first.
 export const confirmAboveSeconds = 5;
 
+/** Whether the estimate is of the bounded search (its pairs are then its budget). */
+export function isBounded(estimate) {
+  return estimate?.search?.method === 'bounded';
+}
+
 /**
  * The seconds a plan request's search is expected to take, from the
  * module's estimate document (estimate_json(): {memory_capped, max_memory,
- * search: {pairs, peak_bytes}, pipeline?: {whole_graph_searches}}); 0 when
- * the plan would refuse it over the table limit, null when the document
- * gives no pairs. For a pipeline, the whole-graph searches alone: its stage
- * plans come on top (core/docs/formats.md, "Estimate").
+ * search: {method, pairs, peak_bytes, rounds?}, pipeline?:
+ * {whole_graph_searches}}); for the bounded search (method "bounded") at
+ * most this long; 0 when the plan would refuse the exact search over the
+ * table limit, null when the document gives no pairs. For a pipeline, the
+ * whole-graph searches alone: its stage plans come on top
+ * (core/docs/formats.md, "Estimate").
  */
 export function estimatedSeconds(estimate) {
   const pairs = estimate?.search?.pairs;
   if (!Number.isFinite(pairs) || pairs < 0) return null;
   const limit = estimate.max_memory;
-  if (Number.isFinite(limit) && limit > 0 && estimate.search.peak_bytes > limit) return 0;
+  // The exact search only (an estimate without a method is of a module from
+  // before the bounded search, which was always exact): the bounded search's
+  // peak_bytes is its round budget, never refused.
+  if (!isBounded(estimate) && Number.isFinite(limit) && limit > 0 && estimate.search.peak_bytes > limit) return 0;
   const searches = Math.max(1, estimate.pipeline?.whole_graph_searches ?? 1);
   return (pairs * nsPerPair * 1e-9) * (estimate.memory_capped ? searchesUnderCap : 1) * searches;
 }
@@ -104,27 +120,35 @@ export class LongSearchDialog {
   }
 }
 
-/** "about 42 s", or for a pipeline (the estimate's `pipeline`) "at least 42 s". */
-export function durationPhrase(seconds, pipeline = null) {
-  return `${pipeline ? 'at least' : 'about'} ${formatDuration(seconds)}`;
+/**
+ * "about 42 s"; for a pipeline (the estimate's `pipeline`) "at least 42 s",
+ * for the bounded search (`bounded`) "at most 42 s".
+ */
+export function durationPhrase(seconds, pipeline = null, bounded = false) {
+  return `${pipeline ? 'at least' : bounded ? 'at most' : 'about'} ${formatDuration(seconds)}`;
 }
 
 /**
  * The dialog's text for a search of `seconds`: "about 2.8 min ... (1.2e10
  * pairs)"; with `pipeline` (the estimate's), "at least", and the searches
- * counted.
+ * counted; with `bounded` (the estimate's search, method "bounded"), "at
+ * most", and the bounded search's budget of rounds.
  */
-export function longSearchMessage(what, seconds, { pairs, capped = false, then = '', pipeline = null } = {}) {
+export function longSearchMessage(what, seconds, { pairs, capped = false, then = '', pipeline = null, bounded = null } = {}) {
   const whole = pipeline?.whole_graph_searches ?? 0;
   const counted = !pipeline
     ? ''
     : whole > 0
       ? `, ${whole} whole-graph ${whole === 1 ? 'search' : 'searches'} of the pipeline (its stage plans come on top)`
       : ', the pipeline\'s stage plans as one search of the whole graph';
+  const budget = bounded
+    ? ` (the bounded search's budget: at most ${bounded.rounds} rounds, since the exact search would need`
+      + ` ${formatBytes(bounded.exact_peak_bytes)} of tables)`
+    : '';
   return [
-    el('strong', { text: `${what} will take ${durationPhrase(seconds, pipeline)}.` }),
+    el('strong', { text: `${what} will take ${durationPhrase(seconds, pipeline, Boolean(bounded))}.` }),
     ' ',
-    `The estimate counts ${Number.isFinite(pairs) ? pairs.toExponential(2) : 'its'} table pairs at ${nsPerPair} ns each`
+    `The estimate counts ${Number.isFinite(pairs) ? pairs.toExponential(2) : 'its'} table pairs${budget} at ${nsPerPair} ns each`
       + `${capped ? `, ${searchesUnderCap} searches under the memory cap` : ''}${counted}; the page stays usable meanwhile and Cancel stops it.`,
     then ? ` ${then}` : '',
   ];

@@ -1,16 +1,17 @@
 // What Plan (or Enter) does: wait for a file or example still being checked
-// (source.js), estimate the search and, above the long-search threshold, ask
-// whether to go on (long-search.js), plan in the page's worker and show the
-// result (results.js), then compare it with the baselines (views/compare.js),
-// or only offer to after a long search. Also Cancel, which stops whichever of
-// the plan and its comparison is running, the progress bar and whether the
-// page is planning. The request's text, the worker and the other parts of the
-// page are app.js's, handed in as hooks.
+// (source.js), or, when the latest choice failed, show why again rather than
+// plan the graph chosen before it; estimate the search and, above the
+// long-search threshold, ask whether to go on (long-search.js), plan in the
+// page's worker and show the result (results.js), then compare it with the
+// baselines (views/compare.js), or only offer to after a long search. Also
+// Cancel, which stops whichever of the plan and its comparison is running,
+// the progress bar and whether the page is planning. The request's text, the
+// worker and the other parts of the page are app.js's, handed in as hooks.
 
 import { formatSeconds } from './format.js';
 import { renderComparison, renderComparisonMessage } from './views/compare.js';
 import { parseNoFit } from './results.js';
-import { confirmAboveSeconds, durationPhrase, estimatedSeconds, longSearchMessage } from './long-search.js';
+import { confirmAboveSeconds, durationPhrase, estimatedSeconds, isBounded, longSearchMessage } from './long-search.js';
 
 // The comparison's MCMC search gets a fixed proposal budget and no time
 // limit, so the page shows the same numbers on every machine (compare.hpp,
@@ -71,7 +72,7 @@ export class Planning {
    * imported: waits for it, so that the click plans what was just chosen
    * rather than the graph before it. Resolves to whether to go on planning;
    * when not, the status line says why (the check's refusal, the dimensions
-   * to give) or a newer click or choice took over.
+   * to give: #sayWhyNot) or a newer click or choice took over.
    */
   async #waitForPendingChoice() {
     const { source, setStatus } = this.#hooks;
@@ -86,20 +87,47 @@ export class Planning {
     if (outcome === 'loaded') return true;
     // An import plans the model itself once it is in: it is planning now.
     if (outcome === 'imported' || outcome === 'superseded') return false;
-    if (outcome === 'refused') setStatus(`${pending.name} was not loaded, so nothing was planned.`);
+    if (!this.#sayWhyNot()) setStatus(`${pending.name} was not loaded, so nothing was planned.`);
     return false;
   }
 
-  /** What Plan and Enter do: plan the current source, once a pending choice is in. */
+  /**
+   * When the latest choice failed (the source's `refused`), Plan does not
+   * plan the source chosen before it, which the select still shows: it shows
+   * the file's error again and says on the status line that nothing was
+   * planned, and how to plan that source (close the error, or give a
+   * model's dynamic dimensions or cancel them). Returns whether it said so.
+   */
+  #sayWhyNot() {
+    const { source, errors, setStatus } = this.#hooks;
+    const refused = source.refused;
+    if (!refused) return false;
+    const current = source.current ? source.label() : null;
+    if (refused.asked) {
+      setStatus(`${refused.name} has dynamic dimensions: give their sizes to import it${current ? `, or cancel to plan ${current}` : ''}.`);
+      return true;
+    }
+    const { title, message, where } = refused.error;
+    errors.show(title, message, where);
+    setStatus(`${refused.name} was not ${refused.verb}, so nothing was planned.${current ? ` Close the error to plan ${current}.` : ''}`);
+    return true;
+  }
+
+  /**
+   * What Plan and Enter do: plan the current source, once a pending choice
+   * is in; if the latest choice failed, say why instead.
+   */
   async start() {
     if (this.#hooks.source.pending && !(await this.#waitForPendingChoice())) return;
+    if (this.#sayWhyNot()) return;
     await this.planCurrent();
   }
 
   /**
    * Estimates the search of `request` with `client` and, above
    * confirmAboveSeconds, asks whether to go on (long-search.js). Resolves to
-   * {go, seconds, pipeline} (pipeline: the estimate's, when it asked);
+   * {go, seconds, pipeline, bounded} (pipeline: the estimate's, when it
+   * asked; bounded: whether the estimate is the bounded search's budget);
    * seconds is null when the estimate failed, and then the
    * search goes on, for the plan to report the error with its field. Rejects
    * only when the call was cancelled.
@@ -115,9 +143,10 @@ export class Planning {
     const seconds = estimatedSeconds(estimate);
     if (!(seconds > confirmAboveSeconds)) return { go: true, seconds };
     const pipeline = estimate.pipeline ?? null;
-    const message = longSearchMessage(what, seconds, { pairs: estimate.search.pairs, capped: estimate.memory_capped, then, pipeline });
-    this.#hooks.setStatus(`${what} would take ${durationPhrase(seconds, pipeline)}: plan anyway, or cancel.`);
-    return { go: await this.#hooks.longSearch.ask(message, 'Plan anyway'), seconds, pipeline };
+    const bounded = isBounded(estimate) ? estimate.search : null;
+    const message = longSearchMessage(what, seconds, { pairs: estimate.search.pairs, capped: estimate.memory_capped, then, pipeline, bounded });
+    this.#hooks.setStatus(`${what} would take ${durationPhrase(seconds, pipeline, Boolean(bounded))}: plan anyway, or cancel.`);
+    return { go: await this.#hooks.longSearch.ask(message, 'Plan anyway'), seconds, pipeline, bounded: Boolean(bounded) };
   }
 
   /** Plans the current source now (an imported model's own plan, and start()). */
@@ -161,7 +190,7 @@ export class Planning {
         'The comparison with the baselines, which searches again, is then offered rather than started.');
       if (this.running !== token) return;
       if (!check.go) {
-        setStatus(`Not planned: the search for ${label} would take ${durationPhrase(check.seconds, check.pipeline)}.`);
+        setStatus(`Not planned: the search for ${label} would take ${durationPhrase(check.seconds, check.pipeline, check.bounded)}.`);
         return;
       }
       long = check.seconds > confirmAboveSeconds;
@@ -180,7 +209,7 @@ export class Planning {
       // ("ResNet-101", not its id "resnet101"); a file's graph by its own name
       // (an imported model's is derived from the file), or the file's when the
       // document has none.
-      results.show(plan, { title: planning.kind === 'model' || !plan.graph ? label : plan.graph });
+      results.show(plan, { title: planning.kind === 'model' || !plan.graph ? label : plan.graph, label });
       this.#setProgress(1);
       setStatus(`Planned ${label} in ${formatSeconds((performance.now() - started) / 1000)}.`);
       planned = plan;

@@ -1,5 +1,6 @@
-// The results of one plan: the headline (step time, cost, what was planned),
-// the cost breakdown, the memory per GPU, the layer graph, the layers grouped
+// The results of one plan: the headline (step time, cost, what was planned)
+// with what the plan is worth (proven optimal, or its lower bound and gap:
+// views/bound.js), the cost breakdown, the memory per GPU, the layer graph, the layers grouped
 // by how they are split (the result's summary) and the strategy table, kept
 // in step with each other, and the download of the plan-result
 // document. Also the "does not fit" state: a plan refused because no
@@ -7,7 +8,9 @@
 // here rather than as an input error.
 //
 // Results stay visible after an input changes, but dimmed ("stale"): they no
-// longer answer the question the form asks.
+// longer answer the question the form asks. When the latest choice of graph
+// failed (a refused file, source.js), a note above them says which graph they
+// are of, and that it is not that file's.
 //
 // The layer table can be filtered to one group of the summary: the select
 // above it, or a click on a summary row; "Showing N of M layers" and Clear
@@ -22,6 +25,7 @@ import { renderTable, highlightRow, filterTable } from './views/table.js';
 import { renderGraph, renderLegend, highlightVertex } from './views/graph.js';
 import { renderBreakdown } from './views/charts.js';
 import { renderMemory } from './views/memory.js';
+import { renderBound } from './views/bound.js';
 import { renderSummary, markSummaryGroup } from './views/summary.js';
 import { renderStageStrip } from './views/pipeline.js';
 import { el } from './views/dom.js';
@@ -60,14 +64,17 @@ export class Results {
   /** the result document on display, or null */
   plan = null;
   #text = ''; // ... and its JSON for the download
+  #label = ''; // ... and how the status line names its graph ("attention_block.json")
+  #refused = null; // the refused choice the plan is not of (source.js), or null
   #ui;
   #filter = null; // the vertex ids the table shows, or null: all
 
   /**
    * @param {{stepTime, stepNote, totalCost, costNote, planTitle, pipelineLabel, stageStrip,
    *          planNote, downloadButton, breakdown, memory, graph, legend, summary, table, splitHint,
-   *          filter: {select, count, clear}, noFit: {box, need, message, hint}}} ui
-   *   the elements of the results area
+   *          filter: {select, count, clear}, noFit: {box, need, message, hint}, planOf, bound}} ui
+   *   the elements of the results area (planOf: the note on which graph they are of;
+   *   bound: the sentence on whether the plan is proven optimal)
    */
   constructor(ui) {
     this.#ui = ui;
@@ -84,13 +91,16 @@ export class Results {
 
   /**
    * Shows `plan` (a plan-result document). `title` names the graph in the
-   * headline, as the status line does ("ResNet-101", "my-net.json"); the
-   * result's own name (the network's id) by default.
+   * headline ("ResNet-101", "attention-block"), the result's own name (the
+   * network's id) by default; `label` as the status line does
+   * ("attention_block.json"), the title by default.
    */
-  show(plan, { title = plan.graph } = {}) {
+  show(plan, { title = plan.graph, label = title } = {}) {
     const ui = this.#ui;
     this.plan = plan;
     this.#text = `${JSON.stringify(plan, null, 2)}\n`;
+    this.#label = label;
+    this.#showPlanOf();
     this.clearNoFit();
     document.body.classList.remove('stale');
     document.body.classList.add('has-plan');
@@ -119,7 +129,10 @@ export class Results {
     const s = plan.search ?? {};
     // The graph's parameter count, in results that carry it.
     const parameters = Number.isFinite(plan.parameters) ? ` · ${parametersText(plan.parameters)}` : '';
-    ui.planNote.textContent = `${linksText(c)} · ${plan.vertices.length} layers${parameters} · searched ${formatCount(s.table_entries)} table entries in ${formatSeconds(s.time_s)}`;
+    // The bounded search sums its rounds' tables (core/docs/bounded-search.md).
+    const how = s.method === 'bounded' ? ` (bounded search, ${s.rounds} round${s.rounds === 1 ? '' : 's'})` : '';
+    ui.planNote.textContent = `${linksText(c)} · ${plan.vertices.length} layers${parameters} · searched ${formatCount(s.table_entries)} table entries in ${formatSeconds(s.time_s)}${how}`;
+    renderBound(ui.bound, plan);
     ui.downloadButton.disabled = false;
     renderBreakdown(ui.breakdown, plan, { onSelect: (id) => this.#select(id) });
     renderMemory(ui.memory, plan);
@@ -234,6 +247,34 @@ export class Results {
 
   clearNoFit() {
     this.#ui.noFit.box.hidden = true;
+  }
+
+  /**
+   * Notes above the plan on display that it is of the graph planned before
+   * `refused` (source.js's Refused), the latest choice, which did not become
+   * the source: "This plan is of attention_block.json, not of bad.json,
+   * which was not loaded." null takes the note away.
+   * @param {import('./source.js').Refused|null} refused
+   */
+  showRefused(refused) {
+    this.#refused = refused;
+    this.#showPlanOf();
+  }
+
+  #showPlanOf() {
+    const note = this.#ui.planOf;
+    const refused = this.#refused;
+    note.hidden = !(refused && this.plan);
+    // The results are dimmed too, as stale ones are.
+    document.body.classList.toggle('other-graph', !note.hidden);
+    if (note.hidden) {
+      note.textContent = '';
+      return;
+    }
+    const why = refused.asked ? 'which waits for the sizes of its dynamic dimensions' : `which was not ${refused.verb}`;
+    // A file chosen again under the plan's name, changed and now refused.
+    const other = refused.name === this.#label ? `the ${refused.name} chosen since` : refused.name;
+    note.textContent = `This plan is of ${this.#label}, not of ${other}, ${why}.`;
   }
 
   markStale() {

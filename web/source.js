@@ -10,7 +10,9 @@
 // dimensions are file-intake.js's. A graph document becomes the source only
 // once it has passed the size check, JSON.parse and the module's validate();
 // a model file once the module has imported it. Until then the previous
-// source stays.
+// source stays. A choice that fails is kept as `refused` until the next
+// choice, so that Plan says why it failed rather than plan the source before
+// it (planning.js).
 
 import { el } from './views/dom.js';
 import { formatCount, formatParameters } from './format.js';
@@ -52,6 +54,14 @@ function modelOption(model) {
  *   an upload is a graph document, or one imported from a model file (`imported`)
  */
 
+/**
+ * @typedef {{name: string, verb: 'loaded'|'imported',
+ *            error: {title: string, message: string, where: string}|null, asked: boolean}} Refused
+ *   the latest choice, a file (or an example), which did not become the source: `name` is
+ *   the file's; it was not `verb`, for the reason `error` (the error box's, to show again),
+ *   or (`asked`) the form of dynamic dimensions waits for its sizes
+ */
+
 export class GraphSource {
   /** [{name, description, default_batch, default_seq, llm, parameters, ...}] from the module */
   models = [];
@@ -61,6 +71,12 @@ export class GraphSource {
   current = null;
   /** the last uploaded graph, kept selectable: {fileName, text, imported?} */
   upload = null;
+  /**
+   * @type {Refused|null} the latest choice, when it failed: Plan then says why
+   * rather than plan `current`, the source before it. A new choice, or the
+   * error box closed (forgetRefused()), forgets it.
+   */
+  refused = null;
   #ui;
   #hooks;
   /** @type {FileIntake} */
@@ -88,8 +104,10 @@ export class GraphSource {
    *   with a PlannerError, whose `missingDims` lists the dynamic dimensions to ask for
    * @param {import('./error-box.js').ErrorBox} hooks.errors
    * @param {(text: string) => void} hooks.setStatus
-   * @param {() => void} hooks.onNewGraph a file is about to be checked: work on the old graph is moot
+   * @param {() => void} hooks.onNewGraph a file was chosen: work on the old graph is moot
    * @param {() => void} hooks.onStale the results no longer answer the form
+   * @param {(refused: Refused|null) => void} hooks.onRefused the latest choice failed
+   *   (`refused`), or that is forgotten (null)
    * @param {() => void} hooks.onChange the source changed (the URL follows it)
    * @param {() => void} hooks.onImported a model file was imported and is the source: plan it
    *
@@ -110,11 +128,33 @@ export class GraphSource {
       onNewGraph,
       onImported,
       current: () => this.current,
-      newChoice: () => ++this.#choice,
+      newChoice: () => this.#newChoice(),
       isLatest: (choice) => choice === this.#choice,
       track: (name, work) => this.#track(name, work),
       loaded: (upload) => this.#loaded(upload),
+      setRefused: (refused) => this.#setRefused(refused),
     });
+  }
+
+  /** Counts a new choice, which ends a refused one; returns its number. */
+  #newChoice() {
+    this.#setRefused(null);
+    return ++this.#choice;
+  }
+
+  #setRefused(refused) {
+    if (!refused && !this.refused) return;
+    this.refused = refused;
+    this.#hooks.onRefused(refused);
+  }
+
+  /**
+   * The user closed the error box of a refused file: the refusal is seen,
+   * and Plan plans the current source again. (A form of dynamic dimensions
+   * still waiting stays: its Cancel gives the file up.)
+   */
+  forgetRefused() {
+    if (this.refused && !this.refused.asked) this.#setRefused(null);
   }
 
   /**
@@ -293,7 +333,7 @@ export class GraphSource {
   async #chooseFromSelect() {
     const ui = this.#ui;
     const value = ui.select.value;
-    const choice = ++this.#choice;
+    const choice = this.#newChoice();
     this.#files.closeDimsForm();
     this.#hooks.onStale();
     if (value === uploadValue && this.upload) {
@@ -308,6 +348,7 @@ export class GraphSource {
           if (choice !== this.#choice) return 'superseded';
           this.#hooks.errors.show('Could not load the example', e.message);
           this.#hooks.setStatus(`${name}.json was not loaded.`);
+          this.#setRefused({ name: `${name}.json`, verb: 'loaded', error: this.#hooks.errors.shown, asked: false });
           this.#sync();
           return 'refused';
         }

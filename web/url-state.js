@@ -10,8 +10,10 @@
 //                                             nodes of 8 GPUs with 450 GB/s inside
 //                                             (bw is then between nodes), 80 GiB per
 //                                             GPU, ZeRO stage 1, the training's bytes
-//   ...&pow2=1&maxmem=8                       search options: powers of two only, a
-//                                             search table limit of 8 GiB (0: none)
+//   ...&search=bounded&pow2=1&maxmem=8        search options: the search (exact or
+//                                             bounded; auto when absent), powers of
+//                                             two only, a search table limit of 8 GiB
+//                                             (0: none)
 //   ...&stages=2&mb=auto&sched=gpipe          a pipeline: stages, micro-batches (a
 //                                             count or auto), the GPipe schedule
 //
@@ -19,8 +21,8 @@
 // the cluster editor existed has no gpn, mem, zero or byte counts, and plans
 // on a flat ring without a memory cap, as it did. ZeRO 0 and byte counts
 // equal to the defaults are left out, and so are the search options when
-// they are the defaults (every split, the planner's own table limit, one
-// stage, one micro-batch, 1F1B).
+// they are the defaults (the auto search, every split, the planner's own
+// table limit, one stage, one micro-batch, 1F1B).
 // Nothing here validates values: the module reports bad ones with the field
 // they came from.
 
@@ -43,6 +45,7 @@ export const maxGraphFragment = 48 * 1024;
  * @typedef {{source: Source|null, devices: number|null, tflops: number|null,
  *            bandwidth: number|null, gpusPerNode: number|null, intraBandwidth: number|null,
  *            memory: number|null, training: Training, order: string|null,
+ *            search: string|null ('auto', 'exact', 'bounded'; null: auto),
  *            pow2Only: boolean, maxMemory: number|null (GiB), pipeline: Pipeline,
  *            embed: boolean, hasPlanState: boolean}} PageState
  * @typedef {{stages: string|null, microbatches: string|null, schedule: string|null}} Pipeline
@@ -88,6 +91,7 @@ export async function readState(href) {
     memory: numberParam(params, 'mem'),
     training: Object.fromEntries(trainingParams.map(([key, name]) => [key, numberParam(params, name)])),
     order: params.get('order'),
+    search: textParam(params, 'search'),
     pow2Only: params.get('pow2') === '1',
     maxMemory: numberParam(params, 'maxmem'),
     pipeline: { stages: textParam(params, 'stages'), microbatches: textParam(params, 'mb'), schedule: textParam(params, 'sched') },
@@ -133,6 +137,7 @@ export async function writeState(base, state) {
     if (value != null && value !== '' && value !== trainingDefaults[key]) params.set(name, String(value));
   }
   if (state.order && state.order !== 'genseq') params.set('order', state.order);
+  if (state.search && state.search !== 'auto') params.set('search', state.search);
   if (state.pow2Only) params.set('pow2', '1');
   if (state.maxMemory != null && state.maxMemory !== '') params.set('maxmem', String(state.maxMemory));
   const pipeline = state.pipeline ?? {};

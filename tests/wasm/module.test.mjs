@@ -13,6 +13,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { loadModule, repo, siteDir } from './load-module.mjs';
+import { onnxBytes, onnxModel } from './onnx-fixtures.mjs';
 
 const cliPath = path.resolve(repo, process.env.PASE_CLI ?? 'build/pase');
 const examplesDir = path.join(repo, 'examples/graphs');
@@ -139,18 +140,25 @@ test('errors: an invalid graph names the layer and field', () => {
 });
 
 test('errors: a plan over the memory limit is refused, not attempted', () => {
-  // BFS on the transformer has dependent sets of dozens of vertices: the memory
-  // guard must refuse it up front (an attempt would abort or hang the module).
-  const doc = plan({ model: 'transformer', cluster: { devices: 64 }, order: 'bfs' });
+  // BFS on the transformer has dependent sets of dozens of vertices: held to
+  // the exact search, the memory guard must refuse it up front (an attempt
+  // would abort or hang the module). The auto search plans it bounded
+  // instead ('bounded: ...' below).
+  const doc = plan({ model: 'transformer', cluster: { devices: 64 }, order: 'bfs', search: 'exact' });
   assertError(doc, 'max_memory');
   assert.match(doc.error.message, /limit/);
-  assertError(plan({ model: 'alexnet', cluster: { devices: 8 }, max_memory: 1 }), 'max_memory');
+  assert.match(doc.error.message, /bounded search/, 'the refusal names the way out');
+  // Even the configurations over the limit: refused whatever the search.
+  for (const search of ['exact', 'auto', 'bounded']) {
+    assertError(plan({ model: 'alexnet', cluster: { devices: 8 }, max_memory: 1, search }), 'max_memory');
+  }
+  assertError(plan({ model: 'alexnet', cluster: { devices: 8 }, search: 'optimal' }), 'search');
 });
 
 test('errors: with the memory guard off, an impossible plan still ends in an error document', () => {
   // max_memory 0 lifts the guard: the allocation itself must fail cleanly
   // (a C++ exception caught at the API edge), not abort the module.
-  assertError(plan({ model: 'transformer', cluster: { devices: 64 }, order: 'bfs', max_memory: 0 }));
+  assertError(plan({ model: 'transformer', cluster: { devices: 64 }, order: 'bfs', max_memory: 0, search: 'exact' }));
 });
 
 test('errors: evaluate without or with a malformed strategy', () => {
@@ -329,6 +337,122 @@ test('estimate: the pairs of the search the plan runs, with the request\'s table
   assert.equal(all.max_memory, 4 * 2 ** 30, 'the default table limit');
 });
 
+// ---- The bounded search (core/docs/bounded-search.md) ------------------------------
+
+/**
+ * The checks every plan result's worth fields pass: lower_bound <= cost,
+ * gap_percent = 100 (cost - lower_bound) / lower_bound (null for a bound of
+ * 0), and optimal exactly when the cost meets the bound (a gap of 0 to
+ * 1e-12 relative, the core's tolerance).
+ */
+function assertBound(doc, what) {
+  assert.equal(doc.error, undefined, `${what}: ${JSON.stringify(doc.error)}`);
+  assert.equal(typeof doc.optimal, 'boolean', `${what}: optimal`);
+  assert.ok(Number.isFinite(doc.lower_bound) && doc.lower_bound >= 0, `${what}: lower_bound ${doc.lower_bound}`);
+  assert.ok(doc.lower_bound <= doc.cost * (1 + 1e-12), `${what}: bound ${doc.lower_bound} > cost ${doc.cost}`);
+  if (doc.lower_bound > 0) {
+    const gap = (100 * (doc.cost - doc.lower_bound)) / doc.lower_bound;
+    assert.ok(Math.abs(doc.gap_percent - Math.max(0, gap)) <= 1e-9 * Math.max(1, gap), `${what}: gap ${doc.gap_percent} != ${gap}`);
+  } else {
+    assert.equal(doc.gap_percent, null, `${what}: no gap over a bound of 0`);
+  }
+  // Optimal: the cost meets the bound; not: a gap remains.
+  if (doc.optimal) assert.ok(doc.gap_percent <= 1e-9, `${what}: optimal with a gap of ${doc.gap_percent}%`);
+  else assert.ok(doc.gap_percent === null || doc.gap_percent > 0, `${what}: not optimal with no gap`);
+  // Top-level keys in the order of core/docs/formats.md: the worth after the cost and the step time.
+  const keys = Object.keys(doc);
+  assert.deepEqual(keys.slice(keys.indexOf('cost'), keys.indexOf('cost') + 5), ['cost', 'step_time_s', 'optimal', 'lower_bound', 'gap_percent']);
+}
+
+/** The search fields of a bounded plan, against the exact search's need and the table limit. */
+function assertBoundedSearch(search, limit = 4 * 2 ** 30) {
+  assert.equal(search.method, 'bounded');
+  assert.ok(Number.isInteger(search.rounds) && search.rounds >= 1, `rounds ${search.rounds}`);
+  assert.ok(Number.isInteger(search.fixed_vertices) && search.fixed_vertices >= 0, `fixed_vertices ${search.fixed_vertices}`);
+  assert.ok(search.exact_peak_bytes > limit, `the exact search needs ${search.exact_peak_bytes} bytes, within the limit`);
+  assert.ok(search.peak_bytes <= limit, `a round's tables ${search.peak_bytes} bytes`);
+}
+
+test('plan: an exact plan is proven optimal, its bound its cost', () => {
+  const doc = plan({ model: 'alexnet', cluster: { devices: 8 } });
+  assertBound(doc, 'alexnet');
+  assert.deepEqual([doc.optimal, doc.lower_bound, doc.gap_percent, doc.search.method], [true, doc.cost, 0, 'exact']);
+  for (const key of ['rounds', 'fixed_vertices', 'exact_peak_bytes']) assert.equal(doc.search[key], undefined, key);
+  // Under a memory cap too small for the cheapest strategy: the cap's bound, not proven.
+  const capped = plan({ model: 'rnnlm', cluster: { devices: 16, memory_gib: 1 } });
+  assertBound(capped, 'rnnlm capped');
+  assert.equal(capped.search.method, 'exact');
+  assert.deepEqual([capped.optimal, capped.lower_bound], [capped.memory.optimal, capped.memory.lower_bound]);
+});
+
+test('bounded: the transformer at 64 devices in bfs order plans with the bounded search, within its bound', () => {
+  const request = { model: 'transformer', cluster: { devices: 64 }, order: 'bfs' };
+  const doc = plan(request);
+  assertBound(doc, 'transformer bfs');
+  assertBoundedSearch(doc.search);
+  assert.equal(doc.search.order, 'bfs');
+  assert.equal(doc.vertices.length, 204);
+  // auto is the default: the same plan when named.
+  assert.equal(plan({ ...request, search: 'auto' }).cost, doc.cost);
+  // Its strategy costs what the plan says.
+  const evaluated = JSON.parse(pase.evaluate(JSON.stringify({ ...request, strategy: doc })));
+  assertSamePlan(evaluated.cost, doc.cost, 'evaluated cost');
+  // No strategy costs less than the bound: not the genseq order's exact optimum either.
+  const exact = plan({ model: 'transformer', cluster: { devices: 64 } });
+  assert.equal(exact.search.method, 'exact');
+  assert.ok(doc.lower_bound <= exact.cost * (1 + 1e-12), `bound ${doc.lower_bound} > optimum ${exact.cost}`);
+  assert.ok(exact.cost <= doc.cost * (1 + 1e-12), 'the bounded plan cannot beat the optimum');
+
+  // The estimate says bounded, with the budget and the exact search's need.
+  const estimate = JSON.parse(pase.estimate(JSON.stringify(request)));
+  assert.equal(estimate.search.method, 'bounded');
+  assert.ok(Number.isInteger(estimate.search.rounds) && estimate.search.rounds >= doc.search.rounds);
+  assert.equal(estimate.search.exact_peak_bytes, doc.search.exact_peak_bytes);
+  assert.ok(estimate.search.pairs >= doc.search.pairs, `budget ${estimate.search.pairs} < pairs searched ${doc.search.pairs}`);
+  assert.ok(estimate.search.peak_bytes <= estimate.max_memory);
+  // Held to the exact search, the estimate is the exact one's: over the limit.
+  const exactEstimate = JSON.parse(pase.estimate(JSON.stringify({ ...request, search: 'exact' })));
+  assert.equal(exactEstimate.search.method, 'exact');
+  assert.equal(exactEstimate.search.rounds, undefined);
+  assert.equal(exactEstimate.search.peak_bytes, doc.search.exact_peak_bytes);
+  assert.ok(exactEstimate.search.peak_bytes > exactEstimate.max_memory);
+});
+
+test('bounded: the nested U-Net plans bounded, with a gap, where the exact search needs petabytes', () => {
+  const text = readFileSync(path.join(examplesDir, 'unet_nested.json'), 'utf8');
+  const cluster = { devices: 256, gpus_per_node: 8, bandwidth_gbps: 50, intra_node_gbps: 400 };
+  const doc = plan(`{"graph": ${text}, "cluster": ${JSON.stringify(cluster)}}`);
+  assertBound(doc, 'unet_nested');
+  assertBoundedSearch(doc.search);
+  assert.ok(doc.search.exact_peak_bytes > 200 * 2 ** 30, `the exact search needs ${doc.search.exact_peak_bytes} bytes`);
+  assert.equal(doc.optimal, false);
+  assert.ok(doc.gap_percent > 0 && doc.gap_percent < 50, `gap ${doc.gap_percent}%`);
+  // bounded by name: the same search.
+  assert.equal(plan(`{"graph": ${text}, "cluster": ${JSON.stringify(cluster)}, "search": "bounded"}`).cost, doc.cost);
+  // Held to the exact search: refused, at the table limit.
+  const refused = plan(`{"graph": ${text}, "cluster": ${JSON.stringify(cluster)}, "search": "exact"}`);
+  assertError(refused, 'max_memory');
+  assert.match(refused.error.message, /more than the limit/);
+});
+
+test('bounded: the DenseNet-121 ONNX fixture imports and plans at 8 devices', () => {
+  const imported = JSON.parse(pase.importModel(onnxBytes('densenet121.onnx')));
+  assert.equal(imported.error, undefined, JSON.stringify(imported.error));
+  assert.equal(imported.parameters, onnxModel('densenet121.onnx').expected_parameters);
+  assert.deepEqual(imported.dynamic_dims, []);
+  const request = { graph: imported.graph, cluster: { devices: 8 } };
+  // Dense blocks: the exact search would need about 10^20 bytes of tables.
+  const estimate = JSON.parse(pase.estimate(JSON.stringify(request)));
+  assert.equal(estimate.search.method, 'bounded');
+  assert.ok(estimate.search.max_dependent_set >= 20, `largest dependent set ${estimate.search.max_dependent_set}`);
+  const doc = plan(request);
+  assertBound(doc, 'densenet121');
+  assertBoundedSearch(doc.search);
+  assert.equal(doc.search.exact_peak_bytes, estimate.search.exact_peak_bytes);
+  assert.equal(doc.vertices.length, imported.layers + 1, 'the layers and the graph input');
+  assert.equal(doc.parameters, imported.parameters);
+});
+
 test('compare: alexnet at 8 devices prices every strategy against the plan', () => {
   const request = { model: 'alexnet', cluster: { devices: 8 } };
   const planned = plan(request);
@@ -429,6 +553,14 @@ test('native: rnnlm on 16 devices of the h100 preset with ZeRO 1 equals the CLI'
 test('native: alexnet at 6 devices, 25 TFLOP/s, 100 GB/s, batch 96 equals the CLI', { skip: cliSkip }, () => {
   const wasm = plan({ model: 'alexnet', batch: 96, cluster: { devices: 6, tflops: 25, bandwidth_gbps: 100 } });
   const native = cli(['plan', '--model', 'alexnet', '--batch', '96', '--procs', '6', '--flops', '25', '--bandwidth', '100']);
+  assertSamePlan(wasm, native);
+});
+
+test('native: the nested U-Net\'s bounded plan equals the CLI\'s', { skip: cliSkip }, () => {
+  const file = path.join(examplesDir, 'unet_nested.json');
+  const wasm = plan(`{"graph": ${readFileSync(file, 'utf8')}, "cluster": {"devices": 256, "gpus_per_node": 8, "bandwidth_gbps": 50, "intra_node_gbps": 400}}`);
+  const native = cli(['plan', '--graph', file, '--procs', '256', '--gpus-per-node', '8', '--bandwidth', '50', '--intra-bandwidth', '400']);
+  assert.equal(native.search.method, 'bounded');
   assertSamePlan(wasm, native);
 });
 

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { assertClose, browserSkip, openSitePage, useSite } from './browser.mjs';
 import { repo } from '../wasm/load-module.mjs';
 import { formatBytes } from '../../web/format.js';
+import { planBound } from '../../web/views/bound.js';
 
 const resultsDir = path.join(repo, 'test-results');
 const skip = browserSkip;
@@ -225,7 +226,11 @@ test('cluster: a model on 2 nodes x 8 shows the memory bar against the cap and a
   assert.equal(bar.headline, `${formatBytes(m.per_device_bytes)} of 80 GiB per GPU: fits`);
   for (const bytes of [m.params, m.optimizer, m.activations]) assert.ok(bar.text.includes(formatBytes(bytes)), formatBytes(bytes));
   assert.match(bar.text, /2\+2\+12 bytes per parameter, 2 per activation, ZeRO 0/);
-  assert.match(bar.text, /proven optimal/);
+  // Whether the plan is proven the cheapest that fits: one sentence, under the headline, not in the memory card.
+  assert.doesNotMatch(bar.text, /proven optimal/);
+  assert.equal(await page.textContent('#plan-bound'), planBound(expected).text);
+  assert.match(await page.textContent('#plan-bound'), expected.optimal ? /^Proven optimal: the cheapest strategy that fits in 80 GiB per GPU\.$/ : /^Not proven optimal: the search under the memory cap found this plan; every strategy that fits costs at least /);
+  assert.equal(await page.getAttribute('#plan-bound', 'data-optimal'), String(expected.optimal));
 
   // The table's memory column: each layer's share, readable.
   const cells = await page.$$eval('#strategy-table td.memory', (tds) => tds.map((td) => [Number(td.dataset.bytes), td.textContent]));

@@ -201,7 +201,8 @@ test('consistency: Plan pressed while a bad file is checked says why nothing was
   await page.waitForFunction(() => /before planning it/.test(document.getElementById('status').textContent));
   await page.evaluate(() => window.paseTest.release());
 
-  await page.waitForFunction(() => document.getElementById('status').textContent === 'bad-input.json was not loaded, so nothing was planned.', null, { timeout: 30_000 });
+  await page.waitForFunction(() => document.getElementById('status').textContent
+    === 'bad-input.json was not loaded, so nothing was planned. Close the error to plan AlexNet.', null, { timeout: 30_000 });
   assert.match(await page.textContent('#error'), /bad-input\.json/);
   assert.match(await page.textContent('#error'), /layers\[2\]/);
   // The previous graph was not planned in its place, and is still the one chosen.

@@ -8,7 +8,7 @@ import { browserSkip, openSitePage, useSite } from './browser.mjs';
 import path from 'node:path';
 import { loadModule, repo } from '../wasm/load-module.mjs';
 import {
-  confirmAboveSeconds, estimatedSeconds, formatDuration, nsPerPair, searchesUnderCap,
+  confirmAboveSeconds, durationPhrase, estimatedSeconds, formatDuration, isBounded, nsPerPair, searchesUnderCap,
 } from '../../web/long-search.js';
 
 const skip = browserSkip;
@@ -21,12 +21,38 @@ test('long search: seconds are pairs at the page\'s rate, times the searches of 
   const search = (pairs, peak = 1) => ({ pairs, peak_bytes: peak });
   assert.equal(estimatedSeconds({ memory_capped: false, max_memory: 2 ** 32, search: search(1e9) }), 1e9 * nsPerPair * 1e-9);
   assert.equal(estimatedSeconds({ memory_capped: true, max_memory: 2 ** 32, search: search(1e9) }), 1e9 * nsPerPair * 1e-9 * searchesUnderCap);
-  // The plan refuses tables over the limit at once: no wait to announce. 0 lifts the limit.
+  // The plan refuses tables over the limit at once (an estimate without a
+  // method is the exact search's): no wait to announce. 0 lifts the limit.
   assert.equal(estimatedSeconds({ memory_capped: false, max_memory: 100, search: search(1e12, 101) }), 0);
   assert.equal(estimatedSeconds({ memory_capped: false, max_memory: 0, search: search(1e12, 2 ** 40) }), 1e12 * nsPerPair * 1e-9);
   assert.equal(estimatedSeconds(null), null);
   assert.equal(estimatedSeconds({ search: {} }), null);
   assert.deepEqual([formatDuration(4.04), formatDuration(42), formatDuration(165), formatDuration(7200)], ['4 s', '42 s', '2.8 min', '2.0 h']);
+});
+
+test('long search: the bounded search\'s estimate is its budget, at most, never refused over the table limit', async () => {
+  const bounded = { memory_capped: false, max_memory: 2 ** 32, search: { method: 'bounded', pairs: 2.4e9, peak_bytes: 2 ** 28, rounds: 12, exact_peak_bytes: 2 ** 40 } };
+  assert.equal(estimatedSeconds(bounded), 2.4e9 * nsPerPair * 1e-9);
+  assert.equal(estimatedSeconds({ ...bounded, memory_capped: true }), 2.4e9 * nsPerPair * 1e-9 * searchesUnderCap);
+  // Its round budget over a small table limit: still planned, not refused.
+  assert.equal(estimatedSeconds({ ...bounded, max_memory: 2 ** 20 }), 2.4e9 * nsPerPair * 1e-9);
+  // The exact search over the limit: refused at once.
+  assert.equal(estimatedSeconds({ ...bounded, search: { method: 'exact', pairs: 1e12, peak_bytes: 2 ** 40 } }), 0);
+  assert.equal(durationPhrase(42, null, true), 'at most 42 s');
+  assert.equal(durationPhrase(42), 'about 42 s');
+  assert.equal(durationPhrase(42, { whole_graph_searches: 1 }), 'at least 42 s');
+  assert.equal(isBounded(bounded), true);
+
+  // The module: the Transformer in bfs order at 64 devices is bounded under
+  // auto (announced or not by its budget), refused at once under exact.
+  const pase = await loadModule();
+  const estimate = (search) => JSON.parse(pase.estimate(JSON.stringify({ model: 'transformer', cluster: { devices: 64 }, order: 'bfs', search })));
+  const auto = estimate(undefined);
+  assert.equal(auto.search.method, 'bounded');
+  assert.ok(estimatedSeconds(auto) > 0 && estimatedSeconds(auto) < confirmAboveSeconds, `${estimatedSeconds(auto)} s`);
+  const exact = estimate('exact');
+  assert.equal(exact.search.method, 'exact');
+  assert.equal(estimatedSeconds(exact), 0);
 });
 
 test('long search: the Transformer at 64 devices plans at once, at 1024 it is announced', async () => {

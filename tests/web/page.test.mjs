@@ -73,8 +73,14 @@ test('page: an invalid file shows what is wrong and where', { skip, timeout }, a
   assert.match(text, /layers\[2\]\.filter/);
   await page.screenshot({ path: path.join(resultsDir, 'page-invalid-file.png') });
 
-  // The bad file did not become the graph; planning a model clears the error.
+  // The bad file did not become the graph. Plan says so rather than plan the
+  // model still in the select (tests/web/refused-file.test.mjs) ...
   assert.equal(await page.inputValue('#model-select'), 'alexnet');
+  await page.click('#plan-button');
+  assert.equal(await page.textContent('#status'), 'bad-filter.json was not loaded, so nothing was planned. Close the error to plan AlexNet.');
+  assert.match(await page.textContent('#error'), /layers\[2\]\.filter/);
+  // ... until the error is closed; a good plan then leaves no error.
+  await page.click('#error-close');
   await page.click('#plan-button');
   await waitForCost(page);
   assert.equal(await page.isVisible('#error'), false, 'the error is gone after a good plan');
@@ -100,6 +106,8 @@ test('page: a plan over the memory limit says the graph is too big', { skip, tim
   await page.fill('#devices', '64');
   await page.click('#search-details summary');
   await page.selectOption('#order', 'bfs');
+  // Held to the exact search: the auto one would plan it bounded (tests/web/bounded-search.test.mjs).
+  await page.selectOption('#search', 'exact');
   await page.click('#plan-button');
   const text = await errorText(page);
   assert.match(text, /too big/);

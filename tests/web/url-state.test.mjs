@@ -132,4 +132,10 @@ test('url-state: the search options round-trip; the defaults are left out', asyn
   const before = await readState(plain.href);
   assert.equal(before.pow2Only, false);
   assert.equal(before.maxMemory, null);
+  assert.equal(before.search, null);
+  // The search: exact or bounded kept, auto (the default) left out.
+  const bounded = await writeState(base, { source, devices: 64, order: 'bfs', search: 'bounded' });
+  assert.equal(bounded.href, `${base}?model=transformer&batch=64&devices=64&order=bfs&search=bounded`);
+  assert.equal((await readState(bounded.href)).search, 'bounded');
+  assert.equal((await writeState(base, { source, search: 'auto' })).href, `${base}?model=transformer&batch=64`);
 });

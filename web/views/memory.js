@@ -1,8 +1,9 @@
 // Memory per GPU: one stacked bar of what device 0 keeps (parameters,
 // gradients, optimizer state, activations; core/docs/cluster.md, "Memory per
 // device"), drawn against the capacity line when the cluster caps the memory,
-// with a legend in readable bytes and, for a plan under a cap, its lower
-// bound. Plain HTML boxes, like the breakdown chart.
+// with a legend in readable bytes. Plain HTML boxes, like the breakdown
+// chart. Whether a plan under a cap is proven the cheapest that fits is said
+// under the headline, in the words of a bounded search's plan (bound.js).
 //
 // A plan with a pipeline keeps its stages' memory apart: the bar is the
 // largest stage's (the result's memory), and under it each stage has a bar of
@@ -12,7 +13,7 @@
 // per kind, `.memory-cap[data-capacity]` when capped, `.memory-headline`; with a
 // pipeline one `.stage-memory-row[data-stage][data-bytes][data-fits]` per stage.
 
-import { capacityText, formatBytes, formatCost, formatDeviceRange, formatShare } from '../format.js';
+import { capacityText, formatBytes, formatDeviceRange, formatShare } from '../format.js';
 import { el } from './dom.js';
 import { stageClass } from './pipeline.js';
 
@@ -92,15 +93,6 @@ function legend(memory) {
   return el('ul', { class: 'breakdown-legend memory-legend' }, rows);
 }
 
-/** Under a cap: whether the plan is proven the cheapest that fits (core/docs/cluster.md). */
-function boundText(plan) {
-  const m = plan.memory;
-  if (!(m.capacity_bytes > 0) || !Number.isFinite(m.lower_bound)) return null;
-  if (m.optimal) return 'The cheapest strategy that fits, proven optimal.';
-  const gap = m.lower_bound > 0 ? (plan.cost - m.lower_bound) / m.lower_bound : 0;
-  return `The cheapest strategy found that fits, not proven optimal: every strategy that fits costs at least ${formatCost(m.lower_bound)}, the plan ${formatShare(gap)} more.`;
-}
-
 /** Each stage's memory per GPU, on one scale, against the capacity. */
 function stageRows(plan) {
   const stages = plan.pipeline?.stage;
@@ -137,7 +129,7 @@ export function renderMemory(container, plan) {
     container.replaceChildren(el('p', { class: 'placeholder', text: 'This result has no memory report.' }));
     return;
   }
-  const notes = [trainingText(plan.training), boundText(plan)].filter(Boolean);
+  const notes = [trainingText(plan.training)].filter(Boolean);
   container.replaceChildren(
     el('p', { class: memory.fits === false ? 'memory-headline over' : 'memory-headline', text: headline(memory, plan.pipeline) }),
     bar(memory),
