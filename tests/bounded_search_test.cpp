@@ -25,6 +25,7 @@
 #include "pase/import.hpp"
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
+#include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
 #include "random_graphs.hpp"
 #include "test_util.hpp"
@@ -321,4 +322,31 @@ TEST_CASE("bounded search: the JSON result and the CLI say what the plan is wort
   Run bad_cli = run_cli({"plan", "--graph", graph, "--search", "greedy"});
   CHECK(bad_cli.exit != 0);
   CHECK(contains(bad_cli.err, "--search"));
+}
+
+TEST_CASE("bounded search: a pipeline whose stage plans are bounded says so") {
+  Result<Graph> g = build_model("alexnet");
+  REQUIRE(g.ok());
+  const Cluster cluster{.devices = 8};
+  PipelineOptions pipeline;
+  pipeline.stages = 2;
+  pipeline.microbatches = 2;
+  Result<PipelinePlan> exact = plan_pipeline(*g, cluster, pipeline);
+  REQUIRE_MESSAGE(exact.ok(), why(exact));
+  CHECK_FALSE(exact->plan.search.bounded);
+  CHECK(exact->plan.optimal);
+  Result<PipelinePlan> bounded = plan_pipeline(*g, cluster, pipeline, tight(100));
+  REQUIRE_MESSAGE(bounded.ok(), why(bounded));
+  CHECK(bounded->plan.search.bounded);
+  CHECK(bounded->plan.search.rounds > 0);
+  // Never below the exact pipeline's optimum; optimal only with a bound.
+  CHECK(bounded->plan.cost >= exact->plan.cost * (1 - 1e-12));
+  if (bounded->plan.optimal) {
+    CHECK(bounded->plan.lower_bound == bounded->plan.cost);
+  } else {
+    CHECK(bounded->plan.lower_bound == 0);
+  }
+  json r = json::parse(pipeline_plan_to_json(cluster, *bounded));
+  CHECK(r["search"]["method"] == "bounded");
+  CHECK(r["optimal"] == bounded->plan.optimal);
 }

@@ -83,12 +83,13 @@ std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, Pl
   return out;
 }
 
-std::string bounded_text(const pase::Plan& plan) {
+std::string bounded_text(const pase::Plan& plan, bool pipeline) {
   const pase::SearchStats& s = plan.search;
   std::string out =
       line("search",
            "bounded: " + std::to_string(s.rounds) + " round" + (s.rounds == 1 ? "" : "s") +
-               " of the exact search, each holding up to " + std::to_string(s.fixed_vertices) +
+               " of the exact search" + (pipeline ? " in the stage plans" : "") +
+               ", each holding up to " + std::to_string(s.fixed_vertices) +
                " vertices at one configuration" +
                (s.exact_peak_bytes > 0 ? " (the exact search would need " +
                                              pase::bytes_text(s.exact_peak_bytes) + " of tables)"
@@ -221,7 +222,8 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
               format("%.6e", plan.redistribution) + "  " + percent(plan.redistribution, whole));
   out +=
       line("step time", seconds_text(plan.step_time_s) + " (predicted: peak compute, no overlap)");
-  if (source == PlanSource::kSearched && plan.search.bounded) out += bounded_text(plan);
+  if (source == PlanSource::kSearched && plan.search.bounded)
+    out += bounded_text(plan, pipeline != nullptr);
   return out + memory_text(cluster, plan, source);
 }
 

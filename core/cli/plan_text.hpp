@@ -47,9 +47,10 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
 // parts, and under a cap "capacity  80 GiB: fits" and (searched) the bound.
 std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, PlanSource source);
 
-// A plan of the bounded search: its rounds and, without a memory cap (whose
-// section gives it), the lower bound and the gap to it.
-std::string bounded_text(const pase::Plan& plan);
+// A plan of the bounded search (for a pipeline: whose stage plans used it):
+// its rounds and, without a memory cap (whose section gives it), the lower
+// bound and the gap to it, or that none is known.
+std::string bounded_text(const pase::Plan& plan, bool pipeline = false);
 
 // "80 GiB: fits" or "80 GiB: does not fit (49.3 GiB over)"; empty without a cap.
 std::string capacity_text(const pase::Plan& plan);

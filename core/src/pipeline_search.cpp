@@ -247,7 +247,7 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
   plan.search.threads = std::max(1, options.threads);
   plan.search.time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - searcher.start).count();
-  plan.optimal = best.part.optimal;
+  plan.optimal = best.part.optimal && !searcher.unproven;
   // T is a bound over every pipeline only when it is proven least; else no
   // bound is known but the trivial one.
   plan.lower_bound = plan.optimal ? plan.cost : 0;

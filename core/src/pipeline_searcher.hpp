@@ -47,6 +47,9 @@ struct Searcher {
   Floors floors{cluster, options.enumeration};
   int64_t searches = 0;
   SearchStats stats{};
+  // A stage plan was not proven optimal (the bounded search's): then
+  // neither are the pruning bounds made of stage plans, nor the pipeline.
+  bool unproven = false;
   // Progress: stage plans searched of those the search may still need.
   double done = 0, total = 1, shown = 0;
   // The keys that the ranges of the pairs not yet done may need, with how
@@ -172,6 +175,7 @@ struct Searcher {
     }
     sp.fits = true;
     sp.optimal = r->optimal;
+    unproven = unproven || (r->search.bounded && !r->optimal);
     sp.configs = r->strategy;
     sp.W = StageWeights::weight_sync(*r);
     sp.F = r->cost - sp.W;
@@ -186,6 +190,14 @@ struct Searcher {
     stats.largest_table = std::max(stats.largest_table, r->search.largest_table);
     stats.max_dependent_set = std::max(stats.max_dependent_set, r->search.max_dependent_set);
     stats.searches += r->search.searches;
+    // A stage plan of the bounded search makes the pipeline's not proven
+    // optimal (plan_pipeline(): its bound is then 0).
+    if (r->search.bounded) {
+      stats.bounded = true;
+      stats.rounds += r->search.rounds;
+      stats.fixed_vertices = std::max(stats.fixed_vertices, r->search.fixed_vertices);
+      stats.exact_peak_bytes = std::max(stats.exact_peak_bytes, r->search.exact_peak_bytes);
+    }
     return sp;
   }
 };
