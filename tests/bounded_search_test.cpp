@@ -256,7 +256,10 @@ TEST_CASE("bounded search: a U-Net with nested dense skips plans with a bound be
   const Graph g = nested_unet();
   // 256 GPUs split the batch of 256 and the layers; 16 GPUs under a cap
   // just above the least memory any strategy reaches (0.167 GiB).
-  for (const auto& [devices, memory_gib] : {std::pair<int64_t, double>{256, 0.0}, {16, 0.18}}) {
+  // (Not a structured binding: clang 14 does not let CAPTURE's lambda see one.)
+  for (const std::pair<int64_t, double>& c : {std::pair<int64_t, double>{256, 0.0}, {16, 0.18}}) {
+    const int64_t devices = c.first;
+    const double memory_gib = c.second;
     CAPTURE(devices);
     CAPTURE(memory_gib);
     Cluster cluster = nodes_of_8(devices, 50, 400);
