@@ -1,14 +1,14 @@
-// Activation (core/src/ops/activation.cpp): a one-input element-wise op of
+// Activation (core/src/model/ops/activation.cpp): a one-input element-wise op of
 // cost (1 + pw) * prod(dpp), core/docs/cost-model.md section 5.
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "cost_model.hpp"
+#include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
+#include "plan/testing.hpp"
 #include "test_util.hpp"
-#include "testing.hpp"
 
 using namespace pase;
 using namespace pase::testing;

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "cli_run.hpp"
-#include "configurations.hpp"
-#include "cost_model.hpp"
-#include "cost_tables.hpp"
+#include "cost/configurations.hpp"
+#include "cost/cost_tables.hpp"
+#include "model/cost_model.hpp"
 #include "pase/compare.hpp"
 #include "pase/graph.hpp"
 #include "pase/import.hpp"
@@ -27,9 +27,9 @@
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
+#include "plan/testing.hpp"
 #include "random_graphs.hpp"
 #include "test_util.hpp"
-#include "testing.hpp"
 
 using namespace pase;
 using namespace pase::testing;

@@ -12,17 +12,17 @@
 #include <string>
 #include <vector>
 
-#include "configurations.hpp"
-#include "cost_model.hpp"
-#include "cost_tables.hpp"
-#include "dynamic_program.hpp"
-#include "ordering.hpp"
+#include "cost/configurations.hpp"
+#include "cost/cost_tables.hpp"
+#include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "plan/testing.hpp"
 #include "random_graphs.hpp"
+#include "search/dynamic_program.hpp"
+#include "search/ordering.hpp"
 #include "test_util.hpp"
-#include "testing.hpp"
 
 using namespace pase;
 using namespace pase::testing;

@@ -34,7 +34,7 @@
 #include "pase/presets.hpp"
 #include "pase/version.hpp"
 #include "test_util.hpp"
-#include "text.hpp"
+#include "util/text.hpp"
 
 using pase_test::InvalidCase;
 namespace fs = std::filesystem;

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "configurations.hpp"
-#include "cost_model.hpp"
-#include "cost_tables.hpp"
+#include "cost/configurations.hpp"
+#include "cost/cost_tables.hpp"
+#include "model/cost_model.hpp"
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"

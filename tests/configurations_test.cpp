@@ -2,7 +2,7 @@
 // pinned dimensions, the enumeration options and the contiguity filter of
 // Ravel / Unravel; counts of the golden AlexNet and RNNLM files; and every
 // vertex of the five networks against an independent enumerator.
-#include "configurations.hpp"
+#include "cost/configurations.hpp"
 
 #include <doctest/doctest.h>
 
@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "cost_model.hpp"
+#include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"

@@ -1,16 +1,16 @@
 // Grouped and depthwise convolutions: the Conv attribute `group`
-// (core/src/ops/conv.cpp; core/docs/cost-model.md section 5, "Extension:
+// (core/src/model/ops/conv.cpp; core/docs/cost-model.md section 5, "Extension:
 // grouped convolutions"). With group 1 a Conv is exactly the paper's.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-#include "cost_model.hpp"
+#include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
+#include "plan/testing.hpp"
 #include "test_util.hpp"
-#include "testing.hpp"
 
 using namespace pase;
 using namespace pase::testing;

@@ -2,7 +2,7 @@
 // tensor configurations derived through each op's maps (FC, Transpose,
 // Ravel/Unravel, multi-output Unstack), and the pair matrices the search uses.
 // Machine: F = 1 TFLOP/s, B = 8 GB/s, so r = 1000 and edge_cost = 2000 * words.
-#include "cost_tables.hpp"
+#include "cost/cost_tables.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "configurations.hpp"
-#include "cost_model.hpp"
+#include "cost/configurations.hpp"
+#include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"

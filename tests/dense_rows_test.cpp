@@ -1,4 +1,4 @@
-// The dense rows of the dynamic program (core/src/min_row.hpp) against the
+// The dense rows of the dynamic program (core/src/kernels/min_row.hpp) against the
 // scalar loop they replace: the same least sum, bit for bit, and the same
 // arg-min (the first, or the least rep over groups), on rows full of ties
 // (small integers) or of values whose least may come late, infinities,
@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "min_row.hpp"
+#include "kernels/min_row.hpp"
 
 using namespace pase::detail;
 

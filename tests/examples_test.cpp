@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "configurations.hpp"
+#include "cost/configurations.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
+#include "plan/testing.hpp"
 #include "test_util.hpp"
-#include "testing.hpp"
 
 using namespace pase;
 using namespace pase::testing;

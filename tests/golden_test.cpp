@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "cost_tables.hpp"
+#include "cost/cost_tables.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"

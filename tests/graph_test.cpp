@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "cost_model.hpp"
+#include "model/cost_model.hpp"
 #include "test_util.hpp"
 
 using namespace pase;

@@ -13,12 +13,12 @@
 #include <utility>
 #include <vector>
 
-#include "cost_model.hpp"
-#include "json_util.hpp"
+#include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
 #include "test_util.hpp"
+#include "util/json_util.hpp"
 
 using namespace pase;
 using namespace pase::testing;

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "cost_model.hpp"
+#include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "test_util.hpp"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "onnx/onnx_proto.hpp"
+#include "model/onnx/onnx_proto.hpp"
 
 namespace pase::onnx::builder {
 

@@ -1,7 +1,7 @@
 // The ONNX importer's translation (core/docs/import.md) on models built in
 // code: fusion, folding of shape sub-graphs, the decomposed LayerNorm,
 // slices, padding, embeddings, parameter counting and the errors.
-#include "onnx/onnx_import.hpp"
+#include "model/onnx/onnx_import.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,7 +2,7 @@
 // here with protozero's writer, small tensor values decoded and large ones
 // skipped without being read, and every kind of bad input (empty, JSON, text,
 // random bytes, truncations, hostile lengths) reported as an Error.
-#include "onnx/onnx_proto.hpp"
+#include "model/onnx/onnx_proto.hpp"
 
 #include <doctest/doctest.h>
 

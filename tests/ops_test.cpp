@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "cost_model.hpp"
-#include "op_table.hpp"
+#include "model/cost_model.hpp"
+#include "model/op_table.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
 #include "test_util.hpp"

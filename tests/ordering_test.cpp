@@ -5,7 +5,7 @@
 // GenerateSeq (paper Fig. 3) picks at each step a vertex whose would-be
 // dependent set is smallest (ties: lowest id); the table of every step is
 // consumed by exactly one later step, except the last step of each component.
-#include "ordering.hpp"
+#include "search/ordering.hpp"
 
 #include <doctest/doctest.h>
 

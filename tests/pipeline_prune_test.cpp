@@ -18,7 +18,7 @@
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
-#include "pipeline_searcher.hpp"
+#include "pipeline/pipeline_searcher.hpp"
 #include "test_util.hpp"
 
 using namespace pase;

@@ -19,7 +19,7 @@
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
-#include "pipeline_model.hpp"
+#include "pipeline/pipeline_model.hpp"
 #include "test_util.hpp"
 
 using json = nlohmann::json;

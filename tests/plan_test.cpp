@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "configurations.hpp"
-#include "dynamic_program.hpp"
-#include "ordering.hpp"
+#include "cost/configurations.hpp"
 #include "pase/compare.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
+#include "plan/testing.hpp"
+#include "search/dynamic_program.hpp"
+#include "search/ordering.hpp"
 #include "test_util.hpp"
-#include "testing.hpp"
 
 using namespace pase;
 using namespace pase::testing;

@@ -15,15 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "cost_model.hpp"
 #include "fuzz/fuzz_target.hpp"
 #include "invalid_corpus.hpp"
+#include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "plan/testing.hpp"
 #include "test_util.hpp"
-#include "testing.hpp"
 
 using namespace pase;
 using pase::testing::close;

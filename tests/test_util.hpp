@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "cost_model.hpp"
+#include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"

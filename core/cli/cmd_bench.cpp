@@ -26,7 +26,7 @@
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
 #include "report.hpp"
-#include "text.hpp"
+#include "util/text.hpp"
 
 namespace pase_cli {
 

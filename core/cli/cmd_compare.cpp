@@ -26,7 +26,7 @@
 #include "pase/result.hpp"
 #include "plan_text.hpp"
 #include "report.hpp"
-#include "text.hpp"
+#include "util/text.hpp"
 
 namespace pase_cli {
 

@@ -1,5 +1,5 @@
 // Number and column formatting of the text output. (Byte sizes: the
-// library's pase::bytes_text in core/src/text.hpp.)
+// library's pase::bytes_text in core/src/util/text.hpp.)
 #pragma once
 
 #include <cstddef>

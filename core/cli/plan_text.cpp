@@ -13,7 +13,7 @@
 #include "format.hpp"
 #include "pase/json_api.hpp"
 #include "pase/summary.hpp"
-#include "text.hpp"
+#include "util/text.hpp"
 
 namespace pase_cli {
 

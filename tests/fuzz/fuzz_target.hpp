@@ -29,7 +29,7 @@
 #include "pase/json_api.hpp"
 #include "pase/llm.hpp"
 #include "pase/plan.hpp"
-#include "testing.hpp"
+#include "plan/testing.hpp"
 
 namespace pase_fuzz {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "configurations.hpp"
+#include "cost/configurations.hpp"
 #include "pase/compare.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"

@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "baselines/baselines.hpp"
-#include "configurations.hpp"
-#include "cost_model.hpp"
-#include "json_util.hpp"
+#include "cost/configurations.hpp"
+#include "model/cost_model.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
-#include "text.hpp"
+#include "util/json_util.hpp"
+#include "util/text.hpp"
 
 namespace pase {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "baselines/baselines.hpp"
-#include "configurations.hpp"
-#include "cost_model.hpp"
+#include "cost/configurations.hpp"
+#include "model/cost_model.hpp"
 #include "pase/compare.hpp"
 
 namespace pase {

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "baselines/baselines.hpp"
-#include "configurations.hpp"
-#include "cost_model.hpp"
-#include "cost_tables.hpp"
+#include "cost/configurations.hpp"
+#include "cost/cost_tables.hpp"
+#include "model/cost_model.hpp"
 #include "pase/compare.hpp"
 
 namespace pase {

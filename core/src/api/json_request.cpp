@@ -1,0 +1,358 @@
+// json_api.hpp, the reading half: plan requests, clusters, strategies and
+// orders from JSON, each error naming the offending field. The writers are in
+// json_api.cpp.
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "pase/graph.hpp"
+#include "pase/json_api.hpp"
+#include "pase/models.hpp"
+#include "pase/pipeline.hpp"
+#include "pase/plan.hpp"
+#include "pase/presets.hpp"
+#include "util/json_util.hpp"
+
+namespace pase {
+namespace {
+
+using json_detail::field_path;
+using json_detail::index_path;
+using json_detail::Json;
+using json_detail::ObjectReader;
+using json_detail::type_error;
+using json_detail::with_prefix;
+
+// ---- Readers ------------------------------------------------------------------
+
+// The cluster object; absent fields keep those of `base` (the defaults, or a
+// preset's).
+Result<Cluster> cluster_over(const Json& value, const std::string& where, const Cluster& base) {
+  if (!value.is_object()) return type_error("an object", value, where);
+  ObjectReader reader(value, where);
+  reader.allow_only(
+      {"devices", "tflops", "bandwidth_gbps", "gpus_per_node", "intra_node_gbps", "memory_gib"});
+  Cluster cluster = base;
+  const bool had_nodes = cluster.hierarchical();
+  if (reader.read("devices", cluster.devices, json_detail::to_positive_int) &&
+      cluster.devices > kMaxDevices) {
+    reader.fail(Error{"must be at most " + std::to_string(kMaxDevices) + ", not " +
+                          std::to_string(cluster.devices),
+                      reader.path("devices")});
+  }
+  reader.read("tflops", cluster.tflops, json_detail::to_positive_number);
+  reader.read("bandwidth_gbps", cluster.bandwidth_gbps, json_detail::to_positive_number);
+  // Nodes (core/docs/cluster.md): both fields or neither.
+  const bool nodes =
+      reader.read("gpus_per_node", cluster.gpus_per_node, json_detail::to_positive_int);
+  const bool intra =
+      reader.read("intra_node_gbps", cluster.intra_node_gbps, json_detail::to_positive_number);
+  if (reader.ok() && nodes != intra && !had_nodes) {
+    reader.fail(Error{"gpus_per_node and intra_node_gbps come together",
+                      reader.path(nodes ? "intra_node_gbps" : "gpus_per_node")});
+  }
+  reader.read("memory_gib", cluster.memory_gib, json_detail::to_positive_number);
+  if (!reader.ok()) return reader.error();
+  return cluster;
+}
+
+Result<Cluster> cluster_from_json(const Json& value, const std::string& where) {
+  return cluster_over(value, where, Cluster{});
+}
+
+// The request's "training" (core/docs/cluster.md): byte counts are
+// non-negative integers, the ZeRO stage 0 to 3; absent fields keep the
+// defaults.
+Result<Training> training_from_json(const Json& value, const std::string& where) {
+  if (!value.is_object()) return type_error("an object", value, where);
+  ObjectReader reader(value, where);
+  reader.allow_only({"param_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes", "zero"});
+  Training t;
+  reader.read("param_bytes", t.param_bytes, json_detail::to_non_negative_int);
+  reader.read("grad_bytes", t.grad_bytes, json_detail::to_non_negative_int);
+  reader.read("optimizer_bytes", t.optimizer_bytes, json_detail::to_non_negative_int);
+  reader.read("activation_bytes", t.activation_bytes, json_detail::to_non_negative_int);
+  if (reader.read("zero", t.zero, json_detail::to_non_negative_int) && t.zero > 3) {
+    reader.fail(Error{"must be 0, 1, 2 or 3, not " + std::to_string(t.zero), reader.path("zero")});
+  }
+  if (!reader.ok()) return reader.error();
+  return t;
+}
+
+Result<Config> config_from_json(const Json& value, const std::string& where) {
+  return json_detail::to_list<int64_t>(value, where, "a list of positive integers",
+                                       json_detail::to_positive_int);
+}
+
+// A list of configurations, or a plan result whose vertices[i].config are
+// taken in vertex order (so a saved result can be evaluated again).
+Result<Strategy> strategy_from_json(const Json& value, const std::string& where) {
+  if (value.is_array()) {
+    return json_detail::to_list<Config>(value, where, "a list of configurations", config_from_json);
+  }
+  if (!value.is_object()) {
+    return type_error("a list of configurations or a plan result", value, where);
+  }
+  const std::string vertices_where = field_path(where, "vertices");
+  auto it = value.find("vertices");
+  if (it == value.end()) return Error{"missing required field 'vertices'", vertices_where};
+  const Json& vertices = *it;
+  if (!vertices.is_array()) return type_error("a list of vertices", vertices, vertices_where);
+  Strategy strategy;
+  strategy.reserve(vertices.size());
+  for (size_t i = 0; i < vertices.size(); ++i) {
+    const Json& vertex = vertices[i];
+    const std::string vertex_where = index_path(vertices_where, i);
+    if (!vertex.is_object()) return type_error("an object", vertex, vertex_where);
+    // Only the configuration matters; the other fields of a result are ignored.
+    ObjectReader reader(vertex, vertex_where);
+    Config config;
+    reader.require("config", config, config_from_json);
+    if (!reader.ok()) return reader.error();
+    strategy.push_back(std::move(config));
+  }
+  return strategy;
+}
+
+// A positive count or "auto" (kAuto).
+Result<int64_t> count_or_auto(const Json& value, const std::string& where) {
+  if (value.is_string() && value.get<std::string>() == "auto") return kAuto;
+  if (value.is_number_integer() && value.get<int64_t>() >= 1) return value.get<int64_t>();
+  return type_error("a positive integer or \"auto\"", value, where);
+}
+
+Result<Schedule> schedule_from_json(const Json& value, const std::string& where) {
+  if (value.is_string() && value.get<std::string>() == "1f1b") return Schedule::k1F1B;
+  if (value.is_string() && value.get<std::string>() == "gpipe") return Schedule::kGPipe;
+  return type_error("\"1f1b\" or \"gpipe\"", value, where);
+}
+
+// The request's "pipeline" (core/docs/pipeline.md): {"stages", "microbatches",
+// "schedule", "max_microbatches"}, each optional.
+Result<PipelineOptions> pipeline_from_json(const Json& value, const std::string& where) {
+  if (!value.is_object()) return type_error("an object", value, where);
+  ObjectReader reader(value, where);
+  reader.allow_only({"stages", "microbatches", "schedule", "max_microbatches"});
+  PipelineOptions p;
+  reader.read("stages", p.stages, count_or_auto);
+  reader.read("microbatches", p.microbatches, count_or_auto);
+  reader.read("schedule", p.schedule, schedule_from_json);
+  reader.read("max_microbatches", p.max_microbatches, json_detail::to_positive_int);
+  if (!reader.ok()) return reader.error();
+  return p;
+}
+
+Result<std::vector<int>> stage_list(const Json& value, const std::string& where) {
+  return json_detail::to_list<int>(
+      value, where, "a list of stage numbers", [](const Json& v, const std::string& w) {
+        Result<int64_t> s = json_detail::to_int_at_least(v, w, 0, "a stage number");
+        if (!s) return Result<int>(s.error());
+        if (*s > kMaxDevices) return Result<int>(Error{"more stages than devices can be", w});
+        return Result<int>(static_cast<int>(*s));
+      });
+}
+
+// A strategy with or without a pipeline (parse_any_strategy()).
+Result<PipelineStrategy> any_strategy_from_json(const Json& value, const std::string& where) {
+  PipelineStrategy out;
+  if (value.is_object() && value.contains("configs")) {
+    ObjectReader reader(value, where);
+    reader.allow_only({"configs", "stage_of", "microbatches", "schedule"});
+    reader.require("configs", out.configs, [](const Json& v, const std::string& w) {
+      return json_detail::to_list<Config>(v, w, "a list of configurations", config_from_json);
+    });
+    reader.require("stage_of", out.stage_of, stage_list);
+    reader.read("microbatches", out.microbatches, json_detail::to_positive_int);
+    reader.read("schedule", out.schedule, schedule_from_json);
+    if (!reader.ok()) return reader.error();
+    return out;
+  }
+  Result<Strategy> configs = strategy_from_json(value, where);
+  if (!configs) return configs.error();
+  out.configs = std::move(*configs);
+  // A saved plan result with a pipeline keeps it.
+  if (value.is_object() && value.contains("pipeline") && value["pipeline"].is_object()) {
+    const std::string p_where = field_path(where, "pipeline");
+    ObjectReader reader(value["pipeline"], p_where);
+    reader.require("stage_of", out.stage_of, stage_list);
+    reader.read("microbatches", out.microbatches, json_detail::to_positive_int);
+    reader.read("schedule", out.schedule, schedule_from_json);
+    if (!reader.ok()) return reader.error();
+  }
+  return out;
+}
+
+// parse_order() names its own field "order"; inside a request the caller's
+// path is used instead.
+Result<Order> order_from_json(const Json& value, const std::string& where) {
+  if (!value.is_string()) return type_error("a string", value, where);
+  Result<Order> order = parse_order(value.get<std::string>());
+  if (!order) return Error{order.error().message, where};
+  return order;
+}
+
+Result<SearchMode> search_from_json(const Json& value, const std::string& where) {
+  if (!value.is_string()) return type_error("a string", value, where);
+  Result<SearchMode> mode = parse_search_mode(value.get<std::string>());
+  if (!mode) return Error{mode.error().message, where};
+  return mode;
+}
+
+// Bytes: any non-negative integral number; JSON writers often print large
+// integers as floats (4e9), so those are accepted when integral.
+Result<uint64_t> bytes_from_json(const Json& value, const std::string& where) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>();
+  if (value.is_number_integer()) {
+    const int64_t n = value.get<int64_t>();
+    if (n < 0) return type_error("a non-negative number of bytes", value, where);
+    return static_cast<uint64_t>(n);
+  }
+  if (value.is_number_float()) {
+    const double d = value.get<double>();
+    // 2^64 is exactly representable; anything at or above it does not fit.
+    if (!(d >= 0) || d != std::floor(d) || d >= 18446744073709551616.0) {
+      return type_error("a non-negative whole number of bytes", value, where);
+    }
+    return static_cast<uint64_t>(d);
+  }
+  return type_error("a non-negative number of bytes", value, where);
+}
+
+Result<PlanRequest> request_from_json(const Json& value) {
+  if (!value.is_object()) return Error{"the request must be a JSON object", ""};
+  ObjectReader reader(value, "");
+  reader.allow_only({"graph", "model", "batch", "seq", "preset", "cluster", "training", "order",
+                     "max_memory", "search", "strategy", "pow2_only", "all_devices", "threads",
+                     "pipeline"});
+
+  PlanRequest request;
+  const Json* graph = reader.find("graph");
+  const Json* model = reader.find("model");
+  if (reader.ok() && graph != nullptr && model != nullptr) {
+    reader.fail(Error{"give either 'graph' or 'model', not both", "model"});
+  } else if (reader.ok() && graph == nullptr && model == nullptr) {
+    reader.fail(Error{"missing required field 'graph' (or 'model')", "graph"});
+  }
+  std::string model_name;
+  reader.read("model", model_name, json_detail::to_non_empty_string);
+  int64_t batch = 0;
+  if (reader.read("batch", batch, json_detail::to_positive_int) && model == nullptr) {
+    reader.fail(Error{"'batch' applies only to a built-in 'model'", "batch"});
+  }
+  int64_t seq = 0;
+  if (reader.read("seq", seq, json_detail::to_positive_int) && model == nullptr) {
+    reader.fail(Error{"'seq' applies only to a built-in 'model'", "seq"});
+  }
+  // The small fields come before the graph so that their errors do not wait
+  // for a large graph to be built.
+  // A preset fills the cluster; the cluster's own fields win.
+  Cluster base;
+  std::string preset;
+  if (reader.read("preset", preset, json_detail::to_non_empty_string)) {
+    if (const GpuPreset* p = find_preset(preset)) {
+      base = apply_preset(base, *p);
+    } else {
+      reader.fail(Error{"unknown preset '" + preset + "'; known: " + preset_ids(), "preset"});
+    }
+  }
+  request.cluster = base;
+  reader.read("cluster", request.cluster, [&](const Json& value, const std::string& where) {
+    return cluster_over(value, where, base);
+  });
+  reader.read("training", request.cluster.training, training_from_json);
+  reader.read("order", request.options.order, order_from_json);
+  reader.read("max_memory", request.options.max_memory, bytes_from_json);
+  reader.read("search", request.options.search, search_from_json);
+  reader.read("pow2_only", request.options.enumeration.pow2_only, json_detail::to_bool);
+  reader.read("all_devices", request.options.enumeration.all_devices, json_detail::to_bool);
+  request.options.threads = default_threads();
+  int64_t threads = 0;
+  if (reader.read("threads", threads, json_detail::to_positive_int)) {
+    if (threads > default_threads()) {
+      reader.fail(Error{"got " + std::to_string(threads) + " threads; at most " +
+                            std::to_string(default_threads()) +
+                            " here (every core the planner may use)",
+                        "threads"});
+    } else {
+      request.options.threads = static_cast<int>(threads);
+    }
+  }
+  PipelineStrategy strategy;
+  if (reader.read("strategy", strategy, any_strategy_from_json)) {
+    if (strategy.stage_of.empty()) {
+      request.strategy = std::move(strategy.configs);
+    } else {
+      request.pipeline_strategy = std::move(strategy);
+    }
+  }
+  PipelineOptions pipeline;
+  if (reader.read("pipeline", pipeline, pipeline_from_json)) request.pipeline = pipeline;
+  if (!reader.ok()) return reader.error();
+
+  // build_model() and build_graph() report paths relative to the graph
+  // document; inside a request they live under "graph" (or "model").
+  if (model != nullptr) {
+    Result<Graph> built = build_model(model_name, batch, seq);
+    if (!built) {
+      Error error = built.error();
+      if (error.where.empty()) error.where = "model";
+      return error;
+    }
+    request.graph = std::move(*built);
+  } else {
+    Result<GraphSpec> spec = json_detail::graph_spec_from_json(*graph, "graph");
+    if (!spec) return spec.error();
+    Result<Graph> built = build_graph(std::move(*spec));
+    if (!built) return with_prefix(built.error(), "graph");
+    request.graph = std::move(*built);
+  }
+  return request;
+}
+
+// Parses a whole document and reads it with `read`; syntax errors are placed
+// at `where` (the field the document stands for, or "" for a request).
+template <class T, class Read>
+Result<T> read_document(std::string_view text, const std::string& where, Read read) {
+  Result<Json> document = json_detail::parse_document(text);
+  if (!document) return with_prefix(document.error(), where);
+  return read(*document, where);
+}
+
+}  // namespace
+
+Result<PlanRequest> parse_plan_request(std::string_view json_text) {
+  Result<Json> document = json_detail::parse_document(json_text);
+  if (!document) return document.error();
+  return request_from_json(*document);
+}
+
+Result<Cluster> parse_cluster(std::string_view json_text, const std::string& where) {
+  return read_document<Cluster>(json_text, where, cluster_from_json);
+}
+
+Result<Strategy> parse_strategy(std::string_view json_text) {
+  return read_document<Strategy>(json_text, "strategy", strategy_from_json);
+}
+
+Result<PipelineStrategy> parse_any_strategy(std::string_view json_text) {
+  return read_document<PipelineStrategy>(json_text, "strategy", any_strategy_from_json);
+}
+
+Result<Order> parse_order(std::string_view name) {
+  if (name == "genseq") return Order::kGenSeq;
+  if (name == "bfs") return Order::kBfs;
+  if (name == "mintable") return Order::kMinTable;
+  return Error{"unknown order '" + std::string(name) + "'; known: genseq, bfs, mintable", "order"};
+}
+
+Result<SearchMode> parse_search_mode(std::string_view name) {
+  if (name == "auto") return SearchMode::kAuto;
+  if (name == "exact") return SearchMode::kExact;
+  if (name == "bounded") return SearchMode::kBounded;
+  return Error{"unknown search '" + std::string(name) + "'; known: auto, exact, bounded", "search"};
+}
+
+}  // namespace pase

@@ -1,0 +1,221 @@
+// The formulas shared by several ops (core/docs/cost-model.md sections 1, 3
+// and 4). Each op's own formula lives in its file in core/src/model/ops/.
+#include "model/cost_model.hpp"
+
+#include <algorithm>
+
+namespace pase {
+
+std::vector<int> follow_dimension(const Graph& g, const GraphModel& model,
+                                  const std::function<int(int)>& seed) {
+  std::vector<int> pos(g.vertices.size(), -1);
+  for (const Vertex& v : g.vertices) {
+    int p = seed(v.id);
+    if (p < 0) {
+      for (size_t s = 0; s < v.inputs.size(); ++s) {
+        const Slot& slot = v.inputs[s];
+        if (slot.producer < 0) continue;
+        const int up = pos[slot.producer];
+        if (up >= 0) {
+          // The producer's output dimension split exactly by position `up`,
+          // then where this slot puts that tensor dimension.
+          const TensorMap& out = model.vertices[slot.producer].out_maps[slot.output];
+          const TensorMap& in = model.vertices[v.id].in_maps[s];
+          for (size_t t = 0; t < out.size(); ++t) {
+            if (out[t].size() != 1 || out[t][0] != up) continue;
+            if (t < in.size() && in[t].size() == 1) p = in[t][0];
+            break;
+          }
+        }
+        break;  // only the first input fed by a layer counts
+      }
+    }
+    pos[v.id] = p;
+  }
+  return pos;
+}
+
+namespace ops {
+
+namespace {
+
+// Product of the sizes and of the splits at `pos`.
+void group(const Vertex& v, const int64_t* c, const std::vector<int>& pos, double& size,
+           double& split) {
+  int64_t s = 1, k = 1;
+  for (int i : pos) {
+    s *= v.dom[i];
+    k *= c[i];
+  }
+  size = static_cast<double>(s);
+  split = static_cast<double>(k);
+}
+
+}  // namespace
+
+Machine make_machine(const Cluster& cluster) {
+  Machine m;
+  m.devices = cluster.devices;
+  m.tflops = cluster.tflops;
+  m.r = (cluster.tflops * 1000) / (cluster.bandwidth_gbps / 8);
+  m.training = cluster.training;
+  if (cluster.hierarchical()) {
+    m.gpus_per_node = cluster.gpus_per_node;
+    m.r1 = (cluster.tflops * 1000) / (cluster.intra_node_gbps / 8);
+    m.first_device = cluster.first_device;
+  }
+  return m;
+}
+
+namespace {
+
+// The group of device 0 over `group` (core/docs/cluster.md, "Collectives
+// inside a layer"): the devices first_device + sum(i_k * sigma_k) over the
+// positions k of the group, the last dimension innermost. `nodes` is how many distinct
+// nodes hold them and `most` the most members on one node.
+void group_nodes(const int64_t* c, size_t n, const std::vector<int>& group, int64_t per_node,
+                 int64_t first_device, int64_t& nodes, int64_t& most) {
+  std::vector<int64_t> sigma(n, 1);
+  for (size_t k = n; k-- > 1;) sigma[k - 1] = sigma[k] * c[k];
+  // Walk every member: a mixed-radix counter over the group's positions.
+  std::vector<int64_t> index(group.size(), 0);
+  std::vector<std::pair<int64_t, int64_t>> count;  // (node, members), nodes ascending
+  for (;;) {
+    int64_t device = first_device;
+    for (size_t j = 0; j < group.size(); ++j) device += index[j] * sigma[group[j]];
+    const int64_t node = device / per_node;
+    auto it = std::lower_bound(count.begin(), count.end(), std::pair<int64_t, int64_t>{node, 0});
+    if (it != count.end() && it->first == node) {
+      ++it->second;
+    } else {
+      count.insert(it, {node, 1});
+    }
+    size_t j = 0;
+    while (j < group.size() && ++index[j] == c[group[j]]) index[j++] = 0;
+    if (j == group.size()) break;
+  }
+  nodes = static_cast<int64_t>(count.size());
+  most = 0;
+  for (const auto& [node, members] : count) most = std::max(most, members);
+}
+
+}  // namespace
+
+double Machine::allreduce_over(double w, double p, const int64_t* c, size_t n,
+                               const std::vector<int>& group) const {
+  if (gpus_per_node == 0 || p <= 1) return allreduce(w, p);
+  int64_t nodes = 0, most = 0;
+  group_nodes(c, n, group, gpus_per_node, first_device, nodes, most);
+  if (nodes == 1) return r1 * (w / p) * 2 * (p - 1);
+  const double l = static_cast<double>(most), m = static_cast<double>(nodes);
+  return r1 * (w / l) * 2 * (l - 1) + r * (w / (l * m)) * 2 * (m - 1);
+}
+
+double Machine::words_over(double w, const int64_t* c, size_t n,
+                           const std::vector<int>& group) const {
+  if (gpus_per_node == 0) return words(w);
+  int64_t nodes = 0, most = 0;
+  group_nodes(c, n, group, gpus_per_node, first_device, nodes, most);
+  return (nodes == 1 ? r1 : r) * w;
+}
+
+double per_device_points(const Vertex& v, const int64_t* c) {
+  double e = 1;
+  for (size_t i = 0; i < v.dom.size(); ++i)
+    e *= static_cast<double>(v.dom[i]) / static_cast<double>(c[i]);
+  return e;
+}
+
+void tensor_config(const TensorMap& map, const int64_t* c, int64_t* out) {
+  for (size_t i = 0; i < map.size(); ++i) {
+    int64_t s = 1;
+    for (int pos : map[i]) s *= c[pos];
+    out[i] = s;
+  }
+}
+
+double redistribution_words(const Shape& shape, const int64_t* s, const int64_t* t) {
+  double need = 1, have = 1;
+  int64_t p_src = 1, p_tgt = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    double src_pp = static_cast<double>(shape[i]) / static_cast<double>(s[i]);
+    double tgt_pp = static_cast<double>(shape[i]) / static_cast<double>(t[i]);
+    need *= tgt_pp;
+    have *= std::min(src_pp, tgt_pp);
+    p_src *= s[i];
+    p_tgt *= t[i];
+  }
+  if (p_tgt > p_src) have = 0;
+  return std::max(need - have, 0.0);
+}
+
+LayerCost gemm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
+                    const Machine& mc) {
+  const GemmView& g = model.gemm;
+  double bpp = 1;
+  for (int i : g.batch) bpp *= static_cast<double>(v.dom[i]) / static_cast<double>(c[i]);
+  double M, cm, N, cn, K, ck;
+  group(v, c, g.m, M, cm);
+  group(v, c, g.n, N, cn);
+  group(v, c, g.k, K, ck);
+  N *= static_cast<double>(g.n_scale);
+  K *= static_cast<double>(g.k_scale);
+  double m = M / cm, n = N / cn, k = K / ck;
+  double comp = 3 * m * n * k + (g.pw > 0 ? 3 * static_cast<double>(g.pw) * m * n : 0);
+  const size_t dims = v.dom.size();
+  // ZeRO stage 3 gathers a layer's weight again in the forward and backward
+  // passes: half as much again as the weight gradient's all-reduce.
+  const double gather = mc.training.zero == 3 && model.weight_elements > 0 ? 1.5 : 1.0;
+  const double weight_grad = gather * mc.allreduce_over(n * k, cm, c, dims, g.m);
+  double comm = mc.allreduce_over(m * n, ck, c, dims, g.k) +
+                mc.allreduce_over(m * k, cn, c, dims, g.n) + weight_grad;
+  LayerCost out;
+  out.total = bpp * (comp + comm);
+  out.compute = bpp * comp;
+  out.comm = out.total - out.compute;
+  // Only a layer with a weight has a weight gradient to reduce.
+  if (model.weight_elements > 0) out.weight_sync = bpp * weight_grad;
+  return out;
+}
+
+LayerCost pointwise_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
+                         const Machine&) {
+  LayerCost out;
+  out.compute = (1 + static_cast<double>(model.pw)) * per_device_points(v, c);
+  out.total = out.compute;
+  return out;
+}
+
+LayerCost no_cost(const Vertex&, const VertexModel&, const int64_t*, const Machine&) { return {}; }
+
+MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, const Machine& mc) {
+  const VertexModel& model = model_of(g, v.id);
+  const Training& t = mc.training;
+  MemoryBytes out;
+  if (model.weight_elements > 0) {
+    double q = 1, split = 1;
+    for (size_t i = 0; i < v.dom.size(); ++i) q *= static_cast<double>(c[i]);
+    for (int i : model.weight_dims) split *= static_cast<double>(c[i]);
+    const double e = static_cast<double>(model.weight_elements) / split;  // elements per device
+    const double replicas = q / split;
+    out.params = e * static_cast<double>(t.param_bytes) / (t.zero >= 3 ? replicas : 1);
+    out.grads = e * static_cast<double>(t.grad_bytes) / (t.zero >= 2 ? replicas : 1);
+    out.optimizer = e * static_cast<double>(t.optimizer_bytes) / (t.zero >= 1 ? replicas : 1);
+  }
+  // The views (the ops of no_cost) keep nothing of their own.
+  if (model.cost == no_cost) return out;
+  for (size_t o = 0; o < v.outputs.size(); ++o) {
+    const Shape& shape = v.outputs[o].shape;
+    const TensorMap& map = model.out_maps[o];
+    std::vector<int64_t> split(map.size());
+    tensor_config(map, c, split.data());
+    double elements = 1;
+    for (size_t i = 0; i < shape.size(); ++i)
+      elements *= static_cast<double>(shape[i]) / static_cast<double>(split[i]);
+    out.activations += static_cast<double>(t.activation_bytes) * elements;
+  }
+  return out;
+}
+
+}  // namespace ops
+}  // namespace pase

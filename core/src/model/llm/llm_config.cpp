@@ -1,0 +1,310 @@
+// Reading a Hugging Face config.json into an LlmConfig, checking it, and the
+// exact parameter count (llm.hpp; core/docs/llm.md, "Reading config.json" and
+// "Parameters").
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "model/llm/llm_json.hpp"
+
+namespace pase {
+namespace {
+
+using json_detail::Json;
+
+// The model types, each with Hugging Face's defaults for the fields a config
+// may leave out (the defaults of LlamaConfig, MistralConfig, Qwen2Config,
+// GPT2Config and MixtralConfig).
+struct Family {
+  std::string_view type;
+  LlmConfig defaults;
+};
+
+LlmConfig family_defaults(std::string_view type, int64_t vocab, int64_t hidden, int64_t inter,
+                          int64_t layers, int64_t heads, int64_t kv_heads, int64_t positions) {
+  LlmConfig c;
+  c.model_type = std::string(type);
+  c.vocab_size = vocab;
+  c.hidden_size = hidden;
+  c.intermediate_size = inter;
+  c.num_layers = layers;
+  c.num_heads = heads;
+  c.num_kv_heads = kv_heads;
+  c.max_positions = positions;
+  return c;
+}
+
+const std::vector<Family>& families() {
+  static const std::vector<Family> kFamilies = [] {
+    std::vector<Family> f;
+    // kv_heads 0: as many as the query heads.
+    f.push_back({"llama", family_defaults("llama", 32000, 4096, 11008, 32, 32, 0, 2048)});
+    f.push_back({"mistral", family_defaults("mistral", 32000, 4096, 14336, 32, 32, 8, 131072)});
+    LlmConfig qwen2 = family_defaults("qwen2", 151936, 4096, 22016, 32, 32, 32, 32768);
+    qwen2.qkv_bias = true;
+    f.push_back({"qwen2", qwen2});
+    LlmConfig gpt2 = family_defaults("gpt2", 50257, 768, 0, 12, 12, 0, 1024);
+    gpt2.learned_positions = true;
+    gpt2.gated_mlp = false;
+    gpt2.rms_norm = false;
+    gpt2.tied_embeddings = true;
+    gpt2.qkv_bias = gpt2.out_bias = gpt2.mlp_bias = true;
+    f.push_back({"gpt2", gpt2});
+    LlmConfig mixtral = family_defaults("mixtral", 32000, 4096, 14336, 32, 32, 8, 131072);
+    mixtral.num_experts = 8;
+    mixtral.experts_per_token = 2;
+    f.push_back({"mixtral", mixtral});
+    return f;
+  }();
+  return kFamilies;
+}
+
+std::string supported_types() {
+  std::string out;
+  for (const Family& f : families()) out += (out.empty() ? "" : ", ") + std::string(f.type);
+  return out;
+}
+
+// Reads the fields of one config object. Hugging Face writes `null` for an
+// optional field it leaves at its default (head_dim, n_inner), so null is
+// the same as absent. The first error is kept.
+class ConfigReader {
+ public:
+  explicit ConfigReader(const Json& object) : object_(object) {}
+
+  const Json* find(std::string_view key) const {
+    auto it = object_.find(key);
+    if (it == object_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  // The first of `keys` present (a field and its alias, e.g. n_embd and
+  // hidden_size in a gpt2 config) read with `convert` (a json_detail reader)
+  // into `out`.
+  template <class T, class Convert>
+  void read(std::initializer_list<std::string_view> keys, T& out, Convert convert) {
+    if (error_) return;
+    for (std::string_view key : keys) {
+      const Json* value = find(key);
+      if (value == nullptr) continue;
+      auto converted = convert(*value, std::string(key));
+      if (!converted) {
+        error_ = converted.error();
+      } else {
+        out = *converted;
+      }
+      return;
+    }
+  }
+  void positive(std::initializer_list<std::string_view> keys, int64_t& out) {
+    read(keys, out, json_detail::to_positive_int);
+  }
+  void boolean(std::string_view key, bool& out) { read({key}, out, json_detail::to_bool); }
+
+  const std::optional<Error>& error() const { return error_; }
+
+ private:
+  const Json& object_;
+  std::optional<Error> error_;
+};
+
+bool add_overflows(int64_t& sum, int64_t term) { return __builtin_add_overflow(sum, term, &sum); }
+
+// a * b, or -1 when it overflows.
+int64_t product(int64_t a, int64_t b) {
+  int64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? -1 : out;
+}
+
+}  // namespace
+
+int64_t llm_default_seq(const LlmConfig& config) {
+  return config.max_positions < kLlmMaxDefaultSeq ? config.max_positions : kLlmMaxDefaultSeq;
+}
+
+std::optional<Error> check_llm_config(const LlmConfig& c) {
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"vocab_size", c.vocab_size},
+      {"hidden_size", c.hidden_size},
+      {"num_hidden_layers", c.num_layers},
+      {"num_attention_heads", c.num_heads},
+      {"num_key_value_heads", c.num_kv_heads},
+      {"head_dim", c.head_dim},
+      {"intermediate_size", c.intermediate_size},
+      {"max_position_embeddings", c.max_positions},
+  };
+  for (const auto& [field, size] : sizes) {
+    if (size <= 0) return Error{"must be a positive integer", field};
+  }
+  // A decoder layer is at most kLlmLayersPerDecoderLayer layers of the graph.
+  if (c.num_layers > kLlmMaxDecoderLayers) {
+    return Error{"at most " + std::to_string(kLlmMaxDecoderLayers) +
+                     " decoder layers (a graph has at most " + std::to_string(kMaxLayers) +
+                     " layers)",
+                 "num_hidden_layers"};
+  }
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return Error{"num_attention_heads " + std::to_string(c.num_heads) +
+                     " is not a multiple of num_key_value_heads " + std::to_string(c.num_kv_heads),
+                 "num_key_value_heads"};
+  }
+  if (c.num_experts < 0 || c.experts_per_token < 0) {
+    return Error{"must be a non-negative integer", "num_local_experts"};
+  }
+  if (c.num_experts > 0 && (c.experts_per_token < 1 || c.experts_per_token > c.num_experts)) {
+    return Error{"must be from 1 to num_local_experts (" + std::to_string(c.num_experts) + ")",
+                 "num_experts_per_tok"};
+  }
+  if (llm_parameters(c) == std::numeric_limits<int64_t>::max()) {
+    return Error{"the model's parameter count exceeds 2^63 - 1", "hidden_size"};
+  }
+  return std::nullopt;
+}
+
+Result<LlmConfig> parse_llm_config(std::string_view json_text) {
+  Result<Json> document = json_detail::parse_document(json_text);
+  if (!document) return document.error();
+  return llm_config_from_json(*document);
+}
+
+Result<LlmConfig> llm_config_from_json(const Json& document) {
+  if (!document.is_object()) {
+    return json_detail::type_error("a JSON object (a Hugging Face config.json)", document, "");
+  }
+  ConfigReader reader(document);
+  const Json* type = reader.find("model_type");
+  if (type == nullptr) {
+    return Error{"missing required field 'model_type' (one of " + supported_types() + ")",
+                 "model_type"};
+  }
+  if (!type->is_string()) return json_detail::type_error("a string", *type, "model_type");
+  const std::string name = type->get<std::string>();
+  const Family* family = nullptr;
+  for (const Family& f : families()) {
+    if (f.type == name) family = &f;
+  }
+  if (family == nullptr) {
+    return Error{"unsupported model_type '" + name + "'; supported: " + supported_types(),
+                 "model_type"};
+  }
+
+  LlmConfig c = family->defaults;
+  // gpt2 configs use GPT-2's own names; Hugging Face maps the common names to
+  // them, so either is read.
+  reader.positive({"vocab_size"}, c.vocab_size);
+  reader.positive({"n_embd", "hidden_size"}, c.hidden_size);
+  reader.positive({"n_layer", "num_hidden_layers"}, c.num_layers);
+  reader.positive({"n_head", "num_attention_heads"}, c.num_heads);
+  reader.positive({"n_positions", "max_position_embeddings"}, c.max_positions);
+  if (name == "gpt2") {
+    c.intermediate_size = 4 * c.hidden_size;  // n_inner's default
+    reader.positive({"n_inner"}, c.intermediate_size);
+  } else {
+    reader.positive({"intermediate_size"}, c.intermediate_size);
+    reader.positive({"num_key_value_heads"}, c.num_kv_heads);
+  }
+  reader.positive({"head_dim"}, c.head_dim);
+  reader.boolean("tie_word_embeddings", c.tied_embeddings);
+  if (name == "llama") {
+    reader.boolean("attention_bias", c.qkv_bias);
+    c.out_bias = c.qkv_bias;
+    reader.boolean("mlp_bias", c.mlp_bias);
+  }
+  if (name == "mixtral") {
+    reader.positive({"num_local_experts"}, c.num_experts);
+    reader.positive({"num_experts_per_tok"}, c.experts_per_token);
+  }
+  if (reader.error()) return *reader.error();
+
+  if (c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
+  if (c.head_dim == 0) {
+    if (c.hidden_size % c.num_heads != 0) {
+      return Error{"hidden_size " + std::to_string(c.hidden_size) +
+                       " is not a multiple of num_attention_heads " + std::to_string(c.num_heads) +
+                       " (and the config has no head_dim)",
+                   name == "gpt2" ? "n_head" : "num_attention_heads"};
+    }
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  if (auto e = check_llm_config(c)) return *e;
+  return c;
+}
+
+bool starts_like_json_object(std::string_view prefix) {
+  constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+  if (prefix.substr(0, kByteOrderMark.size()) == kByteOrderMark) {
+    prefix.remove_prefix(kByteOrderMark.size());
+  }
+  const size_t start = prefix.find_first_not_of(" \t\r\n");
+  return start != std::string_view::npos && prefix[start] == '{';
+}
+
+bool looks_like_llm_config(std::string_view text) {
+  if (!starts_like_json_object(text)) return false;
+  Result<Json> document = json_detail::parse_document(text);
+  if (!document || !document->is_object()) return false;
+  auto type = document->find("model_type");
+  return type != document->end() && type->is_string() && !document->contains("layers");
+}
+
+int64_t llm_parameters(const LlmConfig& c) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t d = c.hidden_size, hd = c.head_dim, inter = c.intermediate_size;
+  const int64_t q_width = product(c.num_heads, hd), kv_width = product(c.num_kv_heads, hd);
+  const int64_t norm = c.rms_norm ? d : product(2, d);  // scale, and shift for LayerNorm
+
+  int64_t layer = 0;
+  bool overflow = false;
+  auto add = [&](int64_t& sum, int64_t term) {
+    if (term < 0 || add_overflows(sum, term)) overflow = true;
+  };
+  // Attention: query, key, value and output projections and their biases.
+  add(layer, product(d, q_width));
+  add(layer, product(2, product(d, kv_width)));
+  add(layer, product(q_width, d));
+  if (c.qkv_bias) {
+    add(layer, q_width);
+    add(layer, product(2, kv_width));
+  }
+  if (c.out_bias) add(layer, d);
+  // MLP: dense (gate, up, down or up, down), or num_experts of them behind a
+  // router (a bias-free Linear(d, experts)).
+  const int64_t matrices = c.gated_mlp ? 3 : 2;
+  int64_t mlp = product(matrices, product(d, inter));
+  if (c.mlp_bias) {
+    add(mlp, product(matrices - 1, inter));
+    add(mlp, d);
+  }
+  if (c.num_experts > 0) {
+    mlp = product(c.num_experts, mlp);
+    add(mlp, product(d, c.num_experts));
+  }
+  add(layer, mlp);
+  add(layer, product(2, norm));  // before attention and before the MLP
+
+  int64_t total = product(c.num_layers, layer);
+  if (total < 0) overflow = true;
+  const int64_t table = product(c.vocab_size, d);
+  add(total, table);
+  if (!c.tied_embeddings) add(total, table);
+  if (c.learned_positions) add(total, product(c.max_positions, d));
+  add(total, norm);  // the final norm
+  return overflow ? kMax : total;
+}
+
+Result<GraphSpec> import_llm_config(std::string_view json_text, const ImportOptions& options) {
+  Result<LlmConfig> config = parse_llm_config(json_text);
+  if (!config) return config.error();
+  return import_llm_config(*config, options);
+}
+
+Result<GraphSpec> import_llm_config(const LlmConfig& config, const ImportOptions& options) {
+  if (!options.dims.empty()) {
+    return Error{"a Hugging Face config has no named dimensions; give batch and seq",
+                 "dims." + options.dims.front().first};
+  }
+  return llm_spec(config, options.name.empty() ? config.model_type : options.name, options.batch,
+                  options.seq);
+}
+
+}  // namespace pase

@@ -1,0 +1,265 @@
+// plan_pipeline() of pipeline.hpp: the stage plans and the partition
+// (core/docs/pipeline.md, "What the planner chooses").
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "model/cost_model.hpp"
+#include "pase/pipeline.hpp"
+#include "pipeline/pipeline_model.hpp"
+#include "pipeline/pipeline_searcher.hpp"
+#include "search/weighted_plan.hpp"
+
+namespace pase {
+
+namespace pipeline_detail {
+
+// Signatures are built boundary by boundary: the range [i, j) is the range
+// [i, j - 1) and the vertices and entering edges of the part between bounds
+// j - 1 and j (positions relative to bounds[i]; the edges are in destination
+// order, as build_graph() makes them). Equal signatures give equal stage
+// graphs, so equal stage plans. O(boundaries * (vertices + edges)).
+Micro prepare_micro(Searcher& searcher, Graph graph) {
+  Micro m;
+  m.graph = std::move(graph);
+  m.bounds = allowed_boundaries(m.graph);
+  const int n = static_cast<int>(m.graph.vertices.size());
+  const int nb = static_cast<int>(m.bounds.size());
+  m.print.resize(n);
+  for (int v = 0; v < n; ++v)
+    m.print[v] =
+        Searcher::intern(searcher.prints, vertex_print(m.graph.vertices[v], model_of(m.graph, v)));
+  std::vector<std::vector<const Edge*>> into(n);
+  for (const Edge& e : m.graph.edges) into[e.dst].push_back(&e);
+  m.sig.assign(nb, std::vector<int>(nb, -1));
+  for (int i = 0; i < nb; ++i) {
+    const int a = m.bounds[i];
+    int previous = -1;
+    for (int j = i + 1; j < nb; ++j) {
+      std::vector<int64_t> key{previous};
+      for (int v = m.bounds[j - 1]; v < m.bounds[j]; ++v) {
+        key.push_back(m.print[v]);
+        for (const Edge* e : into[v])
+          if (e->src >= a) {
+            key.push_back(e->src - a);
+            key.push_back(e->src_output);
+            key.push_back(e->dst_slot);
+          }
+        key.push_back(-1);
+      }
+      m.sig[i][j] = previous = Searcher::intern(searcher.signatures, std::move(key));
+    }
+  }
+  return m;
+}
+
+}  // namespace pipeline_detail
+
+using namespace pipeline_detail;
+
+namespace {
+
+template <typename F>
+void for_ranges(const Cluster& cluster, const Micro& mg, int64_t stages, int64_t microbatches,
+                F&& f) {
+  const int nb = static_cast<int>(mg.bounds.size());
+  const int64_t q = cluster.devices / stages;
+  for (int64_t s = 0; s < stages; ++s)
+    for (int i = 0; i < nb; ++i)
+      for (int j = i + 1; j < nb; ++j)
+        if (range_ok(stages, nb, s, i, j))
+          f(NeedKey{q, microbatches, mg.sig[i][j],
+                    cluster.gpus_per_node > 0 ? (s * q) % cluster.gpus_per_node : 0});
+}
+
+void need(Searcher& searcher, const Micro& mg, int64_t stages, int64_t microbatches) {
+  for_ranges(searcher.cluster, mg, stages, microbatches,
+             [&](const NeedKey& key) { ++searcher.pending[key]; });
+}
+
+// A pair skipped whole: the keys it needed leave the count (Searcher::drop).
+void release(Searcher& searcher, const Micro& mg, int64_t stages, int64_t microbatches) {
+  for_ranges(searcher.cluster, mg, stages, microbatches,
+             [&](const NeedKey& key) { searcher.drop(key); });
+}
+
+}  // namespace
+
+std::vector<int64_t> auto_microbatch_counts(const Graph& graph, int64_t max_microbatches) {
+  const int64_t batch = graph.model && graph.model->spec ? common_batch(*graph.model->spec) : 1;
+  std::vector<int64_t> counts;
+  for (int64_t m = 1; m <= std::min(batch, max_microbatches); ++m)
+    if (batch % m == 0) counts.push_back(m);
+  if (counts.empty()) counts.push_back(1);
+  return counts;
+}
+
+Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
+                                   const PipelineOptions& pipeline, const PlanOptions& options) {
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
+  if (graph.model->spec == nullptr)
+    return Error{"the graph was not made by build_graph(), load_graph() or build_model()", "graph"};
+  if (pipeline.stages < 0)
+    return Error{"must be a positive integer or \"auto\"", "pipeline.stages"};
+  if (pipeline.microbatches < 0)
+    return Error{"must be a positive integer or \"auto\"", "pipeline.microbatches"};
+  if (pipeline.max_microbatches < 1)
+    return Error{"must be a positive integer", "pipeline.max_microbatches"};
+  const int64_t p = cluster.devices;
+  std::vector<int64_t> stage_counts, micro_counts;
+  if (pipeline.stages == kAuto) {
+    for (int64_t s = 1; s <= p; ++s)
+      if (p % s == 0) stage_counts.push_back(s);
+  } else if (p % pipeline.stages != 0) {
+    return Error{std::to_string(pipeline.stages) + " stages do not divide the " +
+                     std::to_string(p) + " devices (stage s runs on devices s*q .. (s+1)*q - 1)",
+                 "pipeline.stages"};
+  } else {
+    stage_counts.push_back(pipeline.stages);
+  }
+  if (pipeline.microbatches == kAuto) {
+    micro_counts = auto_microbatch_counts(graph, pipeline.max_microbatches);
+  } else {
+    micro_counts.push_back(pipeline.microbatches);
+  }
+
+  Searcher searcher{graph, cluster, pipeline, options};
+  std::map<int64_t, Micro> micros;
+  for (int64_t m : micro_counts) {
+    Result<Graph> micro = micro_batch_graph(graph, m);
+    if (!micro) {
+      if (pipeline.microbatches != kAuto) return micro.error();
+      continue;  // "auto" skips a count the graph cannot be lowered at
+    }
+    micros.emplace(m, prepare_micro(searcher, std::move(*micro)));
+  }
+  // Progress: the stage plans without a cap that the pairs may need, each
+  // searched once (those under a cap come on top, as they are found).
+  for (int64_t s : stage_counts)
+    for (const auto& [m, micro] : micros) need(searcher, micro, s, m);
+  searcher.total = std::max<double>(1, static_cast<double>(searcher.pending.size()));
+  double no_pipeline = 0;
+  struct Best {
+    double T = kInf;
+    int64_t stages = 0, microbatches = 0;
+    Partition part;
+  } best;
+  // The pairs the graph can be cut into.
+  struct Pair {
+    int64_t stages, microbatches;
+    double floor = 0;  // a lower bound of its T
+  };
+  std::vector<Pair> pairs;
+  for (int64_t s : stage_counts)
+    for (const auto& [m, micro] : micros) {
+      if (s > static_cast<int64_t>(micro.bounds.size()) - 1) {
+        if (pipeline.stages != kAuto)
+          return Error{std::to_string(s) + " stages, but the graph may be cut at only " +
+                           std::to_string(micro.bounds.size() - 2) + " positions (" +
+                           std::to_string(micro.bounds.size() - 1) + " stages at most)",
+                       "pipeline.stages"};
+        continue;
+      }
+      pairs.push_back(Pair{s, m});
+    }
+  // The least T wins; ties (1e-12 relative) go to fewer stages, then fewer
+  // micro-batches, whatever the order the pairs are searched in.
+  auto take = [&](const Pair& pair, Partition part) {
+    if (pair.stages == 1 && pair.microbatches == 1 && part.T < kInf) no_pipeline = part.T;
+    if (part.T == kInf) return;
+    const bool fewer = std::make_pair(pair.stages, pair.microbatches) <
+                       std::make_pair(best.stages, best.microbatches);
+    if (best.T == kInf || part.T < best.T * (1 - 1e-12) ||
+        (fewer && part.T <= best.T * (1 + 1e-12))) {
+      best.T = part.T;
+      best.stages = pair.stages;
+      best.microbatches = pair.microbatches;
+      best.part = std::move(part);
+    }
+  };
+  auto search_pair = [&](const Pair& pair) -> std::optional<Error> {
+    const Micro& micro = micros.at(pair.microbatches);
+    Result<Partition> part =
+        best_partition(searcher, micro, pair.stages, pair.microbatches, best.T);
+    if (!part) return part.error();
+    take(pair, std::move(*part));
+    return std::nullopt;
+  };
+  // With pruning and several pairs: S = M = 1 first (the plan without a
+  // pipeline, which the result compares with), then every other pair's
+  // lower bound from its parts' plans, and the pairs in the order of those
+  // bounds, so that the first pairs searched give the bound that lets the
+  // others go unsearched (core/docs/pipeline.md, "Pruning").
+  if (pipeline.prune && pairs.size() > 1) {
+    if (pairs.front().stages == 1 && pairs.front().microbatches == 1) {
+      // Half the progress bar: on a deep network the one whole-graph search
+      // is most of the work (GPT-3 175B on 1,024 GPUs: 84 s of 103).
+      searcher.lead = 0.5;
+      if (std::optional<Error> e = search_pair(pairs.front())) return *e;
+      searcher.lead_done = true;
+      pairs.erase(pairs.begin());
+    }
+    for (Pair& pair : pairs) {
+      Result<Partition> floor = best_partition(searcher, micros.at(pair.microbatches), pair.stages,
+                                               pair.microbatches, best.T, true);
+      if (!floor) return floor.error();
+      pair.floor = floor->floor;
+    }
+    std::stable_sort(pairs.begin(), pairs.end(),
+                     [](const Pair& a, const Pair& b) { return a.floor < b.floor; });
+  }
+  // A pair whose floor exceeds the best T so far is skipped, and leaves the
+  // progress's count as soon as it is known to be skipped.
+  std::vector<char> skipped(pairs.size(), 0);
+  auto skip_hopeless = [&](size_t from) {
+    for (size_t k = from; k < pairs.size(); ++k)
+      if (!skipped[k] && pairs[k].floor > best.T * (1 + 1e-9)) {
+        skipped[k] = 1;
+        release(searcher, micros.at(pairs[k].microbatches), pairs[k].stages, pairs[k].microbatches);
+      }
+  };
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    skip_hopeless(k);
+    if (skipped[k]) continue;
+    if (std::optional<Error> e = search_pair(pairs[k])) return *e;
+  }
+  if (best.T == kInf) {
+    if (cluster.memory_gib > 0)
+      return Error{"no pipeline of the stage and micro-batch counts tried fits in " +
+                       std::to_string(cluster.memory_gib) + " GiB per device",
+                   "cluster.memory_gib"};
+    return Error{"no micro-batch count divides the batch and lowers the graph",
+                 "pipeline.microbatches"};
+  }
+  Result<PipelinePlan> out =
+      assemble(micros.at(best.microbatches).graph, cluster, best.part.stage_of, best.part.configs,
+               best.microbatches, pipeline.schedule);
+  if (!out) return out.error();
+  Plan& plan = out->plan;
+  plan.search = searcher.stats;
+  plan.search.order = options.order;
+  plan.search.threads = std::max(1, options.threads);
+  plan.search.time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - searcher.start).count();
+  plan.optimal = best.part.optimal && !searcher.unproven;
+  // T is a bound over every pipeline only when it is proven least; else no
+  // bound is known but the trivial one.
+  plan.lower_bound = plan.optimal ? plan.cost : 0;
+  out->pipeline.allowed_boundaries = best.part.boundaries;
+  out->pipeline.stage_plans = static_cast<int>(searcher.searches);
+  out->pipeline.no_pipeline_cost = no_pipeline;
+  if (options.on_progress) {
+    Progress done;
+    done.fraction = 1;
+    options.on_progress(done);
+  }
+  return out;
+}
+
+}  // namespace pase

@@ -1,0 +1,245 @@
+// The pipeline search's state and parts (core/docs/pipeline.md, "What the
+// planner chooses"): the stage plans, kept by what makes ranges plan alike;
+// the micro-batch graphs with their boundaries; the partition of one pair
+// (S, M) (pipeline_partition.cpp). plan_pipeline() (pipeline_search.cpp)
+// runs them over the pairs.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "pase/pipeline.hpp"
+#include "pipeline/pipeline_model.hpp"
+#include "search/weighted_plan.hpp"
+
+namespace pase::pipeline_detail {
+
+// A stage plan: its configurations and costs (one micro-batch), or none fits.
+struct StagePlan {
+  bool fits = false;
+  bool optimal = true;
+  Strategy configs;
+  double F = 0, W = 0;
+  MemoryBytes memory;  // one copy of the activations
+  SearchStats search;
+};
+
+// For progress: a stage plan without a cap by its cache key without k.
+using NeedKey = std::tuple<int64_t, int64_t, int, int64_t>;
+
+struct Searcher {
+  const Graph& graph;
+  const Cluster& cluster;
+  const PipelineOptions& pipeline;
+  const PlanOptions& options;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  // Stage plans by (q, M, range signature, first device mod node size, k);
+  // k is 0 for the plan without a cap, -1 for the least F (least_f()).
+  std::map<std::tuple<int64_t, int64_t, int, int64_t, int64_t>, StagePlan> plans{};
+  // Vertex prints and range signatures, interned: equal ids, equal prices.
+  std::map<std::vector<int64_t>, int> prints{}, signatures{};
+  Floors floors{cluster, options.enumeration};
+  int64_t searches = 0;
+  SearchStats stats{};
+  // A stage plan was not proven optimal (the bounded search's): then
+  // neither are the pruning bounds made of stage plans, nor the pipeline.
+  bool unproven = false;
+  // Progress: stage plans searched of those the search may still need.
+  double done = 0, total = 1, shown = 0;
+  // The keys that the ranges of the pairs not yet done may need, with how
+  // many ranges need each. Every key counts once in `total` until it is
+  // searched, or its last range is passed (pruned, or its pair done or
+  // skipped) without a search.
+  std::map<NeedKey, int> pending{};
+
+  // One range that needed `key` is passed.
+  void drop(const NeedKey& key) {
+    auto it = pending.find(key);
+    if (it == pending.end() || --it->second > 0) return;
+    pending.erase(it);
+    if (plans.count(std::tuple_cat(key, std::make_tuple(int64_t{0}))) == 0) total -= 1;
+  }
+
+  static int intern(std::map<std::vector<int64_t>, int>& ids, std::vector<int64_t> key) {
+    return ids.emplace(std::move(key), static_cast<int>(ids.size())).first->second;
+  }
+
+  // The share of the bar of a first search that is most of the work (the
+  // plan without a pipeline, before the pairs it lets the bounds skip), and
+  // whether that search is over; 0: every stage plan counts alike.
+  double lead = 0;
+  bool lead_done = false;
+
+  void report(double fraction) {
+    if (!options.on_progress) return;
+    const double rest = std::min(1.0, (done + fraction) / total);
+    const double value = lead == 0   ? rest
+                         : lead_done ? lead + (1 - lead) * rest
+                                     : lead * (done >= 1 ? 1.0 : std::min(1.0, fraction));
+    shown = std::max(shown, value);
+    Progress p;
+    p.fraction = shown;
+    // A pipeline's progress counts stage plans (pipeline.hpp).
+    p.vertices_done = static_cast<int>(done);
+    p.vertices_total = static_cast<int>(std::max(total, done));
+    options.on_progress(p);
+  }
+
+  // A plan of [a, b) without a cap, on q devices `align` devices into a
+  // node, for M micro-batches, kept under key k: 0 for the least
+  // M * F + W, -1 for the least F alone.
+  Result<const StagePlan*> uncapped(const Graph& micro, int sig, int a, int b, int64_t align,
+                                    int64_t q, int64_t microbatches, int64_t k) {
+    auto key = std::make_tuple(q, microbatches, sig, align, k);
+    auto it = plans.find(key);
+    if (it == plans.end()) {
+      Cluster free = cluster;
+      free.devices = q;
+      free.first_device = align;
+      free.memory_gib = 0;
+      Result<StagePlan> r = search(micro, a, b, free, microbatches, 1, k == 0 ? 1.0 : 0.0);
+      if (!r) return r.error();
+      it = plans.emplace(key, std::move(*r)).first;
+    }
+    return &it->second;
+  }
+
+  // The plan of [a, b) without a cap: the least M * F + W.
+  Result<const StagePlan*> free_plan(const Graph& micro, int sig, int a, int b, int64_t align,
+                                     int64_t q, int64_t microbatches) {
+    return uncapped(micro, sig, a, b, align, q, microbatches, 0);
+  }
+
+  // The least F (one micro-batch, without the weight gradients' reduction)
+  // of [a, b) without a cap: the pipeline search's bounds of the A of stages
+  // holding the range (core/docs/pipeline.md, "Pruning").
+  Result<double> least_f(const Graph& micro, int sig, int a, int b, int64_t align, int64_t q,
+                         int64_t microbatches) {
+    Result<const StagePlan*> r = uncapped(micro, sig, a, b, align, q, microbatches, -1);
+    if (!r) return r.error();
+    return (*r)->F;
+  }
+
+  // The plan of stage s = [a, b) of `micro` on q devices, for M micro-batches
+  // and k copies of the activations. Without a cap k does not matter; under
+  // one, the plan without the cap serves every k it fits with.
+  Result<const StagePlan*> stage_plan(const Graph& micro, int sig, int a, int b, int64_t s,
+                                      int64_t q, int64_t microbatches, int64_t k) {
+    const int64_t align = cluster.gpus_per_node > 0 ? (s * q) % cluster.gpus_per_node : 0;
+    Result<const StagePlan*> free = free_plan(micro, sig, a, b, align, q, microbatches);
+    if (!free) return free.error();
+    const StagePlan* f = *free;
+    if (cluster.memory_gib <= 0) return f;
+    const StageWeights weights{static_cast<double>(microbatches), static_cast<double>(k)};
+    if (weights.bytes(f->memory) <= cluster.capacity_bytes()) return f;
+    Cluster cs = cluster;
+    cs.devices = q;
+    cs.first_device = align;
+    auto capped_key = std::make_tuple(q, microbatches, sig, align, k);
+    auto c = plans.find(capped_key);
+    if (c == plans.end()) {
+      Result<StagePlan> r = search(micro, a, b, cs, microbatches, k);
+      if (!r) return r.error();
+      c = plans.emplace(capped_key, std::move(*r)).first;
+    }
+    return &c->second;
+  }
+
+  // A stage plan of [a, b): the least M * F + sync_weight * W under cs's cap
+  // (sync_weight 0: the least F).
+  Result<StagePlan> search(const Graph& micro, int a, int b, const Cluster& cs,
+                           int64_t microbatches, int64_t k, double sync_weight = 1) {
+    const Graph sub = stage_graph(micro, a, b);
+    PlanOptions o = options;
+    o.on_progress = [&](const Progress& p) { report(p.fraction); };
+    ++searches;
+    // The whole graph at M = 1 (S = M = 1) is plan() itself, ties and all.
+    const bool whole = a == 0 && b == static_cast<int>(micro.vertices.size()) && microbatches == 1;
+    // The least F alone (sync_weight 0) needs no ties to the smaller A.
+    const double m = static_cast<double>(microbatches);
+    const double tie = whole || sync_weight != 1 ? 0.0 : 1e-13 * m;
+    Result<Plan> r =
+        plan_weighted(sub, cs, o, StageWeights{m, static_cast<double>(k), tie, sync_weight});
+    done += 1;
+    report(0);
+    StagePlan sp;
+    if (!r) {
+      if (r.error().where == "cluster.memory_gib") return sp;  // nothing fits
+      return r.error();
+    }
+    sp.fits = true;
+    sp.optimal = r->optimal;
+    unproven = unproven || (r->search.bounded && !r->optimal);
+    sp.configs = r->strategy;
+    sp.W = StageWeights::weight_sync(*r);
+    sp.F = r->cost - sp.W;
+    sp.memory = r->memory;
+    sp.search = r->search;
+    stats.pairs += r->search.pairs;
+    stats.raw_pairs += r->search.raw_pairs;
+    stats.table_entries += r->search.table_entries;
+    stats.configurations += r->search.configurations;
+    stats.peak_bytes = std::max(stats.peak_bytes, r->search.peak_bytes);
+    stats.raw_peak_bytes = std::max(stats.raw_peak_bytes, r->search.raw_peak_bytes);
+    stats.largest_table = std::max(stats.largest_table, r->search.largest_table);
+    stats.max_dependent_set = std::max(stats.max_dependent_set, r->search.max_dependent_set);
+    stats.searches += r->search.searches;
+    // A stage plan of the bounded search makes the pipeline's not proven
+    // optimal (plan_pipeline(): its bound is then 0).
+    if (r->search.bounded) {
+      stats.bounded = true;
+      stats.rounds += r->search.rounds;
+      stats.fixed_vertices = std::max(stats.fixed_vertices, r->search.fixed_vertices);
+      stats.exact_peak_bytes = std::max(stats.exact_peak_bytes, r->search.exact_peak_bytes);
+    }
+    return sp;
+  }
+};
+
+// The best partition of `micro` into `stages` stages for M micro-batches:
+// T, the stage of every vertex and the configurations; T = inf when no
+// partition fits.
+struct Partition {
+  double T = kInf;
+  // A lower bound of T over every partition of the pair (kInf: none fits),
+  // from the bounds alone; best_partition() with `floor_only` stops there.
+  double floor = 0;
+  std::vector<int> stage_of;
+  Strategy configs;
+  bool optimal = true;
+  int boundaries = 0;
+};
+
+// Stage s over bounds[i] .. bounds[j], i < j, leaving room for the stages
+// before and after it (nb boundaries).
+inline bool range_ok(int64_t stages, int nb, int64_t s, int i, int j) {
+  if (i >= j || (s == 0) != (i == 0) || (s == stages - 1) != (j == nb - 1)) return false;
+  return i >= s && (nb - 1 - j) >= stages - 1 - s;
+}
+
+// A micro-batch graph with its allowed boundaries, its vertices' print ids
+// and the signature of the range between any two boundaries.
+struct Micro {
+  Graph graph;
+  std::vector<int> bounds;
+  std::vector<int> print;
+  std::vector<std::vector<int>> sig;
+};
+
+// The micro-batch graph `graph` with its boundaries and signatures.
+Micro prepare_micro(Searcher& searcher, Graph graph);
+
+// The best partition of `mg` into `stages` stages for M micro-batches that
+// can beat `beat` (the best T of the pairs searched before; inf: none).
+// `floor_only`: no stage plan but the parts' plans that the bounds take
+// their values from; the result's floor bounds the pair's T (T stays inf).
+Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t stages,
+                                 int64_t microbatches, double beat, bool floor_only = false);
+
+}  // namespace pase::pipeline_detail

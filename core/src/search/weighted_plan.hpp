@@ -1,0 +1,101 @@
+// plan() with a pipeline stage's objective (core/docs/pipeline.md, "What the
+// planner chooses"): a stage run for M micro-batches does its layers' work
+// and its edges M times but reduces its weight gradients once, and holds the
+// activations of k micro-batches at once. plan() is plan_weighted() with
+// M = k = 1, bit for bit.
+#pragma once
+
+#include <chrono>
+
+#include "cost/configurations.hpp"
+#include "cost/cost_tables.hpp"
+#include "pase/graph.hpp"
+#include "pase/plan.hpp"
+#include "pase/result.hpp"
+#include "search/dynamic_program.hpp"
+#include "search/ordering.hpp"
+
+namespace pase {
+
+struct StageWeights {
+  double microbatches = 1;       // M
+  double activation_copies = 1;  // k
+  // Ties in value() go to the smaller A (core/docs/pipeline.md): the search
+  // minimises value() + tie * A, with tie far below value()'s ties (1e-12
+  // relative) and far above its rounding. 0: ties to the configuration
+  // enumerated first, as plan().
+  double tie = 0;
+  // How often the weight gradients are reduced: 1 (once a step), or 0 for a
+  // stage's F alone (the pipeline search's bounds: value() is then M * F).
+  double sync_weight = 1;
+
+  // The weight-gradient part of a plan's cost: the sum of its layers'
+  // weight_sync.
+  static double weight_sync(const Plan& p) {
+    double w = 0;
+    for (const LayerCost& l : p.layers) w += l.weight_sync;
+    return w;
+  }
+  // What the search minimises: M * (cost - W) + sync_weight * W, the plan's
+  // cost when M = 1 and sync_weight = 1.
+  double value(const Plan& p) const {
+    if (microbatches == 1 && sync_weight == 1) return p.cost;
+    const double w = weight_sync(p);
+    return microbatches * (p.cost - w) + sync_weight * w;
+  }
+  // Device 0's memory with k copies of the activations.
+  double bytes(const MemoryBytes& m) const {
+    if (activation_copies == 1) return m.total();
+    return m.params + m.grads + m.optimizer + activation_copies * m.activations;
+  }
+};
+
+// plan() minimising StageWeights::value() of a plan, under Cluster::memory_gib
+// for StageWeights::bytes(). The Plan is evaluate()'s (its cost and memory
+// are one micro-batch's, with one copy of the activations); lower_bound is in
+// the units of value().
+Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                           const StageWeights& weights);
+
+// What one search runs on: every vertex's configurations, the vertex order
+// with its dependent sets, the tables' classes and their sizes.
+struct SearchSpace {
+  std::vector<ConfigSet> configs;
+  Order order = Order::kGenSeq;
+  Ordering ord;
+  TableClasses classes;
+  SearchStats est;  // sizes only
+};
+
+// The configurations of every vertex and the ordering options.order of them,
+// with classes and sizes (finish_space).
+Result<SearchSpace> prepare_space(const Graph& graph, const Cluster& cluster,
+                                  const PlanOptions& options);
+// The classes and sizes of a space whose configs and ord are set.
+void finish_space(const Graph& graph, const Cluster& cluster, SearchSpace& space);
+
+// The tables' limit of options (max_memory, or 2^62 bytes without one), and
+// whether a plan of that exact space runs the bounded search instead
+// (options.search, or kAuto with tables over the limit).
+double table_limit(const PlanOptions& options);
+bool bounded_instead(const SearchStats& exact, const PlanOptions& options);
+// The fields of SearchStats that say a plan will run the bounded search.
+void describe_bounded(SearchStats& stats, const PlanOptions& options);
+
+// The exact search of one space: plan_weighted()'s search and, under a cap,
+// its Lagrangian loop. The Plan's search stats hold only `searches`.
+// `prices`: edge prices made for space.configs, or null.
+Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                          const StageWeights& weights, const SearchSpace& space,
+                          EdgePrices* prices);
+
+// The bounded search (core/docs/bounded-search.md) of `exact`, a space too
+// large to search exactly: rounds of the exact search over sub-spaces in
+// which some vertices keep one configuration each. The Plan has optimal
+// false unless its cost meets the bound it proves, and lower_bound that
+// bound (in the units of StageWeights::value()).
+Result<Plan> plan_bounded(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                          const StageWeights& weights, SearchSpace exact,
+                          std::chrono::steady_clock::time_point start);
+
+}  // namespace pase
