@@ -55,56 +55,11 @@
 #include <string>
 #include <vector>
 
+#include "pase/cluster.hpp"
 #include "pase/graph.hpp"
 #include "pase/result.hpp"
 
 namespace pase {
-
-// The machine: `devices` identical devices of `tflops` peak each, joined by
-// links of `bandwidth_gbps`. core/docs/cost-model.md section 1.
-// How the job trains (core/docs/cluster.md, "Memory per device"): bytes per
-// element of the weights, their gradients, the optimizer state and the saved
-// activations, and the ZeRO stage (0 to 3). The defaults are mixed-precision
-// Adam: 2 + 2 + 12 bytes per parameter, 2 per activation.
-struct Training {
-  int64_t param_bytes = 2;
-  int64_t grad_bytes = 2;
-  int64_t optimizer_bytes = 12;
-  int64_t activation_bytes = 2;
-  int64_t zero = 0;
-};
-
-struct Cluster {
-  int64_t devices = 8;
-  double tflops = 10.0;
-  // Per-device link bandwidth; with nodes (below), the bandwidth between nodes.
-  double bandwidth_gbps = 16.0;
-  // Nodes of gpus_per_node devices whose links inside a node have
-  // intra_node_gbps (core/docs/cluster.md). Both 0: the flat model of
-  // core/docs/cost-model.md, unchanged; they are given together.
-  int64_t gpus_per_node = 0;
-  double intra_node_gbps = 0;
-  // Usable memory per device in GiB; 0: unlimited.
-  double memory_gib = 0;
-  // How the devices train: what the memory model counts, and ZeRO stage 3's
-  // extra traffic (a request's "training" in JSON).
-  Training training{};
-  // The cluster as a pipeline stage sees it: its device 0 is global device
-  // first_device and nodes are counted globally, so that a stage starting
-  // inside a node is priced as it sits (core/docs/pipeline.md). 0 for a
-  // whole cluster; not part of the JSON cluster.
-  int64_t first_device = 0;
-
-  bool hierarchical() const { return gpus_per_node > 0; }
-  // memory_gib in bytes (0: no cap).
-  double capacity_bytes() const { return memory_gib * 0x1p30; }
-};
-
-inline constexpr int64_t kMaxDevices = 65536;
-
-// The first bad field as an Error naming it ("cluster.devices": "must be at
-// least 1, got 0"), or nullopt when the cluster is valid.
-std::optional<Error> check_cluster(const Cluster& cluster);
 
 using Config = std::vector<int64_t>;   // one split per dimension of a vertex
 using Strategy = std::vector<Config>;  // one configuration per vertex, by id
@@ -198,25 +153,6 @@ struct SearchStats {
   int rounds = 0;
   int fixed_vertices = 0;
   double exact_peak_bytes = 0;
-};
-
-// A layer's cost split into its parts; total is the cost-model value.
-struct LayerCost {
-  double total = 0;
-  double compute = 0;  // arithmetic (including fused point-wise ops)
-  double comm = 0;     // intra-layer communication (all-reduces, halos, gathers)
-  // The part of comm that reduces the weight gradient (the GEMM
-  // allreduce(n*k, cm) of a layer with a weight, with ZeRO-3's factor): a
-  // pipeline reduces it once per step, not per micro-batch
-  // (core/docs/pipeline.md).
-  double weight_sync = 0;
-};
-
-// Device 0's memory in bytes, by kind (core/docs/cluster.md, "Memory per
-// device"); device 0 takes part in every layer.
-struct MemoryBytes {
-  double params = 0, grads = 0, optimizer = 0, activations = 0;
-  double total() const { return params + grads + optimizer + activations; }
 };
 
 struct Plan {

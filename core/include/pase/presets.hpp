@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pase/plan.hpp"
+#include "pase/cluster.hpp"
 
 namespace pase {
 

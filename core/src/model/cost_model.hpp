@@ -13,8 +13,8 @@
 #include <optional>
 #include <vector>
 
+#include "pase/cluster.hpp"
 #include "pase/graph.hpp"
-#include "pase/plan.hpp"
 
 namespace pase {
 
