@@ -442,7 +442,7 @@ TEST_CASE("classes: random graphs plan as on raw configurations, flat and on nod
 
 TEST_CASE("classes: searches under a memory weight plan as on raw configurations") {
   // A plan under Cluster::memory_gib runs the program on cost_weight * cost +
-  // memory_weight * memory (plan.cpp): the least memory (0, 1) and weights
+  // memory_weight * memory (weighted_plan.cpp): the least memory (0, 1) and weights
   // at the scale where both parts matter.
   RandomGraphs gen(1357);
   std::mt19937 rng(21);

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/entry.hpp"
 #include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"

@@ -30,7 +30,7 @@ import { renderSummary, markSummaryGroup } from './views/summary.js';
 import { renderStageStrip } from './views/pipeline.js';
 import { el } from './views/dom.js';
 
-// The core's error when nothing fits (core/src/plan/plan.cpp, at cluster.memory_gib):
+// The core's error when nothing fits (core/src/search/weighted_plan.cpp, at cluster.memory_gib):
 // "no strategy fits in 0.001 GiB per device: the least memory any strategy reaches is 0.2117 GiB".
 const noFitPattern = /^no strategy fits in ([\d.e+-]+) GiB per device(?:: the least memory any strategy reaches is ([\d.e+-]+) GiB)?/;
 // ... and with a pipeline (core/src/pipeline/pipeline_search.cpp):

@@ -56,9 +56,6 @@ Result<Strategy> parse_strategy(std::string_view json_text);
 // a strategy without a pipeline.
 Result<PipelineStrategy> parse_any_strategy(std::string_view json_text);
 
-// "pipeline x4 (8 micro-batches, 1F1B)": the practitioner's words for it.
-std::string pipeline_label(const PipelineInfo& pipeline);
-
 // The plan-result document of a plan with a pipeline: plan_to_json() of its
 // micro-batch graph and plan, plus "pipeline": {"stages", "microbatches",
 // "schedule", "micro_batch", "label", "bubble", "stage_of", "stage":

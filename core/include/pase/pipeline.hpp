@@ -107,6 +107,9 @@ struct PipelineInfo {
   double no_pipeline_cost = 0;
 };
 
+// "pipeline x4 (8 micro-batches, 1F1B)": the practitioner's words for it.
+std::string pipeline_label(const PipelineInfo& pipeline);
+
 // A plan with a pipeline. `plan` is over `graph`, the micro-batch graph:
 // strategy, per-vertex costs (each at its stage's devices), per-edge costs
 // (an edge between stages: its share of X), memory per vertex with its

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "api/entry.hpp"
+#include "model/graph_json.hpp"
 #include "model/llm/llm_json.hpp"
 #include "pase/graph.hpp"
 #include "pase/import.hpp"

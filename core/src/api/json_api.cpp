@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/entry.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
@@ -152,18 +153,6 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
 
 std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan& plan) {
   return json_detail::dump_pretty(plan_object(graph, cluster, plan)) + "\n";
-}
-
-std::string pipeline_label(const PipelineInfo& p) {
-  const std::string schedule = p.schedule == Schedule::kGPipe ? "GPipe" : "1F1B";
-  // One stage is no pipeline ("auto" may find it best); its micro-batches
-  // accumulate gradients.
-  if (p.stages == 1)
-    return p.microbatches == 1 ? "no pipeline"
-                               : "no pipeline (" + std::to_string(p.microbatches) +
-                                     " micro-batches, " + schedule + ")";
-  return "pipeline x" + std::to_string(p.stages) + " (" + std::to_string(p.microbatches) +
-         " micro-batch" + (p.microbatches == 1 ? "" : "es") + ", " + schedule + ")";
 }
 
 std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& result) {

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "model/graph_json.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"

@@ -1,8 +1,12 @@
 // The formulas shared by several ops (core/docs/cost-model.md sections 1, 3
-// and 4). Each op's own formula lives in its file in core/src/model/ops/.
+// and 4), and the checks of a cluster and of a graph to be priced. Each op's
+// own formula lives in its file in core/src/model/ops/.
 #include "model/cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
 
 namespace pase {
 
@@ -33,6 +37,49 @@ std::vector<int> follow_dimension(const Graph& g, const GraphModel& model,
     pos[v.id] = p;
   }
   return pos;
+}
+
+std::optional<Error> check_cluster(const Cluster& c) {
+  if (c.devices < 1)
+    return Error{"must be at least 1, got " + std::to_string(c.devices), "cluster.devices"};
+  if (c.devices > kMaxDevices)
+    return Error{
+        "must be at most " + std::to_string(kMaxDevices) + ", got " + std::to_string(c.devices),
+        "cluster.devices"};
+  if (!(c.tflops > 0) || !std::isfinite(c.tflops))
+    return Error{"must be a positive number", "cluster.tflops"};
+  if (!(c.bandwidth_gbps > 0) || !std::isfinite(c.bandwidth_gbps))
+    return Error{"must be a positive number", "cluster.bandwidth_gbps"};
+  // Nodes: both fields or neither.
+  const bool nodes = c.gpus_per_node != 0, intra = c.intra_node_gbps != 0;
+  if (nodes && c.gpus_per_node < 1)
+    return Error{"must be a positive integer, got " + std::to_string(c.gpus_per_node),
+                 "cluster.gpus_per_node"};
+  if (intra && (!(c.intra_node_gbps > 0) || !std::isfinite(c.intra_node_gbps)))
+    return Error{"must be a positive number", "cluster.intra_node_gbps"};
+  if (nodes != intra)
+    return Error{"gpus_per_node and intra_node_gbps come together",
+                 nodes ? "cluster.intra_node_gbps" : "cluster.gpus_per_node"};
+  if (c.memory_gib != 0 && (!(c.memory_gib > 0) || !std::isfinite(c.memory_gib)))
+    return Error{"must be a positive number", "cluster.memory_gib"};
+  const std::pair<int64_t, const char*> bytes[] = {
+      {c.training.param_bytes, "training.param_bytes"},
+      {c.training.grad_bytes, "training.grad_bytes"},
+      {c.training.optimizer_bytes, "training.optimizer_bytes"},
+      {c.training.activation_bytes, "training.activation_bytes"}};
+  for (const auto& [value, where] : bytes)
+    if (value < 0) return Error{"must be a non-negative integer", where};
+  if (c.first_device < 0) return Error{"must be non-negative", "cluster.first_device"};
+  if (c.training.zero < 0 || c.training.zero > 3)
+    return Error{"must be 0, 1, 2 or 3, got " + std::to_string(c.training.zero), "training.zero"};
+  return std::nullopt;
+}
+
+std::optional<Error> check_inputs(const Graph& g, const Cluster& cluster) {
+  if (std::optional<Error> e = check_cluster(cluster)) return e;
+  if (g.model == nullptr || g.model->vertices.size() != g.vertices.size())
+    return Error{"the graph was not made by build_graph(), load_graph() or build_model()", "graph"};
+  return std::nullopt;
 }
 
 namespace ops {

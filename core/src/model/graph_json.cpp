@@ -5,6 +5,8 @@
 //
 // Only syntax, field names and types are checked here; names, shapes and
 // cycles are build_graph()'s business.
+#include "model/graph_json.hpp"
+
 #include <string>
 #include <string_view>
 #include <utility>

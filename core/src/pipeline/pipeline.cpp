@@ -28,6 +28,18 @@ const char* schedule_name(Schedule schedule) {
   return schedule == Schedule::kGPipe ? "gpipe" : "1f1b";
 }
 
+std::string pipeline_label(const PipelineInfo& p) {
+  const std::string schedule = p.schedule == Schedule::kGPipe ? "GPipe" : "1F1B";
+  // One stage is no pipeline ("auto" may find it best); its micro-batches
+  // accumulate gradients.
+  if (p.stages == 1)
+    return p.microbatches == 1 ? "no pipeline"
+                               : "no pipeline (" + std::to_string(p.microbatches) +
+                                     " micro-batches, " + schedule + ")";
+  return "pipeline x" + std::to_string(p.stages) + " (" + std::to_string(p.microbatches) +
+         " micro-batch" + (p.microbatches == 1 ? "" : "es") + ", " + schedule + ")";
+}
+
 namespace pipeline_detail {
 
 int64_t common_batch(const GraphSpec& spec) {

@@ -1,6 +1,8 @@
-// Private helpers of the JSON code (graph_json.cpp, json_api.cpp, op_table.cpp): typed readers
-// that turn a JSON value into a C++ value or an Error naming the field path,
-// the exception-free document parser and the pretty printer.
+// Private helpers of the JSON code (model/graph_json.cpp, model/op_table.cpp,
+// model/llm/, api/): typed readers that turn a JSON value into a C++ value or
+// an Error naming the field path, the exception-free document parser and the
+// pretty printer. The graph schema is model/graph_json.hpp's; what the JSON
+// entry points share, api/entry.hpp's.
 //
 // Every reader checks the JSON type before touching the value, so nothing here
 // throws (the WebAssembly build may run without exception support).
@@ -8,21 +10,16 @@
 
 #include <cmath>
 #include <cstdint>
-#include <exception>
 #include <initializer_list>
 #include <limits>
-#include <new>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "pase/graph.hpp"
-#include "pase/json_api.hpp"
-#include "pase/plan.hpp"
 #include "pase/result.hpp"
 
 namespace pase::json_detail {
@@ -272,7 +269,7 @@ class ObjectReader {
   std::optional<Error> error_;
 };
 
-// ---- Documents (json_util.cpp; the graph schema: graph_json.cpp) ----------------
+// ---- Documents (json_util.cpp) ---------------------------------------------------
 
 // Parses JSON text without exceptions. Checks the size (kMaxDocumentBytes) and
 // nesting depth (kMaxJsonDepth) first; rejects duplicate keys. Syntax errors
@@ -282,58 +279,5 @@ Result<Json> parse_document(std::string_view text);
 // 2-space indented text; an array or object that fits on its line (100
 // columns) is written inline, as in the examples of core/docs/graph-format.md.
 std::string dump_pretty(const Json& value);
-
-// The pase-graph/1 object `value` found at `where` ("" for a whole document,
-// "graph" inside a plan request) as a GraphSpec: field names and types only.
-Result<GraphSpec> graph_spec_from_json(const Json& value, const std::string& where);
-
-// The pase-graph/1 object of `spec`.
-Json graph_spec_to_json(const GraphSpec& spec);
-
-// The cluster object of core/docs/formats.md.
-inline Json cluster_to_json(const Cluster& cluster) {
-  Json j = Json::object();
-  j["devices"] = cluster.devices;
-  j["tflops"] = cluster.tflops;
-  j["bandwidth_gbps"] = cluster.bandwidth_gbps;
-  // The fields of core/docs/cluster.md only when set, so that a flat
-  // cluster's documents are as before.
-  if (cluster.hierarchical()) {
-    j["gpus_per_node"] = cluster.gpus_per_node;
-    j["intra_node_gbps"] = cluster.intra_node_gbps;
-  }
-  if (cluster.memory_gib > 0) j["memory_gib"] = cluster.memory_gib;
-  return j;
-}
-
-// Runs `body` (which returns a JSON document), turning an escaped exception
-// into an error document: the one exception guard of every JSON entry point
-// (json_api.hpp, compare_json()), which the WebAssembly bindings rely on
-// instead of a guard of their own. Native builds can throw std::bad_alloc from
-// deep inside a search; the module runs out of its heap the same way, and an
-// exception that escaped into JavaScript would leave it unusable. Builds
-// without exceptions have nothing to catch.
-template <class Body>
-std::string guarded(Body body) {
-#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-#ifdef __EMSCRIPTEN__
-    return error_to_json(Error{"out of memory: the WebAssembly heap is exhausted", ""});
-#else
-    return error_to_json(Error{"out of memory", ""});
-#endif
-  } catch (const std::length_error&) {
-    return error_to_json(Error{"out of memory (a table larger than the address space)", ""});
-  } catch (const std::exception& e) {
-    return error_to_json(Error{std::string("internal error: ") + e.what(), ""});
-  } catch (...) {
-    return error_to_json(Error{"internal error", ""});
-  }
-#else
-  return body();
-#endif
-}
 
 }  // namespace pase::json_detail

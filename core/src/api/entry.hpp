@@ -1,0 +1,62 @@
+// What the JSON entry points of api/ share (pase/json_api.hpp, compare_json()):
+// the one exception guard, and the cluster object of their documents.
+#pragma once
+
+#include <exception>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "pase/cluster.hpp"
+#include "pase/json_api.hpp"
+#include "util/json_util.hpp"
+
+namespace pase::json_detail {
+
+// The cluster object of core/docs/formats.md.
+inline Json cluster_to_json(const Cluster& cluster) {
+  Json j = Json::object();
+  j["devices"] = cluster.devices;
+  j["tflops"] = cluster.tflops;
+  j["bandwidth_gbps"] = cluster.bandwidth_gbps;
+  // The fields of core/docs/cluster.md only when set, so that a flat
+  // cluster's documents are as before.
+  if (cluster.hierarchical()) {
+    j["gpus_per_node"] = cluster.gpus_per_node;
+    j["intra_node_gbps"] = cluster.intra_node_gbps;
+  }
+  if (cluster.memory_gib > 0) j["memory_gib"] = cluster.memory_gib;
+  return j;
+}
+
+// Runs `body` (which returns a JSON document), turning an escaped exception
+// into an error document: the one exception guard of every JSON entry point
+// (json_api.hpp, compare_json()), which the WebAssembly bindings rely on
+// instead of a guard of their own. Native builds can throw std::bad_alloc from
+// deep inside a search; the module runs out of its heap the same way, and an
+// exception that escaped into JavaScript would leave it unusable. Builds
+// without exceptions have nothing to catch.
+template <class Body>
+std::string guarded(Body body) {
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+#ifdef __EMSCRIPTEN__
+    return error_to_json(Error{"out of memory: the WebAssembly heap is exhausted", ""});
+#else
+    return error_to_json(Error{"out of memory", ""});
+#endif
+  } catch (const std::length_error&) {
+    return error_to_json(Error{"out of memory (a table larger than the address space)", ""});
+  } catch (const std::exception& e) {
+    return error_to_json(Error{std::string("internal error: ") + e.what(), ""});
+  } catch (...) {
+    return error_to_json(Error{"internal error", ""});
+  }
+#else
+  return body();
+#endif
+}
+
+}  // namespace pase::json_detail

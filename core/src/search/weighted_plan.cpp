@@ -1,0 +1,200 @@
+// The search of plan() and of a pipeline's stages (weighted_plan.hpp): the
+// search space of a graph, the exact search with its memory cap, and the
+// choice of the bounded search (bounded_search.cpp) when the tables do not fit.
+#include "search/weighted_plan.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "cost/configurations.hpp"
+#include "cost/cost_tables.hpp"
+#include "model/cost_model.hpp"
+#include "pase/plan.hpp"
+#include "search/dynamic_program.hpp"
+#include "search/ordering.hpp"
+#include "util/text.hpp"
+
+namespace pase {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+Result<SearchSpace> prepare_space(const Graph& graph, const Cluster& cluster,
+                                  const PlanOptions& options) {
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
+  auto configs = enumerate_all(graph, cluster.devices, options.enumeration, options.max_memory);
+  if (!configs) return configs.error();
+  SearchSpace p;
+  p.configs = std::move(configs).value();
+  std::vector<size_t> counts;
+  for (const ConfigSet& c : p.configs) counts.push_back(c.size());
+  p.ord = make_ordering(graph, options.order, counts);
+  p.order = options.order;
+  finish_space(graph, cluster, p);
+  return p;
+}
+
+void finish_space(const Graph& graph, const Cluster& cluster, SearchSpace& p) {
+  uint64_t configurations = 0;
+  for (const ConfigSet& c : p.configs) configurations += c.size();
+  p.classes = table_classes(graph, p.configs, p.ord, ops::make_machine(cluster).near_devices());
+  p.est = estimate_dp(p.ord, p.configs, &p.classes);
+  p.est.configurations = configurations;
+  p.est.order = p.order;
+}
+
+bool bounded_instead(const SearchStats& exact, const PlanOptions& options) {
+  return options.search == SearchMode::kBounded ||
+         (options.search == SearchMode::kAuto && exact.peak_bytes > table_limit(options));
+}
+
+double table_limit(const PlanOptions& options) {
+  // Without a limit, still refuse what no machine could hold (the tables are
+  // indexed by 64-bit offsets and allocated as one block each).
+  return options.max_memory ? static_cast<double>(options.max_memory) : 0x1p62;
+}
+
+Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                           const StageWeights& weights) {
+  auto start = std::chrono::steady_clock::now();
+  auto prep = prepare_space(graph, cluster, options);
+  if (!prep) return prep.error();
+  const SearchStats& est = prep->est;
+  if (bounded_instead(est, options))
+    return plan_bounded(graph, cluster, options, weights, std::move(*prep), start);
+  const double limit = table_limit(options);
+  if (est.peak_bytes > limit) {
+    char entries[32];
+    std::snprintf(entries, sizeof entries, "%.3g", est.largest_table);
+    return Error{"the " + std::string(order_name(options.order)) + " order needs " +
+                     bytes_text(est.peak_bytes) + " of tables (largest dependent set " +
+                     std::to_string(est.max_dependent_set) + ", largest table " + entries +
+                     " entries), more than the limit of " + bytes_text(limit) +
+                     "; raise the memory limit (max_memory), use fewer devices, another order, "
+                     "or the bounded search (search \"auto\" or \"bounded\")",
+                 "max_memory"};
+  }
+  Result<Plan> p = search_space(graph, cluster, options, weights, *prep, nullptr);
+  if (!p) return p.error();
+  const int searches = p->search.searches;
+  p->search = est;
+  p->search.time_s = seconds_since(start);
+  p->search.searches = searches;
+  p->search.threads = std::max(1, options.threads);
+  return p;
+}
+
+Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                          const StageWeights& weights, const SearchSpace& space,
+                          EdgePrices* shared_prices) {
+  const ops::Machine machine = ops::make_machine(cluster);
+  // One search with the objective cost_weight * cost + memory_weight * memory:
+  // its strategy evaluated, and the objective's optimum.
+  struct Searched {
+    Plan plan;
+    double objective = 0;
+  };
+  int searches = 0;
+  // Edge prices for every search of this plan (they do not depend on the
+  // weights).
+  std::optional<EdgePrices> own_prices;
+  EdgePrices* prices = shared_prices;
+  if (prices == nullptr)
+    prices = &own_prices.emplace(graph, space.configs, machine.near_devices(), kEdgePriceBudget);
+  auto search = [&](double cost_weight, double memory_weight) -> Result<Searched> {
+    ++searches;
+    ops::Machine m = machine;
+    m.cost_weight = cost_weight;
+    m.memory_weight = memory_weight;
+    m.microbatches = weights.microbatches + weights.tie;
+    m.activation_copies = weights.activation_copies;
+    m.sync_weight = weights.sync_weight;
+    auto dp =
+        run_dp(graph, space.configs, space.ord, space.classes, m, space.est, options, {}, prices);
+    if (!dp) return dp.error();
+    Strategy s(graph.vertices.size());
+    for (size_t v = 0; v < s.size(); ++v) {
+      const ConfigSet& set = space.configs[v];
+      const int64_t* c = set.at(dp->choice[v]);
+      s[v].assign(c, c + set.dims);
+    }
+    auto result = evaluate(graph, cluster, s);
+    if (!result) return result.error();
+    return Searched{std::move(*result), dp->cost};
+  };
+  auto finish = [&](Plan p) {
+    p.search.searches = searches;
+    return p;
+  };
+
+  // What the searches minimise and keep under the cap: the plan's cost and
+  // memory, or a pipeline stage's (StageWeights).
+  auto value = [&](const Plan& p) { return weights.value(p); };
+  auto bytes = [&](const Plan& p) { return weights.bytes(p.memory); };
+
+  Result<Searched> first = search(1, 0);
+  if (!first) return first.error();
+  Plan best = std::move(first->plan);
+  best.lower_bound = value(best);
+  if (cluster.memory_gib <= 0) return finish(std::move(best));
+
+  // Under a cap C: every search of cost + lambda * memory gives the bound
+  // DP(lambda) - lambda * C, and a search for the lambda that maximises it
+  // finds fitting plans (core/docs/cluster.md, "Planning under a memory cap").
+  const double cap = cluster.capacity_bytes();
+  double bound = value(best);
+  auto fits = [&](const Plan& p) { return bytes(p) <= cap; };
+  if (!fits(best)) {
+    Result<Searched> least = search(0, 1);
+    if (!least) return least.error();
+    if (!fits(least->plan)) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "no strategy fits in %.4g GiB per device: the least memory any strategy "
+                    "reaches is %.4g GiB",
+                    cluster.memory_gib, bytes(least->plan) / 0x1p30);
+      return Error{text, "cluster.memory_gib"};
+    }
+    // The dual g(lambda) = DP(lambda) - lambda * C is concave and piecewise
+    // linear; its maximum sits where a plan that does not fit (lo) and one
+    // that fits (hi) cost the same objective. Search at that breakpoint: when
+    // nothing beats the two there, lambda maximises g (both are optimal at
+    // it, one with memory above C, one at or below) and the bound is final;
+    // otherwise the better plan replaces the endpoint on its side. Every plan
+    // found is a candidate; the first hi is the least-memory plan.
+    Plan lo = std::move(best);
+    Plan hi = std::move(least->plan);
+    Plan fitting = hi;
+    for (int i = 0; i < 100; ++i) {
+      const double lo_mem = bytes(lo), hi_mem = bytes(hi);
+      const double lambda = (value(hi) - value(lo)) / (lo_mem - hi_mem);
+      if (!(lambda >= 0) || !std::isfinite(lambda)) break;
+      Result<Searched> r = search(1, lambda);
+      if (!r) return r.error();
+      bound = std::max(bound, r->objective - lambda * cap);
+      const double at_ends = std::min(value(lo) + lambda * lo_mem, value(hi) + lambda * hi_mem);
+      if (fits(r->plan) && value(r->plan) < value(fitting)) fitting = r->plan;
+      if (value(fitting) <= bound * (1 + 1e-12)) break;
+      if (r->objective >= at_ends * (1 - 1e-12)) break;
+      (fits(r->plan) ? hi : lo) = std::move(r->plan);
+    }
+    best = std::move(fitting);
+  }
+  best.capacity_bytes = cap;
+  best.fits = true;
+  best.lower_bound = std::min(bound, value(best));
+  best.optimal = value(best) <= bound * (1 + 1e-12);
+  return finish(std::move(best));
+}
+
+}  // namespace pase
