@@ -37,16 +37,6 @@ using nlohmann::json;
 
 namespace {
 
-uint64_t combinations(const Graph& g, int64_t devices) {
-  double n = 1;
-  for (size_t v = 0; v < g.vertices.size(); ++v) {
-    Result<ConfigSet> set = enumerate_vertex(g, static_cast<int>(v), devices, {});
-    REQUIRE(set.ok());
-    n *= static_cast<double>(set->size());
-  }
-  return n > 1e18 ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(n);
-}
-
 // Round budgets so small that the rounds hold vertices of small graphs.
 PlanOptions tight(double pairs = 2000) {
   PlanOptions o;

@@ -18,14 +18,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kRoot = PASE_SOURCE_DIR;
+const fs::path kRepository = PASE_SOURCE_DIR;
 
 // The repository's own files: everything under the root but build output,
 // installed packages and Git's metadata.
 std::vector<fs::path> repository_files() {
   std::vector<fs::path> out;
-  for (auto it = fs::recursive_directory_iterator(kRoot); it != fs::recursive_directory_iterator();
-       ++it) {
+  for (auto it = fs::recursive_directory_iterator(kRepository);
+       it != fs::recursive_directory_iterator(); ++it) {
     const std::string name = it->path().filename().string();
     if (it->is_directory() && (name.rfind("build", 0) == 0 || name == "node_modules" ||
                                name == ".git" || name == "artifacts" || name == "corpus")) {
@@ -90,9 +90,9 @@ TEST_CASE("cited documents: every .md a file of the repository names is in the r
       } else {
         // From the root, or from the citing file's folder or one above it.
         const fs::path rel = fs::path(dir) / name;
-        bool found = fs::exists(kRoot / rel);
+        bool found = fs::exists(kRepository / rel);
         for (fs::path folder = p.parent_path();
-             !found && folder.string().size() >= kRoot.string().size();
+             !found && folder.string().size() >= kRepository.string().size();
              folder = folder.parent_path())
           found = fs::exists(folder / rel);
         CHECK_MESSAGE(found, rel.string() << " is not in the repository");

@@ -142,14 +142,6 @@ std::vector<char> covered(const Graph& g, const Ordering& ord, size_t i) {
   return in;
 }
 
-uint64_t combinations(const Graph& g, int64_t devices) {
-  Result<std::vector<ConfigSet>> sets = enumerate_all(g, devices, {});
-  REQUIRE(sets.ok());
-  double n = 1;
-  for (const ConfigSet& s : *sets) n *= static_cast<double>(s.size());
-  return n > 1e18 ? UINT64_MAX : static_cast<uint64_t>(n);
-}
-
 }  // namespace
 
 // ---- The classes ---------------------------------------------------------------------------

@@ -26,15 +26,15 @@ using pase::testing::contains;
 
 namespace {
 
-using Output = pase::testing::Run;
+using CliOutput = pase::testing::Run;
 
 // build/pase with `args`.
-Output pase_cli(const std::vector<std::string>& args) { return pase::testing::run_cli(args); }
+CliOutput pase_cli(const std::vector<std::string>& args) { return pase::testing::run_cli(args); }
 
 // The --format json output of a run that must succeed.
 json pase_json(std::vector<std::string> args) {
   args.insert(args.end(), {"--format", "json"});
-  const Output o = pase_cli(args);
+  const CliOutput o = pase_cli(args);
   REQUIRE_MESSAGE(o.exit == 0, o.err);
   json doc = json::parse(o.out, nullptr, false);
   REQUIRE(doc.is_object());
@@ -74,7 +74,7 @@ double step_of(const json& result) {
 }  // namespace
 
 TEST_CASE("cli pipeline: plan --stages 2 --microbatches 4 prints the stages before the layers") {
-  const Output o = pase_cli(with("plan", {"--stages", "2", "--microbatches", "4"}));
+  const CliOutput o = pase_cli(with("plan", {"--stages", "2", "--microbatches", "4"}));
   REQUIRE_MESSAGE((o.exit == 0 && o.err.empty()), o.err);
   const std::string& t = o.out;
   CHECK(contains(t, "\npipeline         pipeline x2 (4 micro-batches, 1F1B), micro-batch 16\n"));
@@ -95,7 +95,7 @@ TEST_CASE("cli pipeline: plan --stages 2 --microbatches 4 prints the stages befo
     CHECK(contains(table.substr(at, table.find('\n', at + 1) - at), devices));
   }
   // Without the flags: no stage table, and the summary has no label.
-  const Output plain = pase_cli(with("plan", {}));
+  const CliOutput plain = pase_cli(with("plan", {}));
   REQUIRE(plain.exit == 0);
   CHECK_FALSE(contains(plain.out, "\nstage  layers"));
   CHECK_FALSE(contains(plain.out, "pipeline"));
@@ -135,7 +135,7 @@ TEST_CASE("cli pipeline: --format json, 1F1B against GPipe") {
   CHECK(gp["memory"]["per_device_bytes"].get<double>() >
         one["memory"]["per_device_bytes"].get<double>());
 
-  const Output text =
+  const CliOutput text =
       pase_cli(with("plan", {"--stages", "2", "--microbatches", "4", "--schedule", "gpipe"}));
   REQUIRE(text.exit == 0);
   CHECK(contains(text.out,
@@ -157,7 +157,7 @@ TEST_CASE("cli pipeline: --stages auto --microbatches auto, beside the plan with
   CHECK(autod["cost"].get<double>() <= plain["cost"].get<double>());
   CHECK(autod["cost"].get<double>() == doctest::Approx(step_of(autod)).epsilon(1e-12));
 
-  const Output text = pase_cli(with("plan", flags, kRnnlm8));
+  const CliOutput text = pase_cli(with("plan", flags, kRnnlm8));
   REQUIRE(text.exit == 0);
   CHECK(
       contains(text.out, "\npipeline         " + p["label"].get<std::string>() + ", micro-batch "));
@@ -172,7 +172,7 @@ TEST_CASE("cli pipeline: --stages auto --microbatches auto, beside the plan with
 }
 
 TEST_CASE("cli pipeline: eval of a saved pipeline plan and of a pipeline strategy") {
-  const Output saved = pase_cli(with(
+  const CliOutput saved = pase_cli(with(
       "plan", {"--stages", "2", "--microbatches", "4", "--schedule", "gpipe", "--format", "json"}));
   REQUIRE(saved.exit == 0);
   const json planned = json::parse(saved.out);
@@ -194,7 +194,7 @@ TEST_CASE("cli pipeline: eval of a saved pipeline plan and of a pipeline strateg
   CHECK(again["cost"] == planned["cost"]);
   CHECK(again["memory"]["per_device_bytes"] == planned["memory"]["per_device_bytes"]);
 
-  const Output text = pase_cli(with("eval", {"--strategy", strategy_file}));
+  const CliOutput text = pase_cli(with("eval", {"--strategy", strategy_file}));
   REQUIRE(text.exit == 0);
   CHECK(contains(text.out, "\nsummary          pipeline x2 (4 micro-batches, GPipe); "));
   CHECK(contains(text.out, "\nstrategy         " + strategy_file + "\n"));
@@ -202,7 +202,7 @@ TEST_CASE("cli pipeline: eval of a saved pipeline plan and of a pipeline strateg
   // A pipeline strategy whose M does not divide the batch names the field.
   strategy["microbatches"] = 3;
   const std::string bad_file = write_temp("bad.json", strategy.dump());
-  const Output bad = pase_cli(with("eval", {"--strategy", bad_file}));
+  const CliOutput bad = pase_cli(with("eval", {"--strategy", bad_file}));
   CHECK(bad.exit == 1);
   CHECK(bad.out.empty());
   CHECK(contains(bad.err, "strategy.microbatches: 3 micro-batches do not divide the batch 64"));
@@ -211,7 +211,7 @@ TEST_CASE("cli pipeline: eval of a saved pipeline plan and of a pipeline strateg
 TEST_CASE("cli pipeline: compare --stages 2 --microbatches 2 adds a pipeline row") {
   const std::vector<std::string> flags = {"--stages",          "2", "--microbatches", "2",
                                           "--mcmc-iterations", "0"};
-  const Output text = pase_cli(with("compare", flags));
+  const CliOutput text = pase_cli(with("compare", flags));
   REQUIRE_MESSAGE(text.exit == 0, text.err);
   CHECK(contains(text.out, "\npipeline    "));
   CHECK(contains(text.out,
@@ -252,7 +252,7 @@ TEST_CASE("cli pipeline: bad stages, micro-batches and schedules exit 1 or 2 nam
     std::string line;
     for (const std::string& a : c.args) line += a + " ";
     CAPTURE(line);
-    const Output o = pase_cli(c.args);
+    const CliOutput o = pase_cli(c.args);
     CHECK(o.exit == c.status);
     CHECK(o.out.empty());
     CHECK_MESSAGE(o.err.rfind(c.message, 0) == 0, o.err);

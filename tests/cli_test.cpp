@@ -39,6 +39,7 @@
 using pase_test::InvalidCase;
 namespace fs = std::filesystem;
 using pase::testing::contains;
+using pase::testing::kOnnxDir;
 using pase::testing::Run;
 using pase::testing::run_cli;
 using pase::testing::scratch;
@@ -197,8 +198,6 @@ TEST_CASE("cli: --version prints the library's version, the project version") {
 // ---- ONNX models: pase import, and --graph MODEL.onnx ----------------------------------------
 
 namespace {
-
-const std::string kOnnxDir = std::string(PASE_TEST_DATA_DIR) + "/onnx/";
 
 // tests/data/onnx/manifest.json (tests/onnx/README.md).
 nlohmann::json onnx_manifest() {
@@ -705,7 +704,10 @@ TEST_CASE("cli: models lists the language models with their parameters in aligne
       {"alexnet", "62,466,080"},          {"gpt2", "124,439,808"},
       {"llama3-8b", "8,030,261,248"},     {"llama3-70b", "70,553,706,496"},
       {"mixtral-8x7b", "46,702,792,704"}, {"gpt3-175b", "174,604,259,328"}};
-  for (const auto& [name, parameters] : expected) {
+  for (const auto& entry : expected) {
+    // Named, not a structured binding: CAPTURE reads them in a lambda.
+    const auto& name = entry.first;
+    const auto& parameters = entry.second;
     CAPTURE(name);
     const auto row = std::find_if(lines.begin(), lines.end(), [&](const std::string& line) {
       return starts_with(line, name + " ");
@@ -890,7 +892,10 @@ TEST_CASE("cli: the header names the nodes and keeps the flat form without them"
        "on 12 devices as 2 nodes of up to 8 (10 TFLOP/s, 300 GB/s inside nodes, 16 GB/s "
        "between)\n"},
       {"4", "on 4 devices in one node (10 TFLOP/s, 300 GB/s inside nodes, 16 GB/s between)\n"}};
-  for (const auto& [procs, header] : cases) {
+  for (const auto& entry : cases) {
+    // Named, not a structured binding: CAPTURE reads them in a lambda.
+    const auto& procs = entry.first;
+    const auto& header = entry.second;
     CAPTURE(procs);
     run = run_cli({"plan", "--model", "alexnet", "--procs", procs, "--gpus-per-node", "8",
                    "--intra-bandwidth", "300"});
@@ -930,7 +935,10 @@ TEST_CASE("cli: plan prints the memory per device and per layer as its JSON has 
                                                          {"  gradients ", "grads"},
                                                          {"  optimizer ", "optimizer"},
                                                          {"  activations ", "activations"}};
-    for (const auto& [label, key] : parts) {
+    for (const auto& entry : parts) {
+      // Named, not a structured binding: CAPTURE reads them in a lambda.
+      const auto& label = entry.first;
+      const auto& key = entry.second;
       CAPTURE(label);
       const double bytes = memory[key].get<double>();
       const std::string line = line_starting(text.out, label);
@@ -1167,7 +1175,10 @@ TEST_CASE("cli: compare under a cap notes a cheaper baseline that does not fit")
   const double pase_cost = doc["strategies"]["pase"]["cost"].get<double>();
   CHECK(doc["strategies"]["pase"]["memory"]["fits"] == true);
   int cheaper = 0;
-  for (const auto& [name, s] : doc["strategies"].items()) {
+  for (const auto& entry : doc["strategies"].items()) {
+    // Named, not a structured binding: CAPTURE reads them in a lambda.
+    const auto& name = entry.key();
+    const auto& s = entry.value();
     CAPTURE(name);
     if (name == "pase" || !(s["cost"].get<double>() < pase_cost * (1 - 1e-12))) continue;
     ++cheaper;

@@ -19,6 +19,7 @@
 
 using json = nlohmann::json;
 using namespace pase;
+using pase::testing::close_to;
 using pase::testing::golden_cluster;
 using pase::testing::read_golden;
 
@@ -28,10 +29,6 @@ Strategy strategy_of(const json& j) {
   Strategy s;
   for (const json& c : j) s.push_back(c.get<Config>());
   return s;
-}
-
-bool close(double a, double b, double rel = 1e-12) {
-  return std::fabs(a - b) <= rel * std::max({1.0, std::fabs(a), std::fabs(b)});
 }
 
 // A random configuration of every vertex among its enumerated ones.
@@ -78,8 +75,8 @@ TEST_CASE("cluster: the golden costs and memory of the FC3 network on nodes") {
     CAPTURE(c["training"].dump());
     Result<Plan> p = evaluate(*g, golden_cluster(c), strategy_of(c["strategy"]));
     REQUIRE_MESSAGE(p.ok(), testing::why(p));
-    CHECK(close(p->cost, c["cost"].get<double>(), 1e-9));
-    CHECK(close(p->memory.total(), c["memory_per_device_bytes"].get<double>(), 1e-9));
+    CHECK(close_to(p->cost, c["cost"].get<double>(), 1e-9));
+    CHECK(close_to(p->memory.total(), c["memory_per_device_bytes"].get<double>(), 1e-9));
   }
 }
 
@@ -186,7 +183,7 @@ TEST_CASE("cluster: equal bandwidths are the flat model when groups spread evenl
       const Cluster flat{.devices = 8, .bandwidth_gbps = 7.0};
       for (int i = 0; i < 20; ++i) {
         Strategy s = random_strategy(*g, flat, rng, true);
-        CHECK_MESSAGE(close(cost(*g, nodes, s), cost(*g, flat, s)),
+        CHECK_MESSAGE(close_to(cost(*g, nodes, s), cost(*g, flat, s)),
                       cost(*g, nodes, s) << " vs " << cost(*g, flat, s));
       }
     }
@@ -206,10 +203,10 @@ TEST_CASE("cluster: a hierarchical all-reduce by hand") {
   CHECK(m.allreduce_over(12, 2, c, 3, {0}) == 1000.0 * (12.0 / 2) * 2 * 1);
   // Over all three: 8 devices on 4 nodes of 2: reduce-scatter inside (L = 2),
   // all-reduce of a half between the 4 nodes, all-gather inside.
-  CHECK(close(m.allreduce_over(12, 8, c, 3, {0, 1, 2}),
-              100.0 * (12.0 / 2) * 2 * 1 + 1000.0 * (12.0 / 8) * 2 * 3));
+  CHECK(close_to(m.allreduce_over(12, 8, c, 3, {0, 1, 2}),
+                 100.0 * (12.0 / 2) * 2 * 1 + 1000.0 * (12.0 / 8) * 2 * 3));
   // Over the first two: {0, 2, 4, 6}, four nodes of one.
-  CHECK(close(m.allreduce_over(12, 4, c, 3, {0, 1}), 1000.0 * (12.0 / 4) * 2 * 3));
+  CHECK(close_to(m.allreduce_over(12, 4, c, 3, {0, 1}), 1000.0 * (12.0 / 4) * 2 * 3));
   // words: one node or not.
   CHECK(m.words_over(5, c, 3, {2}) == 500);
   CHECK(m.words_over(5, c, 3, {1}) == 5000);
@@ -234,16 +231,16 @@ TEST_CASE("cluster: a re-distribution edge by hand") {
   const int64_t src[] = {4, 1, 1}, dst[] = {1, 4, 1};
   const double x = 64 - 16;  // flat words: need - have
   const double phi = 32.0 / 48.0;
-  CHECK(close(edge_cost(*g, e, src, dst, m), 2 * x * (100 * (1 - phi) + 1000 * phi)));
+  CHECK(close_to(edge_cost(*g, e, src, dst, m), 2 * x * (100 * (1 - phi) + 1000 * phi)));
   // Split along the units on the producer (devices 0..3 hold column blocks):
   // the same amounts, so the same cost.
   const int64_t src_cols[] = {1, 4, 1};
-  CHECK(close(edge_cost(*g, e, src_cols, dst, m), 2 * x * (100 * (1 - phi) + 1000 * phi)));
+  CHECK(close_to(edge_cost(*g, e, src_cols, dst, m), 2 * x * (100 * (1 - phi) + 1000 * phi)));
   // The producer split 2 ways along rows, both devices on node 0, and the
   // consumer 2 ways along its K (the columns of its input): need 32 (all
   // rows, half the columns), own 16, near 16 (device 1's rows): all inside.
   const int64_t src2[] = {2, 1, 1}, dst2[] = {1, 1, 2};
-  CHECK(close(edge_cost(*g, e, src2, dst2, m), 2 * (32.0 - 16) * 100));
+  CHECK(close_to(edge_cost(*g, e, src2, dst2, m), 2 * (32.0 - 16) * 100));
   // Without nodes: the flat edge.
   const ops::Machine flat =
       ops::make_machine(Cluster{.devices = 4, .tflops = 1, .bandwidth_gbps = 8});
@@ -262,13 +259,16 @@ TEST_CASE("cluster: the nodes' fields in JSON, with errors that name them") {
   // A flat cluster's result is as before: no node fields.
   json flat = json::parse(plan_json(R"({"model": "alexnet", "cluster": {"devices": 16}})"));
   CHECK_FALSE(flat["cluster"].contains("gpus_per_node"));
-  for (const auto& [cluster, where] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& entry : std::vector<std::pair<std::string, std::string>>{
            {R"({"gpus_per_node": 8})", "cluster.intra_node_gbps"},
            {R"({"intra_node_gbps": 8})", "cluster.gpus_per_node"},
            {R"({"gpus_per_node": 0, "intra_node_gbps": 8})", "cluster.gpus_per_node"},
            {R"({"gpus_per_node": 2, "intra_node_gbps": -1})", "cluster.intra_node_gbps"},
            {R"({"memory_gib": 0})", "cluster.memory_gib"},
        }) {
+    // Named, not a structured binding: CAPTURE reads them in a lambda.
+    const auto& cluster = entry.first;
+    const auto& where = entry.second;
     CAPTURE(cluster);
     json bad = json::parse(plan_json(R"({"model": "alexnet", "cluster": )" + cluster + "}"));
     CHECK(bad["error"]["where"] == where);
@@ -445,13 +445,16 @@ TEST_CASE("cluster: plan results carry memory, training and the cap's bound") {
 }
 
 TEST_CASE("cluster: training settings and presets in requests, with errors that name them") {
-  for (const auto& [training, where] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& entry : std::vector<std::pair<std::string, std::string>>{
            {R"({"zero": 4})", "training.zero"},
            {R"({"param_bytes": -1})", "training.param_bytes"},
            {R"({"grad_bytes": 1.5})", "training.grad_bytes"},
            {R"({"optimiser_bytes": 4})", "training.optimiser_bytes"},
            {R"([])", "training"},
        }) {
+    // Named, not a structured binding: CAPTURE reads them in a lambda.
+    const auto& training = entry.first;
+    const auto& where = entry.second;
     CAPTURE(training);
     json bad = json::parse(plan_json(R"({"model": "alexnet", "training": )" + training + "}"));
     CHECK(bad["error"]["where"] == where);

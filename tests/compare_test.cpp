@@ -21,6 +21,7 @@
 namespace {
 
 using nlohmann::json;
+using pase::testing::model;
 using pase::testing::read_golden;
 using pase::testing::read_text;
 
@@ -30,12 +31,6 @@ std::vector<std::filesystem::path> example_graphs() {
     if (entry.path().extension() == ".json") out.push_back(entry.path());
   std::sort(out.begin(), out.end());
   return out;
-}
-
-pase::Graph model(const char* name, int64_t batch = 0) {
-  pase::Result<pase::Graph> g = pase::build_model(name, batch);
-  REQUIRE(g.ok());
-  return std::move(*g);
 }
 
 pase::Graph example(const std::filesystem::path& path) {

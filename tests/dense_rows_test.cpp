@@ -19,7 +19,7 @@ using namespace pase::detail;
 
 namespace {
 
-struct Case {
+struct RowCase {
   int nv, nb, rows;
   bool two, rep;
   int spread;  // values 0 .. spread (and infinities): few give ties, many a late least
@@ -46,7 +46,7 @@ void scalar(const double* p, const double* t1, const double* t2, const double* r
 
 using Kernel = void (*)(const double*, int, const DenseRows&, int64_t, int64_t, const DenseOut&);
 
-void check_kernel(Kernel kernel, const Case& k, std::mt19937& rng) {
+void check_kernel(Kernel kernel, const RowCase& k, std::mt19937& rng) {
   const double inf = std::numeric_limits<double>::infinity();
   std::uniform_int_distribution<int> small(0, k.spread);
   auto value = [&] { return small(rng) == k.spread ? inf : static_cast<double>(small(rng)); };
@@ -125,6 +125,6 @@ TEST_CASE("dense rows: every kernel equals the scalar loop, ties and tails inclu
                 CAPTURE(two);
                 CAPTURE(rep);
                 CAPTURE(spread);
-                check_kernel(k.second, Case{nv, nb, rows, two, rep, spread}, rng);
+                check_kernel(k.second, RowCase{nv, nb, rows, two, rep, spread}, rng);
               }
 }

@@ -30,14 +30,6 @@ using namespace pase::testing;
 
 namespace {
 
-uint64_t combinations(const Graph& g, int64_t devices, const EnumOptions& options = {}) {
-  Result<std::vector<ConfigSet>> sets = enumerate_all(g, devices, options);
-  REQUIRE(sets.ok());
-  double n = 1;
-  for (const ConfigSet& s : *sets) n *= static_cast<double>(s.size());
-  return n > 1e18 ? UINT64_MAX : static_cast<uint64_t>(n);
-}
-
 // The dynamic program run directly: its table value must be the evaluated cost
 // of the strategy it recovers.
 void check_dp_value(const Graph& g, const Cluster& cluster, Order order) {

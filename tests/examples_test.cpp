@@ -32,14 +32,6 @@ std::vector<fs::path> example_files() {
   return out;
 }
 
-double combinations(const Graph& g, int64_t devices) {
-  Result<std::vector<ConfigSet>> sets = enumerate_all(g, devices, {});
-  REQUIRE(sets.ok());
-  double n = 1;
-  for (const ConfigSet& s : *sets) n *= static_cast<double>(s.size());
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("examples: the directory holds graphs") { CHECK(example_files().size() >= 3); }

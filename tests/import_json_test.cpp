@@ -23,8 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kOnnxDir = std::string(PASE_TEST_DATA_DIR) + "/onnx/";
-
 // The fixture's bytes; they must outlive the MemorySource over them.
 std::string fixture(const std::string& name) { return read_text(kOnnxDir + name); }
 

@@ -108,7 +108,10 @@ TEST_CASE("llm: the parameter counts of real configs are exact") {
       {"Qwen2-7B", 7615616512},
       {"Qwen2-0.5B", 494032768},
   };
-  for (const auto& [model, count] : counts) {
+  for (const auto& entry : counts) {
+    // Named, not a structured binding: CAPTURE reads them in a lambda.
+    const auto& model = entry.first;
+    const auto& count = entry.second;
     CAPTURE(model);
     const std::string text = example_config(model);
     CHECK(llm_parameters(parsed(text)) == count);
@@ -126,7 +129,10 @@ TEST_CASE("llm: the built-in language models have their published parameter coun
       {"gpt2", 124439808},           {"llama3-8b", 8030261248},   {"llama3-70b", 70553706496},
       {"mixtral-8x7b", 46702792704}, {"gpt3-175b", 174604259328},
   };
-  for (const auto& [name, count] : counts) {
+  for (const auto& entry : counts) {
+    // Named, not a structured binding: CAPTURE reads them in a lambda.
+    const auto& name = entry.first;
+    const auto& count = entry.second;
     CAPTURE(name);
     const LlmConfig* config = llm_config(name);
     REQUIRE(config != nullptr);

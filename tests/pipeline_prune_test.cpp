@@ -25,7 +25,7 @@ using namespace pase;
 
 namespace {
 
-struct Case {
+struct PruneCase {
   std::string model;
   Cluster cluster;
   int64_t stages, microbatches;
@@ -42,7 +42,7 @@ Cluster nodes(int64_t devices, int64_t per_node, double memory_gib = 0) {
 }  // namespace
 
 TEST_CASE("pipeline: pruning finds what planning every range finds") {
-  const std::vector<Case> cases = {
+  const std::vector<PruneCase> cases = {
       {"alexnet", Cluster{.devices = 8}, kAuto, kAuto},
       {"rnnlm", nodes(8, 4), kAuto, kAuto},
       {"transformer", nodes(16, 4), kAuto, 8},
@@ -52,7 +52,7 @@ TEST_CASE("pipeline: pruning finds what planning every range finds") {
       // micro-batch count: the memory floors and the capped stage plans.
       {"transformer", nodes(8, 4, 0.25), kAuto, kAuto},
   };
-  for (const Case& c : cases) {
+  for (const PruneCase& c : cases) {
     CAPTURE(c.model);
     CAPTURE(c.cluster.devices);
     CAPTURE(c.stages);
@@ -152,14 +152,14 @@ TEST_CASE("pipeline: a range's least F is the least over all its strategies") {
 TEST_CASE("pipeline: every pair's floor is at most its T") {
   // Every stage count that is a power of two, and the micro-batch counts up
   // to `microbatches` (the Transformer's are slow to plan without pruning).
-  const std::vector<Case> cases = {
+  const std::vector<PruneCase> cases = {
       {"alexnet", Cluster{.devices = 8}, kAuto, 64},
       {"rnnlm", nodes(8, 4), kAuto, 64},
       {"transformer", nodes(16, 4), kAuto, 2},
       {"transformer", nodes(8, 4, 0.25), kAuto, 4},
   };
   int pairs = 0, above = 0;
-  for (const Case& c : cases) {
+  for (const PruneCase& c : cases) {
     Result<Graph> g = build_model(c.model);
     REQUIRE(g.ok());
     const PipelineOptions po{.stages = kAuto, .microbatches = kAuto};

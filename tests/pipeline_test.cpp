@@ -24,16 +24,11 @@
 
 using json = nlohmann::json;
 using namespace pase;
+using pase::testing::close_to;
 using pase::testing::golden_cluster;
 using pase::testing::read_golden;
 
-namespace {
-
-bool close(double a, double b, double rel = 1e-12) {
-  return std::fabs(a - b) <= rel * std::max({1.0, std::fabs(a), std::fabs(b)});
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("pipeline: the golden step times and stage memory of the FC3 network") {
   const json golden = read_golden("fc3_cluster_pipeline.json");
@@ -49,8 +44,8 @@ TEST_CASE("pipeline: the golden step times and stage memory of the FC3 network")
     s.schedule = c["strategy"]["schedule"] == "gpipe" ? Schedule::kGPipe : Schedule::k1F1B;
     Result<PipelinePlan> p = evaluate_pipeline(*g, golden_cluster(c), s);
     REQUIRE_MESSAGE(p.ok(), testing::why(p));
-    CHECK(close(p->plan.cost, c["cost"].get<double>(), 1e-9));
-    CHECK(close(p->plan.memory.total(), c["memory_per_device_bytes"].get<double>(), 1e-9));
+    CHECK(close_to(p->plan.cost, c["cost"].get<double>(), 1e-9));
+    CHECK(close_to(p->plan.memory.total(), c["memory_per_device_bytes"].get<double>(), 1e-9));
   }
 }
 
@@ -193,7 +188,8 @@ TEST_CASE("pipeline: the partition against brute force on small graphs") {
           // Under a cap a stage plan is the Lagrangian search's
           // (core/docs/cluster.md), exact when it proves itself optimal.
           if (p->plan.optimal) {
-            CHECK_MESSAGE(close(p->plan.cost, expected, 1e-9), p->plan.cost << " vs " << expected);
+            CHECK_MESSAGE(close_to(p->plan.cost, expected, 1e-9),
+                          p->plan.cost << " vs " << expected);
           } else {
             CHECK(p->plan.cost >= expected * (1 - 1e-9));
             ++gaps;
@@ -309,15 +305,15 @@ TEST_CASE("pipeline: requests, results and saved plans in JSON") {
     max_w = std::max(max_w, st["W"].get<double>());
     max_mem = std::max(max_mem, st["memory_bytes"].get<double>());
   }
-  CHECK(close(T, sum_a + (p["microbatches"].get<double>() - 1) * max_a + max_w));
+  CHECK(close_to(T, sum_a + (p["microbatches"].get<double>() - 1) * max_a + max_w));
   CHECK(planned["memory"]["per_device_bytes"].get<double>() == max_mem);
-  CHECK(close(planned["step_time_s"], T / 10e12));
+  CHECK(close_to(planned["step_time_s"], T / 10e12));
 
   // The saved result evaluates to the same step time.
   json again = {{"graph", graph}, {"cluster", cluster}, {"strategy", planned}};
   const json evaluated = json::parse(evaluate_json(again.dump()));
   REQUIRE_MESSAGE(!evaluated.contains("error"), evaluated.dump());
-  CHECK(close(evaluated["cost"], T));
+  CHECK(close_to(evaluated["cost"], T));
   CHECK(evaluated["pipeline"]["stage_of"] == p["stage_of"]);
 
   // Bad fields are named.

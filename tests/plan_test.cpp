@@ -27,12 +27,6 @@ using namespace pase::testing;
 
 namespace {
 
-Graph model(const char* name) {
-  Result<Graph> g = build_model(name);
-  REQUIRE_MESSAGE(g.ok(), why(g));
-  return std::move(g).value();
-}
-
 // Every vertex split 1 ways in every dimension.
 Strategy unsplit(const Graph& g) {
   Strategy s;

@@ -39,7 +39,7 @@ namespace {
 
 const std::string kStoredPath = std::string(PASE_TEST_DATA_DIR) + "/stored_plans.json";
 
-struct Case {
+struct StoredCase {
   std::string model;
   int64_t devices;
 };
@@ -47,28 +47,28 @@ struct Case {
 // Every paper network at 8 devices; each plans in well under a second, also
 // under the sanitizers. (The language models' plans are checked against data
 // parallelism in llm_test.cpp.)
-std::vector<Case> cases() {
-  std::vector<Case> out;
+std::vector<StoredCase> cases() {
+  std::vector<StoredCase> out;
   for (const ModelInfo& m : list_models())
     if (!m.llm) out.push_back({m.name, 8});
   return out;
 }
 
-std::string case_name(const Case& c) { return c.model + " at " + std::to_string(c.devices); }
+std::string case_name(const StoredCase& c) { return c.model + " at " + std::to_string(c.devices); }
 
-Graph model_graph(const Case& c) {
+Graph model_graph(const StoredCase& c) {
   Result<Graph> g = build_model(c.model);
   REQUIRE_MESSAGE(g.ok(), why(g));
   return std::move(g).value();
 }
 
-Plan plan_case(const Graph& g, const Case& c) {
+Plan plan_case(const Graph& g, const StoredCase& c) {
   Result<Plan> p = plan(g, Cluster{.devices = c.devices});
   REQUIRE_MESSAGE(p.ok(), why(p));
   return std::move(p).value();
 }
 
-std::string show(const Config& config) {
+std::string show_list(const Config& config) {
   std::string out = "[";
   for (size_t i = 0; i < config.size(); ++i) out += (i ? ", " : "") + std::to_string(config[i]);
   return out + "]";
@@ -84,9 +84,9 @@ std::string stored_text() {
       << R"(  "about": "plan() of the built-in networks, default cluster and options; )"
       << R"(tests/stored_plans_test.cpp checks them and says how to regenerate this file",)"
       << "\n  \"plans\": [\n";
-  const std::vector<Case> all = cases();
+  const std::vector<StoredCase> all = cases();
   for (size_t i = 0; i < all.size(); ++i) {
-    const Case& c = all[i];
+    const StoredCase& c = all[i];
     const Graph g = model_graph(c);
     const Plan p = plan_case(g, c);
     out << "    {\"model\": " << json(c.model).dump() << ", \"devices\": " << c.devices
@@ -97,7 +97,7 @@ std::string stored_text() {
         << "     \"vertices\": [\n";
     for (const Vertex& v : g.vertices) {
       out << "       {\"name\": " << json(v.name).dump()
-          << ", \"config\": " << show(p.strategy[v.id]) << "}"
+          << ", \"config\": " << show_list(p.strategy[v.id]) << "}"
           << (v.id + 1 < static_cast<int>(g.vertices.size()) ? "," : "") << "\n";
     }
     out << "     ]}" << (i + 1 < all.size() ? "," : "") << "\n";
@@ -126,12 +126,12 @@ TEST_CASE("stored plans: plan() gives the stored cost and every stored configura
   }
 
   const json stored = json::parse(pase_test::read_binary(kStoredPath));
-  const std::vector<Case> all = cases();
+  const std::vector<StoredCase> all = cases();
   REQUIRE_MESSAGE(stored["plans"].size() == all.size(),
                   "the stored cases are not those of this test: regenerate the file");
   const Cluster defaults;
   for (size_t i = 0; i < all.size(); ++i) {
-    const Case& c = all[i];
+    const StoredCase& c = all[i];
     const json& s = stored["plans"][i];
     CAPTURE(case_name(c));
     REQUIRE(s["model"].get<std::string>() == c.model);
@@ -156,8 +156,8 @@ TEST_CASE("stored plans: plan() gives the stored cost and every stored configura
       const Config config = sv["config"].get<Config>();
       if (p.strategy[v.id] != config) {
         ++differ;
-        MESSAGE("vertex " << v.id << " (" << v.name << ") planned " << show(p.strategy[v.id])
-                          << ", stored " << show(config));
+        MESSAGE("vertex " << v.id << " (" << v.name << ") planned " << show_list(p.strategy[v.id])
+                          << ", stored " << show_list(config));
       }
     }
     CHECK_MESSAGE(differ == 0, differ << " configurations differ from the stored plan");

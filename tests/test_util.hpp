@@ -14,8 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "cost/configurations.hpp"
 #include "model/cost_model.hpp"
 #include "pase/graph.hpp"
+#include "pase/models.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
 
@@ -60,6 +62,33 @@ std::string why(const Result<T>& r) {
 inline bool close(double a, double b) {
   return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
 }
+
+// Equal to `rel` relative to the larger magnitude, or to `rel` absolute
+// below 1: the agreement of two computations of the same sum in another
+// order (1e-12 by default).
+inline bool close_to(double a, double b, double rel = 1e-12) {
+  return std::fabs(a - b) <= rel * std::max({1.0, std::fabs(a), std::fabs(b)});
+}
+
+// The number of strategies of `g` on `devices`: the product of each vertex's
+// configuration count (a double: it overflows every integer type).
+inline double combinations(const Graph& g, int64_t devices, const EnumOptions& options = {}) {
+  Result<std::vector<ConfigSet>> sets = enumerate_all(g, devices, options);
+  REQUIRE(sets.ok());
+  double n = 1;
+  for (const ConfigSet& s : *sets) n *= static_cast<double>(s.size());
+  return n;
+}
+
+// The built-in network `name` (models.md) at `batch` (0: its own).
+inline Graph model(const char* name, int64_t batch = 0) {
+  Result<Graph> g = build_model(name, batch);
+  REQUIRE_MESSAGE(g.ok(), why(g));
+  return std::move(g).value();
+}
+
+// The ONNX fixtures (tests/data/onnx/, tests/onnx/README.md).
+inline const std::string kOnnxDir = std::string(PASE_TEST_DATA_DIR) + "/onnx/";
 
 // A graph document with `layers` (a JSON array text) over input x: [8, 16].
 inline std::string graph_doc(const std::string& layers, const std::string& extra = "") {

@@ -44,7 +44,9 @@ std::vector<double> vertex_cost_vector(const Graph& g, int vertex, const ConfigS
   return out;
 }
 
-namespace {
+// Named, not anonymous: EdgePrices::Entry (a member of a class with linkage)
+// holds Placements.
+namespace detail {
 
 // Where a producer's tensor lives, as far as the hierarchical edge needs
 // (core/docs/cluster.md, "Re-distribution between layers"): its tensor
@@ -64,6 +66,12 @@ struct Placement {
     return split != o.split ? split < o.split : near_cells < o.near_cells;
   }
 };
+
+}  // namespace detail
+
+namespace {
+
+using detail::Placement;
 
 // The producer of a vertex of `n` dimensions at configuration `c`, writing a
 // tensor through `map`: device d holds the layer block whose indices are d

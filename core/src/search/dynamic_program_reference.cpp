@@ -11,6 +11,10 @@
 
 namespace pase {
 
+// The reference engine's own recurrence runner, named apart from the
+// engine's (search/step_runner.hpp) so that both may share one translation
+// unit (a unity build).
+namespace reference {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -140,6 +144,7 @@ class StepRunner {
 };
 
 }  // namespace
+}  // namespace reference
 
 Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& configs,
                                   const Ordering& ord, const ops::Machine& m,
@@ -201,13 +206,13 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
       radix[k] = static_cast<int64_t>(configs[st.dep[k]].size());
       level_of[st.dep[k]] = k + 1;
     }
-    std::vector<Term> terms;
+    std::vector<reference::Term> terms;
     std::vector<double> vcost = vertex_cost_vector(g, v, configs[v], m);
-    terms.push_back(Term{vcost.data(), std::vector<int64_t>(d + 1, 0), 0});
+    terms.push_back(reference::Term{vcost.data(), std::vector<int64_t>(d + 1, 0), 0});
     for (int j : st.consumed) {
       // Table j lists ord.steps[j].dep latest first; v is its last dimension.
       const std::vector<int>& dims = ord.steps[j].dep;
-      Term t{tables[j].data(), std::vector<int64_t>(d + 1, 0), 0};
+      reference::Term t{tables[j].data(), std::vector<int64_t>(d + 1, 0), 0};
       int64_t stride = 1;
       for (int k = static_cast<int>(dims.size()) - 1; k >= 0; --k) {
         if (dims[k] != v) {
@@ -223,7 +228,7 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
     matrices.reserve(st.new_neighbors.size());
     for (int u : st.new_neighbors) {
       matrices.push_back(pair_matrix(g, configs, pair_of(u, v), u, v, m));
-      Term t{matrices.back().data(), std::vector<int64_t>(d + 1, 0), level_of[u]};
+      reference::Term t{matrices.back().data(), std::vector<int64_t>(d + 1, 0), level_of[u]};
       t.stride[level_of[u]] = nv;
       terms.push_back(std::move(t));
     }
@@ -232,7 +237,7 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
     tables[i].assign(entries, 0.0);
     args[i].assign(entries, 0);
     for (int u : st.dep) level_of[u] = 0;
-    StepRunner runner(nv, radix, std::move(terms), tables[i].data(), args[i].data());
+    reference::StepRunner runner(nv, radix, std::move(terms), tables[i].data(), args[i].data());
     if (!runner.run(tick) || cancelled) return Error{"cancelled", ""};
     if (d == 0) done_pairs += nv;
     for (int j : st.consumed) {
