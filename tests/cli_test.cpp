@@ -1073,7 +1073,8 @@ TEST_CASE("cli: presets lists every preset and --format json is presets_to_json"
   const std::vector<std::string> lines = lines_of(run.out);
   REQUIRE(lines.size() == pase::gpu_presets().size() + 1);
   CHECK(lines.front() ==
-        "id         name             TFLOP/s  memory GiB  GPUs/node  intra GB/s  inter GB/s");
+        "id         name             TFLOP/s  memory GiB  GPUs/node  intra GB/s  inter GB/s  "
+        "memory GB/s  FP8 TFLOP/s");
   for (size_t i = 0; i < pase::gpu_presets().size(); ++i) {
     const pase::GpuPreset& p = pase::gpu_presets()[i];
     CAPTURE(p.id);
@@ -1086,7 +1087,8 @@ TEST_CASE("cli: presets lists every preset and --format json is presets_to_json"
         {"memory GiB", p.memory_gib},
         {"GPUs/node", static_cast<double>(p.gpus_per_node)},
         {"intra GB/s", p.intra_node_gbps},
-        {"inter GB/s", p.inter_node_gbps}};
+        {"inter GB/s", p.inter_node_gbps},
+        {"memory GB/s", p.memory_gbps}};
     for (const auto& [heading, value] : columns) {
       const size_t end = lines.front().find(heading) + heading.size();
       const std::string number = printf_text("%g", value);
@@ -1096,7 +1098,10 @@ TEST_CASE("cli: presets lists every preset and --format json is presets_to_json"
   }
   CHECK(contains(run.out,
                  "h100       H100 SXM             989          80          8         "
-                 "450          50\n"));
+                 "450          50         3350         1979\n"));
+  CHECK(contains(run.out,
+                 "\nv100       V100 SXM2 32GB       125          32          8         "
+                 "150        12.5          900            -\n"));
 
   run = run_cli({"presets", "--format", "json"});
   REQUIRE(run.exit == 0);

@@ -153,7 +153,8 @@ const std::vector<FlagSpec> kClusterFlags = {
     {"--gpus-per-node", true},   {"--intra-bandwidth", true},
     {"--memory", true},          {"--zero", true},
     {"--param-bytes", true},     {"--grad-bytes", true},
-    {"--optimizer-bytes", true}, {"--activation-bytes", true}};
+    {"--optimizer-bytes", true}, {"--activation-bytes", true},
+    {"--cost-model", true},      {"--memory-bandwidth", true}};
 
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) {
   std::vector<FlagSpec> all;

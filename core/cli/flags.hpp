@@ -116,7 +116,12 @@ constexpr std::string_view kClusterHelp =
     "  --gpus-per-node G   devices per node, with --intra-bandwidth (default: one\n"
     "                      flat network)\n"
     "  --intra-bandwidth GBS\n"
-    "                      bandwidth inside a node in GB/s\n";
+    "                      bandwidth inside a node in GB/s\n"
+    "  --cost-model M      paper (the default: the PaSE paper's model) or practice\n"
+    "                      (seconds as training runs spend them; needs a preset or\n"
+    "                      --memory-bandwidth; core/docs/practice-model.md)\n"
+    "  --memory-bandwidth GBS\n"
+    "                      memory bandwidth of one device in GB/s (practice model)\n";
 constexpr std::string_view kMemoryHelp =
     "  --memory GIB        memory of one device in GiB: the plan is the cheapest\n"
     "                      strategy found that fits (default: no limit; 0: none)\n";

@@ -81,7 +81,11 @@ std::string cluster_text(const pase::Cluster& cluster) {
       text += " as " + std::to_string(nodes) + " nodes of up to " + std::to_string(per_node);
     }
   }
-  return text + " (" + format("%g", cluster.tflops) + " TFLOP/s, " + links_text(cluster) + ")";
+  text += " (" + format("%g", cluster.tflops) + " TFLOP/s, " + links_text(cluster);
+  // The practice model names itself and the memory bandwidth it prices with.
+  if (cluster.cost_model == pase::CostModel::kPractice)
+    text += ", " + format("%g", cluster.device.memory_gbps) + " GB/s memory; practice cost model";
+  return text + ")";
 }
 
 std::string machine_text(const pase::Cluster& cluster) {

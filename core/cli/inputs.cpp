@@ -299,7 +299,8 @@ std::optional<Failure> cluster_from_flags(const Flags& flags, pase::Cluster& clu
       {"--flops", &cluster.tflops},
       {"--bandwidth", &cluster.bandwidth_gbps},
       {"--intra-bandwidth", &cluster.intra_node_gbps},
-      {"--memory", &cluster.memory_gib}};
+      {"--memory", &cluster.memory_gib},
+      {"--memory-bandwidth", &cluster.device.memory_gbps}};
   std::vector<std::pair<int64_t*, int64_t>> given_integers;
   std::vector<std::pair<double*, double>> given_numbers;
   for (const auto& [name, out] : integers) {
@@ -326,6 +327,11 @@ std::optional<Failure> cluster_from_flags(const Flags& flags, pase::Cluster& clu
   }
   for (const auto& [out, value] : given_integers) *out = value;
   for (const auto& [out, value] : given_numbers) *out = value;
+  if (std::optional<std::string> name = flags.get("--cost-model")) {
+    pase::Result<pase::CostModel> model = pase::parse_cost_model(*name);
+    if (!model) return Failure::bad_usage("--cost-model: " + model.error().message);
+    cluster.cost_model = *model;
+  }
   if (std::optional<pase::Error> error = pase::check_cluster(cluster)) {
     return Failure::bad_input(std::move(*error));
   }

@@ -234,9 +234,16 @@ test('presets: the GPU presets of core/docs/cluster.md, each one a request\'s "p
   assert.deepEqual(presets.map((p) => p.id), documented);
   assert.deepEqual(presets.find((p) => p.id === 'h100'), {
     id: 'h100', name: 'H100 SXM', tflops: 989, memory_gib: 80, gpus_per_node: 8, intra_node_gbps: 450, bandwidth_gbps: 50,
+    memory_gbps: 3350, fp8_tflops: 1979,
+    practice: {
+      matmul_efficiency: 0.72, matmul_half: 128, attention_efficiency: 0.5, memory_efficiency: 0.8,
+      latency_intra_us: 6, latency_inter_us: 12, overlap: 0.8,
+    },
   });
   for (const p of presets) {
-    assert.deepEqual(Object.keys(p), ['id', 'name', 'tflops', 'memory_gib', 'gpus_per_node', 'intra_node_gbps', 'bandwidth_gbps'], p.id);
+    assert.deepEqual(Object.keys(p), ['id', 'name', 'tflops', 'memory_gib', 'gpus_per_node', 'intra_node_gbps', 'bandwidth_gbps',
+      'memory_gbps', 'fp8_tflops', 'practice'], p.id);
+    assert.ok(p.memory_gbps > 0, p.id);
     // The preset fills exactly these cluster fields of a plan.
     const { cluster } = plan({ model: 'alexnet', preset: p.id, cluster: { devices: 4 } });
     assert.deepEqual(cluster, {
@@ -245,6 +252,13 @@ test('presets: the GPU presets of core/docs/cluster.md, each one a request\'s "p
     }, p.id);
   }
   assertError(plan({ model: 'alexnet', preset: 'h900' }), 'preset');
+  // The practice cost model: the preset's memory bandwidth, named in the result.
+  const practice = plan({ model: 'gpt2', batch: 8, preset: 'h100', cluster: { devices: 8 }, cost_model: 'practice' });
+  assert.equal(practice.error, undefined, JSON.stringify(practice.error));
+  assert.equal(practice.cluster.cost_model, 'practice');
+  assert.equal(practice.cluster.memory_gbps, 3350);
+  assertError(plan({ model: 'gpt2', cost_model: 'practice' }), 'cluster.memory_gbps');
+  assertError(plan({ model: 'gpt2', cost_model: 'fast' }), 'cost_model');
 });
 
 test('presets: h100 on 16 devices plans two nodes under 80 GiB, as the page sends it field by field', () => {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "pase/result.hpp"
 
@@ -25,6 +26,26 @@ struct Training {
   int64_t zero = 0;
 };
 
+// Which cost model prices a plan: the paper's (core/docs/cost-model.md,
+// exact, the default) or the practice model (core/docs/practice-model.md):
+// seconds as today's training runs spend them.
+enum class CostModel { kPaper, kPractice };
+
+// What the practice model knows of a device beyond its peak: its memory
+// bandwidth, and the rates and latencies fitted per GPU kind on published
+// training runs (core/docs/practice-model.md, "Fitted parameters"). The
+// presets fill it; memory_gbps 0 means unknown.
+struct DeviceProfile {
+  double memory_gbps = 0;             // memory bandwidth, GB/s
+  double matmul_efficiency = 0.75;    // fraction of peak a large matrix product reaches
+  double matmul_half = 96;            // per-device dimension at which a product runs at half that
+  double attention_efficiency = 0.5;  // fused attention, forward and backward
+  double memory_efficiency = 0.7;     // fraction of memory_gbps memory-bound ops reach
+  double latency_intra_us = 8;        // one step of a collective inside a node
+  double latency_inter_us = 15;       // one step between nodes
+  double overlap = 0.8;  // share of a layer's backward compute that hides its gradient reduction
+};
+
 struct Cluster {
   int64_t devices = 8;
   double tflops = 10.0;
@@ -37,6 +58,9 @@ struct Cluster {
   double intra_node_gbps = 0;
   // Usable memory per device in GiB; 0: unlimited.
   double memory_gib = 0;
+  // The cost model, and the device as the practice model sees it.
+  CostModel cost_model = CostModel::kPaper;
+  DeviceProfile device{};
   // How the devices train: what the memory model counts, and ZeRO stage 3's
   // extra traffic (a request's "training" in JSON).
   Training training{};
@@ -52,6 +76,10 @@ struct Cluster {
 };
 
 inline constexpr int64_t kMaxDevices = 65536;
+
+// "paper" or "practice"; errors at "cost_model".
+Result<CostModel> parse_cost_model(std::string_view name);
+const char* cost_model_name(CostModel model);
 
 // The first bad field as an Error naming it ("cluster.devices": "must be at
 // least 1, got 0"), or nullopt when the cluster is valid.

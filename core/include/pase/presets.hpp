@@ -20,6 +20,11 @@ struct GpuPreset {
   int64_t gpus_per_node = 0;   // devices per node
   double intra_node_gbps = 0;  // per-GPU bandwidth inside a node
   double inter_node_gbps = 0;  // per-GPU bandwidth between nodes
+  double memory_gbps = 0;      // memory bandwidth, GB/s (vendor datasheet)
+  double fp8_tflops = 0;       // dense FP8 peak where the vendor states one; 0: none
+  // The practice model's fitted rates and latencies for this GPU kind
+  // (core/docs/practice-model.md, "Fitted parameters"); memory_gbps above.
+  DeviceProfile profile{};
 };
 
 // The presets, in the order of core/docs/cluster.md.
@@ -28,8 +33,8 @@ const std::vector<GpuPreset>& gpu_presets();
 // The preset `id`, or nullptr.
 const GpuPreset* find_preset(std::string_view id);
 
-// `cluster` with the preset's tflops, bandwidths, node size and memory
-// (devices unchanged).
+// `cluster` with the preset's tflops, bandwidths, node size, memory and
+// device profile (devices and cost model unchanged).
 Cluster apply_preset(Cluster cluster, const GpuPreset& preset);
 
 // "v100, a100-40gb, ..." for messages.

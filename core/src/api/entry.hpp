@@ -26,6 +26,12 @@ inline Json cluster_to_json(const Cluster& cluster) {
     j["intra_node_gbps"] = cluster.intra_node_gbps;
   }
   if (cluster.memory_gib > 0) j["memory_gib"] = cluster.memory_gib;
+  // The practice model's device (core/docs/practice-model.md); a paper
+  // model's documents are as before.
+  if (cluster.cost_model == CostModel::kPractice) {
+    j["cost_model"] = cost_model_name(cluster.cost_model);
+    j["memory_gbps"] = cluster.device.memory_gbps;
+  }
   return j;
 }
 

@@ -251,7 +251,17 @@ std::string presets_to_json() {
                           {"memory_gib", p.memory_gib},
                           {"gpus_per_node", p.gpus_per_node},
                           {"intra_node_gbps", p.intra_node_gbps},
-                          {"bandwidth_gbps", p.inter_node_gbps}});
+                          {"bandwidth_gbps", p.inter_node_gbps},
+                          {"memory_gbps", p.memory_gbps},
+                          {"fp8_tflops", p.fp8_tflops},
+                          {"practice",
+                           {{"matmul_efficiency", p.profile.matmul_efficiency},
+                            {"matmul_half", p.profile.matmul_half},
+                            {"attention_efficiency", p.profile.attention_efficiency},
+                            {"memory_efficiency", p.profile.memory_efficiency},
+                            {"latency_intra_us", p.profile.latency_intra_us},
+                            {"latency_inter_us", p.profile.latency_inter_us},
+                            {"overlap", p.profile.overlap}}}});
     }
     return json_detail::dump_pretty(list) + "\n";
   });

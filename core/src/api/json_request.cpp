@@ -34,8 +34,8 @@ using json_detail::with_prefix;
 Result<Cluster> cluster_over(const Json& value, const std::string& where, const Cluster& base) {
   if (!value.is_object()) return type_error("an object", value, where);
   ObjectReader reader(value, where);
-  reader.allow_only(
-      {"devices", "tflops", "bandwidth_gbps", "gpus_per_node", "intra_node_gbps", "memory_gib"});
+  reader.allow_only({"devices", "tflops", "bandwidth_gbps", "gpus_per_node", "intra_node_gbps",
+                     "memory_gib", "memory_gbps"});
   Cluster cluster = base;
   const bool had_nodes = cluster.hierarchical();
   if (reader.read("devices", cluster.devices, json_detail::to_positive_int) &&
@@ -56,6 +56,7 @@ Result<Cluster> cluster_over(const Json& value, const std::string& where, const 
                       reader.path(nodes ? "intra_node_gbps" : "gpus_per_node")});
   }
   reader.read("memory_gib", cluster.memory_gib, json_detail::to_positive_number);
+  reader.read("memory_gbps", cluster.device.memory_gbps, json_detail::to_positive_number);
   if (!reader.ok()) return reader.error();
   return cluster;
 }
@@ -195,6 +196,14 @@ Result<Order> order_from_json(const Json& value, const std::string& where) {
   return order;
 }
 
+// "paper" or "practice" (core/docs/practice-model.md).
+Result<CostModel> cost_model_from_json(const Json& value, const std::string& where) {
+  if (!value.is_string()) return type_error("a string", value, where);
+  Result<CostModel> model = parse_cost_model(value.get<std::string>());
+  if (!model) return Error{model.error().message, where};
+  return model;
+}
+
 Result<SearchMode> search_from_json(const Json& value, const std::string& where) {
   if (!value.is_string()) return type_error("a string", value, where);
   Result<SearchMode> mode = parse_search_mode(value.get<std::string>());
@@ -227,7 +236,7 @@ Result<PlanRequest> request_from_json(const Json& value) {
   ObjectReader reader(value, "");
   reader.allow_only({"graph", "model", "batch", "seq", "preset", "cluster", "training", "order",
                      "max_memory", "search", "strategy", "pow2_only", "all_devices", "threads",
-                     "pipeline"});
+                     "pipeline", "cost_model"});
 
   PlanRequest request;
   const Json* graph = reader.find("graph");
@@ -264,6 +273,7 @@ Result<PlanRequest> request_from_json(const Json& value) {
     return cluster_over(value, where, base);
   });
   reader.read("training", request.cluster.training, training_from_json);
+  reader.read("cost_model", request.cluster.cost_model, cost_model_from_json);
   reader.read("order", request.options.order, order_from_json);
   reader.read("max_memory", request.options.max_memory, bytes_from_json);
   reader.read("search", request.options.search, search_from_json);

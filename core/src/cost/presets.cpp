@@ -1,21 +1,33 @@
 // The GPU presets of presets.hpp (core/docs/cluster.md, "Presets").
 #include "pase/presets.hpp"
 
+#include "cost/practice_fit.hpp"
+
 namespace pase {
 
 const std::vector<GpuPreset>& gpu_presets() {
-  // id, name, TFLOP/s, memory GiB, GPUs per node, intra GB/s, inter GB/s.
-  static const std::vector<GpuPreset> kPresets = {
-      {"v100", "V100 SXM2 32GB", 125, 32, 8, 150, 12.5},
-      {"a100-40gb", "A100 SXM 40GB", 312, 40, 8, 300, 25},
-      {"a100-80gb", "A100 SXM 80GB", 312, 80, 8, 300, 25},
-      {"h100", "H100 SXM", 989, 80, 8, 450, 50},
-      {"h200", "H200 SXM", 989, 141, 8, 450, 50},
-      {"b200", "B200", 2250, 180, 8, 900, 50},
-      {"mi300x", "MI300X", 1307, 192, 8, 448, 50},
-      {"l4", "L4 (PCIe)", 121, 24, 8, 32, 12.5},
-      {"rtx4090", "RTX 4090 (PCIe)", 165, 24, 8, 32, 12.5},
-  };
+  // id, name, dense BF16/FP16 TFLOP/s, memory GiB, GPUs per node, intra
+  // GB/s, inter GB/s, memory GB/s, dense FP8 TFLOP/s; then the practice
+  // model's profile (core/docs/practice-model.md). Peaks and memory
+  // bandwidths are the vendors' datasheet figures (dense, without sparsity).
+  static const std::vector<GpuPreset> kPresets = [] {
+    std::vector<GpuPreset> presets = {
+        {"v100", "V100 SXM2 32GB", 125, 32, 8, 150, 12.5, 900, 0, {}},
+        {"a100-40gb", "A100 SXM 40GB", 312, 40, 8, 300, 25, 1555, 0, {}},
+        {"a100-80gb", "A100 SXM 80GB", 312, 80, 8, 300, 25, 2039, 0, {}},
+        {"h100", "H100 SXM", 989, 80, 8, 450, 50, 3350, 1979, {}},
+        {"h200", "H200 SXM", 989, 141, 8, 450, 50, 4800, 1979, {}},
+        {"b200", "B200", 2250, 180, 8, 900, 50, 8000, 4500, {}},
+        {"mi300x", "MI300X", 1307, 192, 8, 448, 50, 5300, 2615, {}},
+        {"l4", "L4 (PCIe)", 121, 24, 8, 32, 12.5, 300, 242, {}},
+        {"rtx4090", "RTX 4090 (PCIe)", 165, 24, 8, 32, 12.5, 1008, 330, {}},
+    };
+    for (GpuPreset& p : presets) {
+      p.profile = practice_profile(p.id);
+      p.profile.memory_gbps = p.memory_gbps;
+    }
+    return presets;
+  }();
   return kPresets;
 }
 
@@ -31,6 +43,7 @@ Cluster apply_preset(Cluster cluster, const GpuPreset& preset) {
   cluster.gpus_per_node = preset.gpus_per_node;
   cluster.intra_node_gbps = preset.intra_node_gbps;
   cluster.memory_gib = preset.memory_gib;
+  cluster.device = preset.profile;
   return cluster;
 }
 

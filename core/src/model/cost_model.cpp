@@ -70,9 +70,35 @@ std::optional<Error> check_cluster(const Cluster& c) {
   for (const auto& [value, where] : bytes)
     if (value < 0) return Error{"must be a non-negative integer", where};
   if (c.first_device < 0) return Error{"must be non-negative", "cluster.first_device"};
+  if (c.cost_model == CostModel::kPractice) {
+    const DeviceProfile& d = c.device;
+    if (!(d.memory_gbps > 0) || !std::isfinite(d.memory_gbps))
+      return Error{
+          "the practice cost model needs the devices' memory bandwidth: give it, or a "
+          "preset",
+          "cluster.memory_gbps"};
+    const std::pair<double, const char*> rates[] = {
+        {d.matmul_efficiency, "matmul_efficiency"},
+        {d.attention_efficiency, "attention_efficiency"},
+        {d.memory_efficiency, "memory_efficiency"}};
+    for (const auto& [rate, name] : rates)
+      if (!(rate > 0 && rate <= 1))
+        return Error{"must be in (0, 1]", std::string("cluster.device.") + name};
+  }
   if (c.training.zero < 0 || c.training.zero > 3)
     return Error{"must be 0, 1, 2 or 3, got " + std::to_string(c.training.zero), "training.zero"};
   return std::nullopt;
+}
+
+Result<CostModel> parse_cost_model(std::string_view name) {
+  if (name == "paper") return CostModel::kPaper;
+  if (name == "practice") return CostModel::kPractice;
+  return Error{"unknown cost model '" + std::string(name) + "'; known: paper, practice",
+               "cost_model"};
+}
+
+const char* cost_model_name(CostModel model) {
+  return model == CostModel::kPractice ? "practice" : "paper";
 }
 
 std::optional<Error> check_inputs(const Graph& g, const Cluster& cluster) {
@@ -111,6 +137,16 @@ Machine make_machine(const Cluster& cluster) {
     m.r1 = (cluster.tflops * 1000) / (cluster.intra_node_gbps / 8);
     m.first_device = cluster.first_device;
   }
+  if (cluster.cost_model == CostModel::kPractice) {
+    // An element moved costs its activation bytes over the link's bytes per
+    // second, in peak FLOPs: F * 1e12 * a / (B * 1e9)
+    // (core/docs/practice-model.md, "Units").
+    m.cost_model = CostModel::kPractice;
+    m.device = cluster.device;
+    const double a = static_cast<double>(cluster.training.activation_bytes);
+    m.r = cluster.tflops * 1000 * a / cluster.bandwidth_gbps;
+    if (cluster.hierarchical()) m.r1 = cluster.tflops * 1000 * a / cluster.intra_node_gbps;
+  }
   return m;
 }
 
@@ -147,6 +183,18 @@ void group_nodes(const int64_t* c, size_t n, const std::vector<int>& group, int6
 }
 
 }  // namespace
+
+void Machine::group_span(const int64_t* c, size_t n, const std::vector<int>& group, int64_t& nodes,
+                         int64_t& most) const {
+  if (gpus_per_node == 0) {
+    int64_t p = 1;
+    for (int i : group) p *= c[i];
+    nodes = 1;
+    most = p;
+    return;
+  }
+  group_nodes(c, n, group, gpus_per_node, first_device, nodes, most);
+}
 
 double Machine::allreduce_over(double w, double p, const int64_t* c, size_t n,
                                const std::vector<int>& group) const {
@@ -196,26 +244,35 @@ double redistribution_words(const Shape& shape, const int64_t* s, const int64_t*
   return std::max(need - have, 0.0);
 }
 
+GemmShape gemm_shape(const Vertex& v, const VertexModel& model, const int64_t* c) {
+  const GemmView& g = model.gemm;
+  GemmShape s;
+  for (int i : g.batch) s.bpp *= static_cast<double>(v.dom[i]) / static_cast<double>(c[i]);
+  double M, N, K;
+  group(v, c, g.m, M, s.cm);
+  group(v, c, g.n, N, s.cn);
+  group(v, c, g.k, K, s.ck);
+  N *= static_cast<double>(g.n_scale);
+  K *= static_cast<double>(g.k_scale);
+  s.m = M / s.cm;
+  s.n = N / s.cn;
+  s.k = K / s.ck;
+  return s;
+}
+
 LayerCost gemm_cost(const Vertex& v, const VertexModel& model, const int64_t* c,
                     const Machine& mc) {
   const GemmView& g = model.gemm;
-  double bpp = 1;
-  for (int i : g.batch) bpp *= static_cast<double>(v.dom[i]) / static_cast<double>(c[i]);
-  double M, cm, N, cn, K, ck;
-  group(v, c, g.m, M, cm);
-  group(v, c, g.n, N, cn);
-  group(v, c, g.k, K, ck);
-  N *= static_cast<double>(g.n_scale);
-  K *= static_cast<double>(g.k_scale);
-  double m = M / cm, n = N / cn, k = K / ck;
+  const GemmShape s = gemm_shape(v, model, c);
+  const double bpp = s.bpp, m = s.m, n = s.n, k = s.k;
   double comp = 3 * m * n * k + (g.pw > 0 ? 3 * static_cast<double>(g.pw) * m * n : 0);
   const size_t dims = v.dom.size();
   // ZeRO stage 3 gathers a layer's weight again in the forward and backward
   // passes: half as much again as the weight gradient's all-reduce.
   const double gather = mc.training.zero == 3 && model.weight_elements > 0 ? 1.5 : 1.0;
-  const double weight_grad = gather * mc.allreduce_over(n * k, cm, c, dims, g.m);
-  double comm = mc.allreduce_over(m * n, ck, c, dims, g.k) +
-                mc.allreduce_over(m * k, cn, c, dims, g.n) + weight_grad;
+  const double weight_grad = gather * mc.allreduce_over(n * k, s.cm, c, dims, g.m);
+  double comm = mc.allreduce_over(m * n, s.ck, c, dims, g.k) +
+                mc.allreduce_over(m * k, s.cn, c, dims, g.n) + weight_grad;
   LayerCost out;
   out.total = bpp * (comp + comm);
   out.compute = bpp * comp;
@@ -260,6 +317,12 @@ MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, con
     for (size_t i = 0; i < shape.size(); ++i)
       elements *= static_cast<double>(shape[i]) / static_cast<double>(split[i]);
     out.activations += static_cast<double>(t.activation_bytes) * elements;
+  }
+  if (mc.cost_model == CostModel::kPractice && attention_scores(g, v.id)) {
+    // Fused attention keeps no scores: only each query row's log-sum-exp,
+    // 4 bytes (core/docs/practice-model.md, "Memory").
+    const GemmShape s = gemm_shape(v, model, c);
+    out.activations = 4 * s.bpp * s.m;
   }
   return out;
 }

@@ -47,6 +47,11 @@ struct Machine {
   // Cluster::first_device: where device 0 sits among the nodes.
   int64_t first_device = 0;
   Training training;  // the memory model's bytes and the ZeRO stage
+  // The practice model (core/docs/practice-model.md): layer_cost() prices
+  // every vertex by practice_cost(), and r and r1 are an element's seconds
+  // on the link times the peak, so that costs stay in peak FLOPs.
+  CostModel cost_model = CostModel::kPaper;
+  DeviceProfile device;
   // The search's objective: cost_weight * cost + memory_weight * device 0's
   // memory in bytes (planning under a memory cap, core/docs/cluster.md). The
   // defaults are the cost alone.
@@ -76,6 +81,11 @@ struct Machine {
   // cluster has nodes.
   double allreduce_over(double w, double p, const int64_t* c, size_t n,
                         const std::vector<int>& group) const;
+  // The group of device 0 over `group` at configuration `c`: how many nodes
+  // it spans and the most of its members on one node (flat: one node holding
+  // them all).
+  void group_span(const int64_t* c, size_t n, const std::vector<int>& group, int64_t& nodes,
+                  int64_t& most) const;
   // words(w) for an exchange among that group: at the rate inside a node
   // when the group of device 0 lies on one node, else between nodes.
   double words_over(double w, const int64_t* c, size_t n, const std::vector<int>& group) const;
@@ -144,11 +154,30 @@ std::vector<int> follow_dimension(const Graph& g, const GraphModel& model,
 
 namespace ops {
 
-// Cost of vertex `v` at configuration `c`.
+// Attention's score product (a product of two layer outputs whose result
+// outgrows both) and the context product that consumes it: the practice model
+// runs the pair as one fused kernel (core/docs/practice-model.md).
+bool attention_scores(const Graph& g, int vertex);
+bool attention_context(const Graph& g, int vertex);
+
+// The practice model's cost of vertex `v` at configuration `c`
+// (core/docs/practice-model.md; model/practice.cpp).
+LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m);
+
+// Cost of vertex `v` at configuration `c`, by the machine's cost model.
 inline LayerCost layer_cost(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m) {
+  if (m.cost_model == CostModel::kPractice) return practice_cost(g, v, c, m);
   const VertexModel& model = model_of(g, v.id);
   return model.cost(v, model, c, m);
 }
+
+// A GEMM-shaped vertex at configuration `c` (section 4): the batch points per
+// device, the per-device m, n and k, and the splits of their groups.
+struct GemmShape {
+  double bpp = 1, m = 0, n = 0, k = 0;
+  double cm = 1, cn = 1, ck = 1;
+};
+GemmShape gemm_shape(const Vertex& v, const VertexModel& model, const int64_t* c);
 
 // prod(dom[i] / c[i]) over all positions, in order.
 double per_device_points(const Vertex& v, const int64_t* c);

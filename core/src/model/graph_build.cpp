@@ -50,9 +50,9 @@ struct Tensor {
   Shape shape;
 };
 
-class Builder final : public Lowering {
+class GraphBuilder final : public Lowering {
  public:
-  explicit Builder(const GraphSpec& spec) : spec_(spec) {}
+  explicit GraphBuilder(const GraphSpec& spec) : spec_(spec) {}
 
   Result<Graph> run() {
     g_.name = spec_.name;
@@ -245,6 +245,6 @@ class Builder final : public Lowering {
 
 }  // namespace
 
-Result<Graph> build_graph(const GraphSpec& spec) { return Builder(spec).run(); }
+Result<Graph> build_graph(const GraphSpec& spec) { return GraphBuilder(spec).run(); }
 
 }  // namespace pase

@@ -124,14 +124,6 @@ Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy
   return p;
 }
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
-
 Result<SearchStats> estimate(const Graph& graph, const Cluster& cluster,
                              const PlanOptions& options) {
   auto start = std::chrono::steady_clock::now();

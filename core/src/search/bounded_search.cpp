@@ -35,7 +35,7 @@ namespace pase {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // Pair matrices larger than this are left out of the relaxation (the bound
 // then counts those edges as 0, which keeps it a bound).
@@ -80,10 +80,10 @@ Relaxation relax(const Graph& g, const std::vector<ConfigSet>& configs, const op
     if (static_cast<double>(na) * static_cast<double>(nb) > kRelaxationEntries) continue;
     const PairMatrix mat =
         pair_matrix(g, configs, pe.edges, pe.a, pe.b, m, nullptr, &prices, nullptr, threads);
-    std::vector<double> col_best(nb, kInf);
+    std::vector<double> col_best(nb, kInfinity);
     for (size_t i = 0; i < na; ++i) {
       const double* row = mat.data() + i * nb;
-      double least = kInf, least_star = kInf;
+      double least = kInfinity, least_star = kInfinity;
       for (size_t j = 0; j < nb; ++j) {
         least = std::min(least, row[j]);
         least_star = std::min(least_star, row[j] + vc[pe.b][j]);
@@ -375,7 +375,7 @@ Result<Plan> plan_bounded(const Graph& graph, const Cluster& cluster, const Plan
     }
     searches += r->search.searches;
     if (!best || value(*r) < value(*best)) {
-      quiet = value(*r) < (best ? value(*best) : kInf) * (1 - 1e-12) ? 0 : quiet + 1;
+      quiet = value(*r) < (best ? value(*best) : kInfinity) * (1 - 1e-12) ? 0 : quiet + 1;
       best = std::move(*r);
       current = best->strategy;
     } else {

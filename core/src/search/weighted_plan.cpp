@@ -21,14 +21,6 @@
 
 namespace pase {
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
-
 Result<SearchSpace> prepare_space(const Graph& graph, const Cluster& cluster,
                                   const PlanOptions& options) {
   if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;

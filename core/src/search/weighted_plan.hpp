@@ -17,6 +17,11 @@
 
 namespace pase {
 
+// Seconds from `start` to now, for the search statistics.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 struct StageWeights {
   double microbatches = 1;       // M
   double activation_copies = 1;  // k

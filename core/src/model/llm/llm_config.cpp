@@ -15,7 +15,7 @@ using json_detail::Json;
 // The model types, each with Hugging Face's defaults for the fields a config
 // may leave out (the defaults of LlamaConfig, MistralConfig, Qwen2Config,
 // GPT2Config and MixtralConfig).
-struct Family {
+struct ConfigFamily {
   std::string_view type;
   LlmConfig defaults;
 };
@@ -34,9 +34,9 @@ LlmConfig family_defaults(std::string_view type, int64_t vocab, int64_t hidden, 
   return c;
 }
 
-const std::vector<Family>& families() {
-  static const std::vector<Family> kFamilies = [] {
-    std::vector<Family> f;
+const std::vector<ConfigFamily>& families() {
+  static const std::vector<ConfigFamily> kFamilies = [] {
+    std::vector<ConfigFamily> f;
     // kv_heads 0: as many as the query heads.
     f.push_back({"llama", family_defaults("llama", 32000, 4096, 11008, 32, 32, 0, 2048)});
     f.push_back({"mistral", family_defaults("mistral", 32000, 4096, 14336, 32, 32, 8, 131072)});
@@ -61,7 +61,7 @@ const std::vector<Family>& families() {
 
 std::string supported_types() {
   std::string out;
-  for (const Family& f : families()) out += (out.empty() ? "" : ", ") + std::string(f.type);
+  for (const ConfigFamily& f : families()) out += (out.empty() ? "" : ", ") + std::string(f.type);
   return out;
 }
 
@@ -179,8 +179,8 @@ Result<LlmConfig> llm_config_from_json(const Json& document) {
   }
   if (!type->is_string()) return json_detail::type_error("a string", *type, "model_type");
   const std::string name = type->get<std::string>();
-  const Family* family = nullptr;
-  for (const Family& f : families()) {
+  const ConfigFamily* family = nullptr;
+  for (const ConfigFamily& f : families()) {
     if (f.type == name) family = &f;
   }
   if (family == nullptr) {

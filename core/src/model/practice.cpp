@@ -1,0 +1,149 @@
+// The practice cost model (core/docs/practice-model.md): a layer's time as
+// today's training runs spend it, in the paper model's unit (peak FLOPs: a
+// second costs the device's peak FLOP rate), so that the search, the pipeline
+// model and every report work on it unchanged.
+//
+// - Matrix products (every GEMM-shaped vertex but the embedding lookup): the
+//   real FLOPs (2mnk forward, 4mnk backward) at a fraction of the peak that
+//   falls for small per-device dimensions, or the bytes they move over the
+//   memory bandwidth when that takes longer (a roofline).
+// - Attention's score and context products of one head group (a product of
+//   two layer outputs whose result outgrows both operands, and the product
+//   that consumes it) run as one fused kernel: priced on the scores vertex as
+//   forward + backward with the scores recomputed, at the fused kernel's
+//   rate; the context vertex costs nothing more.
+// - Every other op with work (norms, element-wise ops, softmax, embedding
+//   lookups, losses, reductions, pools) moves its operands and results
+//   through memory: three passes (forward, and the backward's reads and
+//   writes) over the memory bandwidth.
+// - Communication: the paper's collectives and re-distributions with the
+//   practice machine's element costs (make_machine), plus each collective's
+//   latency per ring step; a layer's weight-gradient reduction overlaps its
+//   backward compute, and only what outlasts it is exposed.
+#include <algorithm>
+#include <cmath>
+
+#include "model/cost_model.hpp"
+
+namespace pase::ops {
+namespace {
+
+// A per-device dimension's share of the large-product rate: d / (d + half).
+double saturation(double d, double half) { return d / (d + half); }
+
+// The steps of a ring all-reduce over the group of device 0 at positions
+// `group`, as seconds of latency: 2 (p - 1) steps, inside the node for a
+// group on one node, else 2 (l - 1) inside and 2 (nodes - 1) between.
+double allreduce_latency(const Machine& m, const int64_t* c, size_t n,
+                         const std::vector<int>& group) {
+  int64_t p = 1;
+  for (int i : group) p *= c[i];
+  if (p <= 1) return 0;
+  int64_t nodes = 1, most = p;
+  m.group_span(c, n, group, nodes, most);
+  const DeviceProfile& d = m.device;
+  return 1e-6 * (2.0 * static_cast<double>(most - 1) * d.latency_intra_us +
+                 2.0 * static_cast<double>(nodes - 1) * d.latency_inter_us);
+}
+
+// Elements per device of every tensor a vertex reads from layers or graph
+// inputs and writes, at configuration `c`.
+double touched_elements(const Vertex& v, const VertexModel& model, const int64_t* c) {
+  double total = 0;
+  auto add = [&](const Shape& shape, const TensorMap& map) {
+    double e = 1;
+    for (size_t i = 0; i < shape.size() && i < map.size(); ++i) {
+      int64_t split = 1;
+      for (int pos : map[i]) split *= c[pos];
+      e *= static_cast<double>(shape[i]) / static_cast<double>(split);
+    }
+    total += e;
+  };
+  for (size_t s = 0; s < v.inputs.size() && s < model.in_maps.size(); ++s)
+    add(v.inputs[s].shape, model.in_maps[s]);
+  for (size_t o = 0; o < v.outputs.size() && o < model.out_maps.size(); ++o)
+    add(v.outputs[o].shape, model.out_maps[o]);
+  return total;
+}
+
+bool weightless_product(const Graph& g, int vertex) {
+  const VertexModel& model = model_of(g, vertex);
+  const Vertex& v = g.vertices[vertex];
+  return model.cost == gemm_cost && model.weight_elements == 0 && v.inputs.size() == 2 &&
+         v.inputs[0].producer >= 0 && v.inputs[1].producer >= 0;
+}
+
+double elements(const Shape& shape) {
+  double e = 1;
+  for (int64_t d : shape) e *= static_cast<double>(d);
+  return e;
+}
+
+}  // namespace
+
+bool attention_scores(const Graph& g, int vertex) {
+  if (!weightless_product(g, vertex)) return false;
+  const Vertex& v = g.vertices[vertex];
+  if (v.outputs.size() != 1) return false;
+  const double out = elements(v.outputs[0].shape);
+  return out > elements(v.inputs[0].shape) && out > elements(v.inputs[1].shape);
+}
+
+bool attention_context(const Graph& g, int vertex) {
+  if (!weightless_product(g, vertex)) return false;
+  return attention_scores(g, g.vertices[vertex].inputs[0].producer);
+}
+
+LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m) {
+  const VertexModel& model = model_of(g, v.id);
+  // The paper's formula on the practice machine: its communication is already
+  // in practice element costs (make_machine).
+  const LayerCost paper = model.cost(v, model, c, m);
+  if (model.cost == no_cost) return paper;
+  const DeviceProfile& d = m.device;
+  const double peak = m.tflops * 1e12;  // FLOP/s: one second costs `peak`
+  const double a = static_cast<double>(m.training.activation_bytes);
+  const double memory_rate = d.memory_gbps * 1e9 * d.memory_efficiency;  // bytes/s
+  const size_t n = v.dom.size();
+
+  double seconds = 0;  // compute
+  double latency = 0;  // seconds of collective latency
+  if (model.cost == gemm_cost && v.op != "Embedding") {
+    const GemmShape s = gemm_shape(v, model, c);
+    if (attention_context(g, v.id)) {
+      seconds = 0;  // fused into the scores vertex
+    } else if (attention_scores(g, v.id)) {
+      // Scores q k^T (m queries x n keys x k head width) and context p v:
+      // 4 m n k forward; the backward recomputes the scores and takes five
+      // products, 2.5 times the forward.
+      const double forward = 4 * s.bpp * s.m * s.n * s.k;
+      seconds = 3.5 * forward / (peak * d.attention_efficiency * saturation(s.k, d.matmul_half));
+    } else {
+      const double flops = 6 * s.bpp * s.m * s.n * s.k;
+      const double rate = peak * d.matmul_efficiency * saturation(s.m, d.matmul_half) *
+                          saturation(s.n, d.matmul_half) * saturation(s.k, d.matmul_half);
+      const double bytes = 3 * a * s.bpp * (s.m * s.k + s.k * s.n + s.m * s.n);
+      seconds = std::max(flops / rate, memory_rate > 0 ? bytes / memory_rate : 0.0);
+    }
+    const GemmView& gv = model.gemm;
+    latency = allreduce_latency(m, c, n, gv.k) + allreduce_latency(m, c, n, gv.n);
+    if (model.weight_elements > 0) latency += allreduce_latency(m, c, n, gv.m);
+  } else {
+    const double bytes = 3 * a * touched_elements(v, model, c);
+    seconds = memory_rate > 0 ? bytes / memory_rate : 0.0;
+  }
+
+  LayerCost out;
+  out.compute = seconds * peak;
+  // The weight gradient moves grad_bytes per element, not activation bytes;
+  // it overlaps the layer's backward compute (two thirds of its compute).
+  const double grad_scale = a > 0 ? static_cast<double>(m.training.grad_bytes) / a : 0.0;
+  const double sync = paper.weight_sync * grad_scale;
+  const double hidden = d.overlap * (2.0 / 3.0) * out.compute;
+  out.weight_sync = std::max(0.0, sync - hidden);
+  out.comm = (paper.comm - paper.weight_sync) + out.weight_sync + latency * peak;
+  out.total = out.compute + out.comm;
+  return out;
+}
+
+}  // namespace pase::ops

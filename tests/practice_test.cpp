@@ -1,0 +1,188 @@
+// The practice cost model (core/docs/practice-model.md): its formulas
+// against hand-worked values, its fused attention, its place in requests, the
+// CLI and the presets, and the paper model untouched beside it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_run.hpp"
+#include "model/cost_model.hpp"
+#include "pase/json_api.hpp"
+#include "pase/models.hpp"
+#include "pase/plan.hpp"
+#include "pase/presets.hpp"
+#include "test_util.hpp"
+
+using json = nlohmann::json;
+using namespace pase;
+using pase::testing::close_to;
+using pase::testing::contains;
+using pase::testing::model;
+
+namespace {
+
+Cluster practice_h100(int64_t devices) {
+  Cluster c = apply_preset(Cluster{.devices = devices}, *find_preset("h100"));
+  c.cost_model = CostModel::kPractice;
+  return c;
+}
+
+// x (4096, 4096) -> FC of 4096 units: one matrix product of 4096 x 4096 x 4096.
+Graph one_fc() {
+  GraphSpec spec = testing::spec_with({{"x", {4096, 4096}}}, {});
+  LayerSpec fc = testing::layer("fc", "FC", {"x"});
+  fc.units = 4096;
+  spec.layers = {fc};
+  Result<Graph> g = build_graph(spec);
+  REQUIRE(g.ok());
+  return std::move(g).value();
+}
+
+}  // namespace
+
+TEST_CASE("practice: a matrix product runs at the saturated fraction of the peak") {
+  const Graph g = one_fc();
+  const Cluster cluster = practice_h100(1);
+  const ops::Machine m = ops::make_machine(cluster);
+  const Config one(g.vertices[0].dom.size(), 1);
+  const LayerCost cost = ops::layer_cost(g, g.vertices[0], one.data(), m);
+  // core/docs/practice-model.md, "A matrix product": 6 m n k FLOPs at
+  // 989e12 * 0.72 * (4096 / (4096 + 128))^3; its bytes, 3 * 2 * 3 * 4096^2
+  // over 3350e9 * 0.8, take less.
+  const double d = 4096, s = d / (d + 128);
+  const double seconds = 6 * d * d * d / (989e12 * 0.72 * s * s * s);
+  CHECK(seconds == doctest::Approx(6.350e-4).epsilon(1e-3));
+  CHECK(close_to(cost.compute, seconds * 989e12, 1e-12));
+  CHECK(cost.comm == 0);
+  CHECK(cost.total == cost.compute);
+  // The paper model: 3 m n k, its own unit.
+  Cluster paper = cluster;
+  paper.cost_model = CostModel::kPaper;
+  const LayerCost p = ops::layer_cost(g, g.vertices[0], one.data(), ops::make_machine(paper));
+  CHECK(p.compute == 3 * d * d * d);
+}
+
+TEST_CASE("practice: a split product pays its all-reduces by bytes and latency") {
+  const Graph g = one_fc();
+  const Cluster cluster = practice_h100(8);
+  const ops::Machine m = ops::make_machine(cluster);
+  // FC configurations are (batch, units, K): split K over the 8 GPUs of one
+  // node, so the output's partial sums are all-reduced inside it.
+  const Config k8 = {1, 1, 8};
+  const LayerCost cost = ops::layer_cost(g, g.vertices[0], k8.data(), m);
+  // Ring all-reduce of m n = 4096^2 elements of 2 bytes among 8 at 450 GB/s:
+  // 2 (p - 1) / p of them; 2 (p - 1) steps of 6 us.
+  const double bytes = 2.0 * 4096 * 4096 * 2 * 7 / 8;
+  const double seconds = bytes / 450e9 + 14 * 6e-6;
+  CHECK(close_to(cost.comm, seconds * 989e12, 1e-12));
+}
+
+TEST_CASE("practice: attention runs fused, keeping no scores, and its context costs nothing") {
+  const Graph g = model("gpt2", 8);
+  const Cluster cluster = practice_h100(8);
+  const ops::Machine m = ops::make_machine(cluster);
+  int scores = -1, context = -1;
+  for (const Vertex& v : g.vertices) {
+    if (v.name == "layer0_scores") scores = v.id;
+    if (v.name == "layer0_context") context = v.id;
+  }
+  REQUIRE(scores >= 0);
+  REQUIRE(context >= 0);
+  CHECK(ops::attention_scores(g, scores));
+  CHECK_FALSE(ops::attention_context(g, scores));
+  CHECK(ops::attention_context(g, context));
+  // No other vertex is taken for attention.
+  int found = 0;
+  for (const Vertex& v : g.vertices) found += ops::attention_scores(g, v.id) ? 1 : 0;
+  CHECK(found == 12);
+  const Vertex& sv = g.vertices[scores];
+  const Config one(sv.dom.size(), 1);
+  const LayerCost c = ops::layer_cost(g, sv, one.data(), m);
+  // Scores (b h l m k) = (8, 12, 1024, 1024, 64): 4 b h l m k forward, 3.5
+  // times that for training, at 0.5 of the peak times 64 / (64 + 128).
+  const double forward = 4.0 * 8 * 12 * 1024 * 1024 * 64;
+  CHECK(close_to(c.compute, 3.5 * forward / (0.5 * 64.0 / 192.0), 1e-12));
+  const Vertex& cv = g.vertices[context];
+  const Config one_c(cv.dom.size(), 1);
+  CHECK(ops::layer_cost(g, cv, one_c.data(), m).compute == 0);
+  // Memory: one log-sum-exp of 4 bytes per query row, not the 1024 x 1024
+  // scores of 2 bytes each.
+  CHECK(ops::vertex_memory(g, sv, one.data(), m).activations == 4.0 * 8 * 12 * 1024);
+  Cluster paper = cluster;
+  paper.cost_model = CostModel::kPaper;
+  CHECK(ops::vertex_memory(g, sv, one.data(), ops::make_machine(paper)).activations ==
+        2.0 * 8 * 12 * 1024 * 1024);
+}
+
+TEST_CASE("practice: plans in seconds, and the paper model is as before") {
+  const Graph g = model("gpt2", 8);
+  const Result<Plan> paper = plan(g, apply_preset(Cluster{.devices = 8}, *find_preset("h100")));
+  const Result<Plan> practice = plan(g, practice_h100(8));
+  REQUIRE(paper.ok());
+  REQUIRE(practice.ok());
+  // GPT-2 at batch 8 x 1024 on 8 H100s: the model's FLOPs (6 per parameter
+  // and token) at most at the products' rate, so the step's MFU stays below
+  // eta = 0.72; and a step of milliseconds, not seconds.
+  const double model_flops = 6.0 * static_cast<double>(g.parameters) * 8 * 1024;
+  const double mfu = model_flops / (8 * 989e12 * practice->step_time_s);
+  CHECK(mfu < 0.72);
+  CHECK(mfu > 0.05);
+  CHECK(practice->step_time_s != paper->step_time_s);
+  CHECK(practice->step_time_s < 0.05);
+}
+
+TEST_CASE("practice: requests name the cost model, and its errors name their field") {
+  json r = json::parse(plan_json(
+      R"({"model": "gpt2", "batch": 8, "preset": "h100", "cluster": {"devices": 8}, "cost_model": "practice"})"));
+  REQUIRE_MESSAGE(!r.contains("error"), r.dump());
+  CHECK(r["cluster"]["cost_model"] == "practice");
+  CHECK(r["cluster"]["memory_gbps"] == 3350);
+  json paper = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "preset": "h100"})"));
+  CHECK_FALSE(paper["cluster"].contains("cost_model"));
+  CHECK(r["cost"].get<double>() != paper["cost"].get<double>());
+
+  json bad = json::parse(plan_json(R"({"model": "gpt2", "cost_model": "roofline"})"));
+  CHECK(bad["error"]["where"] == "cost_model");
+  CHECK(contains(bad["error"]["message"].get<std::string>(), "known: paper, practice"));
+  // No preset and no memory bandwidth: the practice model cannot price.
+  bad = json::parse(plan_json(R"({"model": "gpt2", "cost_model": "practice"})"));
+  CHECK(bad["error"]["where"] == "cluster.memory_gbps");
+  json given = json::parse(plan_json(
+      R"({"model": "gpt2", "batch": 8, "cost_model": "practice", "cluster": {"memory_gbps": 900}})"));
+  REQUIRE_MESSAGE(!given.contains("error"), given.dump());
+  CHECK(given["cluster"]["memory_gbps"] == 900);
+}
+
+TEST_CASE("practice: the CLI's --cost-model and --memory-bandwidth") {
+  using pase::testing::run_cli;
+  pase::testing::Run run =
+      run_cli({"plan", "--model", "gpt2", "--batch", "8", "--preset", "h100", "--cost-model",
+               "practice"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(contains(run.out, "3350 GB/s memory; practice cost model)"));
+  run = run_cli({"plan", "--model", "gpt2", "--cost-model", "practice"});
+  CHECK(run.exit != 0);
+  CHECK(contains(run.err, "cluster.memory_gbps"));
+  run = run_cli({"plan", "--model", "gpt2", "--cost-model", "practice", "--memory-bandwidth",
+                 "900"});
+  CHECK(run.exit == 0);
+  run = run_cli({"plan", "--model", "gpt2", "--cost-model", "exact"});
+  CHECK(run.exit != 0);
+  CHECK(contains(run.err, "--cost-model: unknown cost model 'exact'"));
+}
+
+TEST_CASE("practice: every preset has its memory bandwidth and a valid profile") {
+  for (const GpuPreset& p : gpu_presets()) {
+    CAPTURE(p.id);
+    CHECK(p.memory_gbps > 0);
+    CHECK(p.profile.memory_gbps == p.memory_gbps);
+    CHECK(p.fp8_tflops >= 0);
+    Cluster c = apply_preset(Cluster{}, p);
+    c.cost_model = CostModel::kPractice;
+    CHECK_FALSE(check_cluster(c).has_value());
+  }
+}
