@@ -12,7 +12,9 @@
 #include "cli_run.hpp"
 #include "model/cost_model.hpp"
 #include "pase/json_api.hpp"
+#include "pase/layout.hpp"
 #include "pase/models.hpp"
+#include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
 #include "pase/presets.hpp"
 #include "test_util.hpp"
@@ -159,16 +161,15 @@ TEST_CASE("practice: requests name the cost model, and its errors name their fie
 
 TEST_CASE("practice: the CLI's --cost-model and --memory-bandwidth") {
   using pase::testing::run_cli;
-  pase::testing::Run run =
-      run_cli({"plan", "--model", "gpt2", "--batch", "8", "--preset", "h100", "--cost-model",
-               "practice"});
+  pase::testing::Run run = run_cli(
+      {"plan", "--model", "gpt2", "--batch", "8", "--preset", "h100", "--cost-model", "practice"});
   REQUIRE_MESSAGE(run.exit == 0, run.err);
   CHECK(contains(run.out, "3350 GB/s memory; practice cost model)"));
   run = run_cli({"plan", "--model", "gpt2", "--cost-model", "practice"});
   CHECK(run.exit != 0);
   CHECK(contains(run.err, "cluster.memory_gbps"));
-  run = run_cli({"plan", "--model", "gpt2", "--cost-model", "practice", "--memory-bandwidth",
-                 "900"});
+  run =
+      run_cli({"plan", "--model", "gpt2", "--cost-model", "practice", "--memory-bandwidth", "900"});
   CHECK(run.exit == 0);
   run = run_cli({"plan", "--model", "gpt2", "--cost-model", "exact"});
   CHECK(run.exit != 0);
@@ -185,4 +186,169 @@ TEST_CASE("practice: every preset has its memory bandwidth and a valid profile")
     c.cost_model = CostModel::kPractice;
     CHECK_FALSE(check_cluster(c).has_value());
   }
+}
+
+// ---- Layouts (pase/layout.hpp) and the published runs ---------------------------------------
+
+TEST_CASE("practice: a layout parses, prints back and names its bad item") {
+  Result<Layout> l =
+      parse_layout("tp=8 pp=8 dp=16 cp=1 sp=on zero=1 recompute=selective mbs=1 gbs=1536");
+  REQUIRE(l.ok());
+  CHECK(l->tp == 8);
+  CHECK(l->pp == 8);
+  CHECK(l->dp == 16);
+  CHECK(l->sp);
+  CHECK(l->zero == 1);
+  CHECK(l->recompute == Recompute::kSelective);
+  CHECK(l->gbs == 1536);
+  CHECK(layout_text(*l) ==
+        "tp=8 pp=8 dp=16 cp=1 ep=1 sp=on zero=1 recompute=selective mbs=1 gbs=1536 vpp=1");
+  CHECK(parse_layout(layout_text(*l))->gbs == 1536);
+  CHECK(parse_layout("tp=0").error().where == "layout.tp");
+  CHECK(parse_layout("tp=8 tp=4").error().where == "layout.tp");
+  CHECK(parse_layout("sp=maybe").error().where == "layout.sp");
+  CHECK(parse_layout("zero=4").error().where == "layout.zero");
+  CHECK(parse_layout("recompute=some").error().where == "layout.recompute");
+  CHECK(parse_layout("xp=2").error().where == "layout");
+  CHECK(parse_layout("tp8").error().where == "layout");
+}
+
+TEST_CASE("practice: a layout is the Megatron strategy on a language model") {
+  Result<Graph> g = build_model("llama3-8b", 16, 256);
+  REQUIRE(g.ok());
+  Cluster c = practice_h100(16);
+  Result<Layout> l = parse_layout("tp=4 pp=2 dp=2 sp=on zero=1 recompute=full mbs=2 gbs=16");
+  REQUIRE(l.ok());
+  Result<LayoutStrategy> s = layout_strategy(*g, c, *l);
+  REQUIRE_MESSAGE(s.ok(), testing::why(s));
+  CHECK(s->cluster.training.zero == 1);
+  CHECK(s->cluster.training.recompute == Recompute::kFull);
+  CHECK(s->strategy.microbatches == 4);  // 16 / (2 x 2)
+  Result<Graph> micro = micro_batch_graph(*g, 4);
+  REQUIRE(micro.ok());
+  const auto config_of = [&](const std::string& name) {
+    for (const Vertex& v : micro->vertices)
+      if (v.name == name) return std::make_pair(v, s->strategy.configs[v.id]);
+    FAIL("no vertex " << name);
+    return std::make_pair(Vertex{}, Config{});
+  };
+  const auto split = [&](const std::string& name, const std::string& dim) {
+    const auto [v, config] = config_of(name);
+    for (size_t i = 0; i < v.dims.size(); ++i)
+      if (v.dims[i] == dim) return config[i];
+    return int64_t{0};
+  };
+  // Column- and row-parallel products, the vocabulary, the batch.
+  CHECK(split("layer0_q", "b") == 2);
+  CHECK(split("layer0_q", "h") == 4);
+  CHECK(split("layer0_gate", "f") == 4);
+  CHECK(split("layer0_down", "f") == 4);
+  CHECK(split("lm_head", "v") == 4);
+  CHECK(split("embed", "v") == 4);
+  // Sequence parallelism: the norms split the sequence tp ways.
+  CHECK(split("layer0_attn_norm", "d1") == 4);
+  CHECK(split("layer0_attn_norm", "b") == 2);
+  // Stages: 32 blocks, 16 on each; the embedding first, the loss last.
+  const auto stage = [&](const std::string& name) {
+    return s->strategy.stage_of[config_of(name).first.id];
+  };
+  CHECK(stage("embed") == 0);
+  CHECK(stage("layer15_mlp_add") == 0);
+  CHECK(stage("layer16_attn_norm") == 1);
+  CHECK(stage("loss") == 1);
+  Result<PipelinePlan> p = evaluate_pipeline(*g, s->cluster, s->strategy);
+  REQUIRE_MESSAGE(p.ok(), testing::why(p));
+  CHECK(p->pipeline.stages == 2);
+  CHECK(p->pipeline.microbatches == 4);
+  // Full recomputation keeps less than none, and takes longer.
+  Layout none = *l;
+  none.recompute = Recompute::kNone;
+  Result<LayoutStrategy> s0 = layout_strategy(*g, c, none);
+  REQUIRE(s0.ok());
+  Result<PipelinePlan> p0 = evaluate_pipeline(*g, s0->cluster, s0->strategy);
+  REQUIRE(p0.ok());
+  CHECK(p0->plan.memory.activations > 2 * p->plan.memory.activations);
+  CHECK(p0->plan.step_time_s < p->plan.step_time_s);
+
+  // Errors name the degree.
+  Layout bad = *l;
+  bad.tp = 8;
+  CHECK(layout_strategy(*g, c, bad).error().where == "layout.tp");  // 8 x 2 x 2 != 16
+  bad = *l;
+  bad.gbs = 12;
+  CHECK(layout_strategy(*g, c, bad).error().where == "layout.gbs");
+  bad = *l;
+  bad.vpp = 2;
+  CHECK(layout_strategy(*g, c, bad).error().where == "layout.vpp");
+  bad = *l;
+  bad.tp = 1;
+  bad.dp = 8;
+  bad.mbs = 1;
+  bad.gbs = 16;
+  bad.pp = 2;
+  CHECK(layout_strategy(*g, c, bad).ok());
+  // GPT-2's vocabulary of 50,257 does not split 16 ways.
+  Result<Graph> gpt2 = build_model("gpt2", 16, 256);
+  REQUIRE(gpt2.ok());
+  bad.tp = 16;
+  bad.dp = 1;
+  bad.pp = 1;
+  Result<LayoutStrategy> refused = layout_strategy(*gpt2, c, bad);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().where == "layout.tp");
+  CHECK(contains(refused.error().message, "(50257)"));
+}
+
+TEST_CASE("practice: eval --layout and a request's layout") {
+  using pase::testing::run_cli;
+  pase::testing::Run run = run_cli({"eval", "--model", "llama3-8b", "--seq", "256", "--preset",
+                                    "h100", "--procs", "16", "--cost-model", "practice", "--layout",
+                                    "tp=4 pp=2 dp=2 sp=on recompute=full mbs=2 gbs=16"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(contains(run.out, "step time"));
+  CHECK(contains(run.out, "(practice cost model)"));
+  CHECK(contains(run.out, "throughput"));
+  CHECK(contains(run.out, "MFU"));
+  CHECK(contains(run.out,
+                 "layout           tp=4 pp=2 dp=2 cp=1 ep=1 sp=on zero=0 "
+                 "recompute=full mbs=2 gbs=16 vpp=1\n"));
+  run = run_cli({"eval", "--model", "llama3-8b", "--seq", "256", "--procs", "16", "--layout",
+                 "tp=4 pp=2 dp=2 recompute=full gbs=16"});
+  CHECK(run.exit != 0);
+  CHECK(contains(run.err, "training.recompute"));  // needs the practice model
+
+  json r = json::parse(evaluate_json(
+      R"({"model": "llama3-8b", "seq": 256, "preset": "h100", "cluster": {"devices": 16},
+          "cost_model": "practice", "layout": "tp=4 pp=2 dp=2 sp=on mbs=2 gbs=16"})"));
+  REQUIRE_MESSAGE(!r.contains("error"), r.dump());
+  CHECK(r["pipeline"]["stages"] == 2);
+  CHECK(r["throughput"]["mfu"].get<double>() > 0);
+  CHECK(r["throughput"]["tokens"] == 16 * 256);
+  json bad = json::parse(evaluate_json(
+      R"({"model": "llama3-8b", "seq": 256, "preset": "h100", "cluster": {"devices": 16},
+          "cost_model": "practice", "layout": "tp=3 pp=2 dp=2 gbs=16"})"));
+  CHECK(bad["error"]["where"] == "layout.tp");
+}
+
+TEST_CASE("practice: bench --published prints every run of the file with its error") {
+  using pase::testing::run_cli;
+  const std::string file = std::string(PASE_EXAMPLES_DIR) + "/../published-runs.json";
+  pase::testing::Run run = run_cli({"bench", "--published", file, "--format", "json"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  json out = json::parse(run.out);
+  json doc = json::parse(testing::read_text(file));
+  REQUIRE(out["runs"].size() == doc["runs"].size());
+  for (size_t i = 0; i < out["runs"].size(); ++i) {
+    const json& r = out["runs"][i];
+    CAPTURE(r.dump());
+    CHECK(r["id"] == doc["runs"][i]["id"]);
+    CHECK(r["predicted_s"].get<double>() > 0);
+    CHECK(r["error"].get<double>() ==
+          doctest::Approx(r["predicted_s"].get<double>() / r["measured_s"].get<double>() - 1));
+  }
+  run = run_cli({"bench", "--published", file, "--procs", "8"});
+  CHECK(run.exit != 0);
+  run = run_cli({"bench", "--published", std::string(PASE_EXAMPLES_DIR) + "/attention_block.json"});
+  CHECK(run.exit != 0);
+  CHECK(contains(run.err, "published-runs/1"));
 }

@@ -182,6 +182,10 @@ std::string bench_usage() {
          "  --large             the large cases instead of the grid: the Transformer at\n"
          "                      256 and 1024 devices (flat), llama3-8b and gpt3-175b on\n"
          "                      1024 H100 (128 nodes of 8) under the preset's 80 GiB\n"
+         "  --published FILE    instead: the practice cost model against the published\n"
+         "                      training runs of FILE (examples/published-runs.json):\n"
+         "                      each run's layout evaluated, its predicted step time\n"
+         "                      beside the measured one, its memory beside the GPU's\n"
          "  --format FORMAT     text (default) or json\n";
 }
 
@@ -191,8 +195,22 @@ int run_bench(const Args& args) {
       {"--models", true},        {"--procs", true},           {"--order", true},
       {"--preset", true},        {"--flops", true},           {"--bandwidth", true},
       {"--gpus-per-node", true}, {"--intra-bandwidth", true}, {"--max-memory", true},
-      {"--threads", true},       {"--large", false},          {"--format", true}};
+      {"--threads", true},       {"--large", false},          {"--format", true},
+      {"--published", true}};
   if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
+  if (std::optional<std::string> published = flags.get("--published")) {
+    for (std::string_view name :
+         {"--models", "--procs", "--order", "--preset", "--flops", "--bandwidth", "--gpus-per-node",
+          "--intra-bandwidth", "--max-memory", "--threads", "--large"})
+      if (flags.has(name))
+        return usage_error("bench",
+                           "--published takes each run's own cluster and layout: give "
+                           "it without " +
+                               std::string(name));
+    bool as_json = false;
+    if (auto failure = format_from_flags(flags, as_json)) return failure->report("bench");
+    return run_bench_published(*published, as_json);
+  }
   const bool large = flags.has("--large");
   if (large)
     for (std::string_view name : {"--models", "--procs", "--order", "--preset", "--flops",

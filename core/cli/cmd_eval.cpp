@@ -9,6 +9,8 @@
 #include "inputs.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
+#include "pase/layout.hpp"
+#include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
 #include "plan_text.hpp"
@@ -18,21 +20,53 @@ namespace pase_cli {
 
 std::string eval_usage() {
   return "usage: pase eval (--model NAME | --graph FILE [--dim NAME=SIZE ...])\n"
-         "                 [--batch B] [--seq S] --strategy FILE [options]\n\n"
+         "                 [--batch B] [--seq S] (--strategy FILE | --layout L) [options]\n\n"
          "Evaluates a strategy: a JSON list of configurations in vertex order, a\n"
          "pipeline strategy {\"configs\", \"stage_of\", \"microbatches\", \"schedule\"}, or a\n"
-         "plan-result document (as written by 'pase plan --format json').\n\n" +
+         "plan-result document (as written by 'pase plan --format json'); or a\n"
+         "language model's layout in Megatron-LM's degrees, such as\n"
+         "  --layout \"tp=8 pp=8 dp=16 cp=1 sp=on zero=1 recompute=selective mbs=1 gbs=1536\"\n"
+         "(core/docs/practice-model.md; gbs builds a --model at that batch).\n\n" +
          std::string(kGraphHelp) + std::string(kClusterHelp) +
          "  --memory GIB        memory of one device in GiB: says whether the strategy\n"
          "                      fits (default: no limit; 0: none)\n" +
          std::string(kTrainingHelp) +
          "  --strategy FILE     the strategy ('-': standard input)\n"
+         "  --layout L          a layout: tp, pp, dp, cp, ep, sp, zero, recompute, mbs,\n"
+         "                      gbs, vpp as name=value items\n"
          "  --format FORMAT     text (default) or json\n";
 }
 
+namespace {
+
+// pase eval --layout: the layout's strategy on the graph at its global batch.
+int run_layout(const Flags& flags, bool json, GraphSource source, const std::string& text) {
+  pase::Result<pase::Layout> layout = pase::parse_layout(text);
+  if (!layout) return input_error(layout.error());
+  pase::Cluster cluster;
+  if (auto failure = cluster_from_flags(flags, cluster)) return failure->report("eval");
+  if (!source.model.empty() && source.batch == 0) source.batch = layout->gbs;
+  pase::Result<pase::Graph> graph = load_source(source);
+  if (!graph) return input_error(graph.error());
+  pase::Result<pase::LayoutStrategy> laid = pase::layout_strategy(*graph, cluster, *layout);
+  if (!laid) return input_error(laid.error());
+  pase::Result<pase::PipelinePlan> piped =
+      pase::evaluate_pipeline(*graph, laid->cluster, laid->strategy);
+  if (!piped) return input_error(piped.error());
+  const std::string out = json ? pase::pipeline_plan_to_json(laid->cluster, *piped)
+                               : plan_text(piped->graph, laid->cluster, piped->plan,
+                                           PlanSource::kEvaluated, &piped->pipeline) +
+                                     pad_right("layout", 17) + pase::layout_text(*layout) + "\n";
+  if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
+  return kExitOk;
+}
+
+}  // namespace
+
 int run_eval(const Args& args) {
   Flags flags;
-  if (auto message = parse_planning_flags(args, {{"--strategy", true}, {"--format", true}}, flags))
+  if (auto message = parse_planning_flags(
+          args, {{"--strategy", true}, {"--layout", true}, {"--format", true}}, flags))
     return usage_error("eval", *message);
   bool json = false;
   GraphSource source;
@@ -40,7 +74,11 @@ int run_eval(const Args& args) {
   if (auto failure = format_from_flags(flags, json)) return failure->report("eval");
   if (auto failure = graph_source_from_flags(flags, source)) return failure->report("eval");
   std::optional<std::string> strategy_path = flags.get("--strategy");
-  if (!strategy_path) return usage_error("eval", "missing --strategy FILE");
+  std::optional<std::string> layout_given = flags.get("--layout");
+  if (strategy_path && layout_given)
+    return usage_error("eval", "give --strategy or --layout, not both");
+  if (layout_given) return run_layout(flags, json, source, *layout_given);
+  if (!strategy_path) return usage_error("eval", "missing --strategy FILE (or --layout)");
   if (source.path == "-" && *strategy_path == "-") {
     return usage_error("eval", "--graph and --strategy cannot both read standard input");
   }

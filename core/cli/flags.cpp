@@ -154,7 +154,8 @@ const std::vector<FlagSpec> kClusterFlags = {
     {"--memory", true},          {"--zero", true},
     {"--param-bytes", true},     {"--grad-bytes", true},
     {"--optimizer-bytes", true}, {"--activation-bytes", true},
-    {"--cost-model", true},      {"--memory-bandwidth", true}};
+    {"--cost-model", true},      {"--memory-bandwidth", true},
+    {"--recompute", true}};
 
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) {
   std::vector<FlagSpec> all;

@@ -129,7 +129,9 @@ constexpr std::string_view kTrainingHelp =
     "  --zero Z            ZeRO stage, 0 to 3 (default 0)\n"
     "  --param-bytes N     bytes per weight element (default 2); likewise\n"
     "                      --grad-bytes (2), --optimizer-bytes (12) and\n"
-    "                      --activation-bytes (2, per saved activation element)\n";
+    "                      --activation-bytes (2, per saved activation element)\n"
+    "  --recompute R       activation recomputation of the decoder blocks: none\n"
+    "                      (default), selective (attention) or full (practice model)\n";
 
 // The groups one after the other.
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);

@@ -332,6 +332,11 @@ std::optional<Failure> cluster_from_flags(const Flags& flags, pase::Cluster& clu
     if (!model) return Failure::bad_usage("--cost-model: " + model.error().message);
     cluster.cost_model = *model;
   }
+  if (std::optional<std::string> name = flags.get("--recompute")) {
+    pase::Result<pase::Recompute> recompute = pase::parse_recompute(*name);
+    if (!recompute) return Failure::bad_usage("--recompute: " + recompute.error().message);
+    cluster.training.recompute = *recompute;
+  }
   if (std::optional<pase::Error> error = pase::check_cluster(cluster)) {
     return Failure::bad_input(std::move(*error));
   }

@@ -12,6 +12,7 @@
 
 #include "format.hpp"
 #include "pase/json_api.hpp"
+#include "pase/layout.hpp"
 #include "pase/summary.hpp"
 #include "util/text.hpp"
 
@@ -220,8 +221,18 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
   out += line("  communication", format("%.6e", plan.comm) + "  " + percent(plan.comm, whole));
   out += line("  redistribution",
               format("%.6e", plan.redistribution) + "  " + percent(plan.redistribution, whole));
-  out +=
-      line("step time", seconds_text(plan.step_time_s) + " (predicted: peak compute, no overlap)");
+  if (cluster.cost_model == pase::CostModel::kPractice) {
+    out += line("step time", seconds_text(plan.step_time_s) + " (practice cost model)");
+    const int64_t micro = pipeline != nullptr ? pipeline->microbatches : 1;
+    if (std::optional<pase::Throughput> t =
+            pase::throughput(graph, cluster, plan.step_time_s, micro))
+      out += line("throughput", format("%.4g", t->tokens_per_s) + " tokens/s, MFU " +
+                                    format("%.1f", 100 * t->mfu) + "% (" +
+                                    format("%.4g", t->model_flops) + " model FLOPs per step)");
+  } else {
+    out += line("step time",
+                seconds_text(plan.step_time_s) + " (predicted: peak compute, no overlap)");
+  }
   if (source == PlanSource::kSearched && plan.search.bounded)
     out += bounded_text(plan, pipeline != nullptr);
   return out + memory_text(cluster, plan, source);

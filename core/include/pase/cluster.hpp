@@ -18,13 +18,23 @@ namespace pase {
 // element of the weights, their gradients, the optimizer state and the saved
 // activations, and the ZeRO stage (0 to 3). The defaults are mixed-precision
 // Adam: 2 + 2 + 12 bytes per parameter, 2 per activation.
+// Activation recomputation (the practice model, core/docs/practice-model.md,
+// "Recomputation"): none; selective, the attention core of each decoder
+// block; full, everything of a decoder block but its output.
+enum class Recompute : uint8_t { kNone, kSelective, kFull };
+
 struct Training {
   int64_t param_bytes = 2;
   int64_t grad_bytes = 2;
   int64_t optimizer_bytes = 12;
   int64_t activation_bytes = 2;
   int64_t zero = 0;
+  Recompute recompute = Recompute::kNone;
 };
+
+// "none", "selective" or "full"; errors at "training.recompute".
+Result<Recompute> parse_recompute(std::string_view name);
+const char* recompute_name(Recompute recompute);
 
 // Which cost model prices a plan: the paper's (core/docs/cost-model.md,
 // exact, the default) or the practice model (core/docs/practice-model.md):

@@ -19,6 +19,7 @@
 
 #include "api/entry.hpp"
 #include "pase/graph.hpp"
+#include "pase/layout.hpp"
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
@@ -55,6 +56,13 @@ Json summary_to_json(const Graph& graph, const Plan& plan) {
   return groups;
 }
 
+Json throughput_json(const Throughput& t) {
+  return Json{{"tokens", t.tokens},
+              {"model_flops", t.model_flops},
+              {"tokens_per_s", t.tokens_per_s},
+              {"mfu", t.mfu}};
+}
+
 Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
   // The cluster is echoed so that a saved result stands on its own: the
   // costs mean nothing without the machine they were computed for.
@@ -64,6 +72,11 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
   j["cluster"] = cluster_to_json(cluster);
   j["cost"] = plan.cost;
   j["step_time_s"] = plan.step_time_s;
+  // The practice model's throughput of a language model's step
+  // (core/docs/practice-model.md); a pipeline's is set again for its M.
+  if (cluster.cost_model == CostModel::kPractice)
+    if (std::optional<Throughput> t = throughput(graph, cluster, plan.step_time_s))
+      j["throughput"] = throughput_json(*t);
   // Whether the cost is proven least (the exact search, or a bounded one
   // that met its bound), the least cost any strategy can have as far as the
   // search proves, and how far above it the plan may be, in per cent of the
@@ -129,6 +142,8 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
                        {"optimizer_bytes", t.optimizer_bytes},
                        {"activation_bytes", t.activation_bytes},
                        {"zero", t.zero}};
+  // Only when set, so that the paper model's documents are as before.
+  if (t.recompute != Recompute::kNone) j["training"]["recompute"] = recompute_name(t.recompute);
   const SearchStats& s = plan.search;
   j["search"] = Json{{"method", s.bounded ? "bounded" : "exact"},
                      {"order", order_name(s.order)},
@@ -158,6 +173,10 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
 std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& result) {
   Json j = plan_object(result.graph, cluster, result.plan);
   const PipelineInfo& p = result.pipeline;
+  if (cluster.cost_model == CostModel::kPractice)
+    if (std::optional<Throughput> t =
+            throughput(result.graph, cluster, result.plan.step_time_s, p.microbatches))
+      j["throughput"] = throughput_json(*t);
   // The micro-batches' part of T (the pipeline's latency), and how much of
   // it each stage computes: M * A_s of it; the rest is its bubble.
   double latency = 0, max_a = 0;

@@ -11,6 +11,7 @@
 #include "model/graph_json.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
+#include "pase/layout.hpp"
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
@@ -71,7 +72,8 @@ Result<Cluster> cluster_from_json(const Json& value, const std::string& where) {
 Result<Training> training_from_json(const Json& value, const std::string& where) {
   if (!value.is_object()) return type_error("an object", value, where);
   ObjectReader reader(value, where);
-  reader.allow_only({"param_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes", "zero"});
+  reader.allow_only(
+      {"param_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes", "zero", "recompute"});
   Training t;
   reader.read("param_bytes", t.param_bytes, json_detail::to_non_negative_int);
   reader.read("grad_bytes", t.grad_bytes, json_detail::to_non_negative_int);
@@ -80,6 +82,12 @@ Result<Training> training_from_json(const Json& value, const std::string& where)
   if (reader.read("zero", t.zero, json_detail::to_non_negative_int) && t.zero > 3) {
     reader.fail(Error{"must be 0, 1, 2 or 3, not " + std::to_string(t.zero), reader.path("zero")});
   }
+  reader.read("recompute", t.recompute, [](const Json& value, const std::string& where) {
+    if (!value.is_string()) return Result<Recompute>(type_error("a string", value, where));
+    Result<Recompute> r = parse_recompute(value.get<std::string>());
+    if (!r) return Result<Recompute>(Error{r.error().message, where});
+    return r;
+  });
   if (!reader.ok()) return reader.error();
   return t;
 }
@@ -236,7 +244,7 @@ Result<PlanRequest> request_from_json(const Json& value) {
   ObjectReader reader(value, "");
   reader.allow_only({"graph", "model", "batch", "seq", "preset", "cluster", "training", "order",
                      "max_memory", "search", "strategy", "pow2_only", "all_devices", "threads",
-                     "pipeline", "cost_model"});
+                     "pipeline", "cost_model", "layout"});
 
   PlanRequest request;
   const Json* graph = reader.find("graph");
@@ -301,6 +309,20 @@ Result<PlanRequest> request_from_json(const Json& value) {
   }
   PipelineOptions pipeline;
   if (reader.read("pipeline", pipeline, pipeline_from_json)) request.pipeline = pipeline;
+  // A practitioner's layout (pase/layout.hpp): evaluated as the strategy it
+  // means; a built-in model is built at its global batch.
+  std::optional<Layout> layout;
+  std::string layout_text_given;
+  if (reader.read("layout", layout_text_given, json_detail::to_non_empty_string)) {
+    if (request.strategy || request.pipeline_strategy) {
+      reader.fail(Error{"give either 'strategy' or 'layout', not both", "layout"});
+    } else if (Result<Layout> parsed = parse_layout(layout_text_given); !parsed) {
+      reader.fail(parsed.error());
+    } else {
+      layout = *parsed;
+      if (model != nullptr && batch == 0) batch = layout->gbs;
+    }
+  }
   if (!reader.ok()) return reader.error();
 
   // build_model() and build_graph() report paths relative to the graph
@@ -319,6 +341,12 @@ Result<PlanRequest> request_from_json(const Json& value) {
     Result<Graph> built = build_graph(std::move(*spec));
     if (!built) return with_prefix(built.error(), "graph");
     request.graph = std::move(*built);
+  }
+  if (layout) {
+    Result<LayoutStrategy> laid = layout_strategy(request.graph, request.cluster, *layout);
+    if (!laid) return laid.error();
+    request.cluster = laid->cluster;
+    request.pipeline_strategy = std::move(laid->strategy);
   }
   return request;
 }

@@ -85,6 +85,9 @@ std::optional<Error> check_cluster(const Cluster& c) {
       if (!(rate > 0 && rate <= 1))
         return Error{"must be in (0, 1]", std::string("cluster.device.") + name};
   }
+  if (c.training.recompute != Recompute::kNone && c.cost_model != CostModel::kPractice)
+    return Error{"recomputation is priced by the practice cost model: set cost_model to practice",
+                 "training.recompute"};
   if (c.training.zero < 0 || c.training.zero > 3)
     return Error{"must be 0, 1, 2 or 3, got " + std::to_string(c.training.zero), "training.zero"};
   return std::nullopt;
@@ -95,6 +98,25 @@ Result<CostModel> parse_cost_model(std::string_view name) {
   if (name == "practice") return CostModel::kPractice;
   return Error{"unknown cost model '" + std::string(name) + "'; known: paper, practice",
                "cost_model"};
+}
+
+Result<Recompute> parse_recompute(std::string_view name) {
+  if (name == "none") return Recompute::kNone;
+  if (name == "selective") return Recompute::kSelective;
+  if (name == "full") return Recompute::kFull;
+  return Error{"unknown recomputation '" + std::string(name) + "'; known: none, selective, full",
+               "training.recompute"};
+}
+
+const char* recompute_name(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
+    default:
+      return "none";
+  }
 }
 
 const char* cost_model_name(CostModel model) {
@@ -318,11 +340,14 @@ MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, con
       elements *= static_cast<double>(shape[i]) / static_cast<double>(split[i]);
     out.activations += static_cast<double>(t.activation_bytes) * elements;
   }
-  if (mc.cost_model == CostModel::kPractice && attention_scores(g, v.id)) {
-    // Fused attention keeps no scores: only each query row's log-sum-exp,
-    // 4 bytes (core/docs/practice-model.md, "Memory").
-    const GemmShape s = gemm_shape(v, model, c);
-    out.activations = 4 * s.bpp * s.m;
+  if (mc.cost_model == CostModel::kPractice) {
+    if (attention_scores(g, v.id)) {
+      // Fused attention keeps no scores: only each query row's log-sum-exp,
+      // 4 bytes (core/docs/practice-model.md, "Memory").
+      const GemmShape s = gemm_shape(v, model, c);
+      out.activations = 4 * s.bpp * s.m;
+    }
+    if (recomputed(g, v.id, t.recompute)) out.activations = 0;
   }
   return out;
 }

@@ -160,6 +160,17 @@ namespace ops {
 bool attention_scores(const Graph& g, int vertex);
 bool attention_context(const Graph& g, int vertex);
 
+// The decoder block of a vertex named "layer<N>_..." (the language models'
+// graphs, core/docs/llm.md): N; else -1.
+int decoder_block(const Vertex& v);
+
+// Whether vertex `vertex` is recomputed in the backward pass rather than
+// kept (core/docs/practice-model.md, "Recomputation"): with full, every
+// vertex of a decoder block (a vertex named "layer<N>_...") but the block's
+// last, whose output is the next block's input; with selective, the
+// attention core (attention_scores() and attention_context()).
+bool recomputed(const Graph& g, int vertex, Recompute recompute);
+
 // The practice model's cost of vertex `v` at configuration `c`
 // (core/docs/practice-model.md; model/practice.cpp).
 LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m);

@@ -22,6 +22,7 @@
 //   backward compute, and only what outlasts it is exposed.
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "model/cost_model.hpp"
 
@@ -94,6 +95,30 @@ bool attention_context(const Graph& g, int vertex) {
   return attention_scores(g, g.vertices[vertex].inputs[0].producer);
 }
 
+int decoder_block(const Vertex& v) {
+  const std::string& name = v.name;
+  if (name.rfind("layer", 0) != 0) return -1;
+  size_t i = 5;
+  int block = 0;
+  while (i < name.size() && name[i] >= '0' && name[i] <= '9' && block < 1000000) {
+    block = block * 10 + (name[i] - '0');
+    ++i;
+  }
+  return i > 5 && i < name.size() && name[i] == '_' ? block : -1;
+}
+
+bool recomputed(const Graph& g, int vertex, Recompute recompute) {
+  if (recompute == Recompute::kSelective)
+    return attention_scores(g, vertex) || attention_context(g, vertex);
+  if (recompute != Recompute::kFull) return false;
+  const int block = decoder_block(g.vertices[vertex]);
+  if (block < 0) return false;
+  // The block's last vertex (its output) is kept: the next vertex in the
+  // order is of another block, or of none.
+  const size_t next = static_cast<size_t>(vertex) + 1;
+  return next < g.vertices.size() && decoder_block(g.vertices[next]) == block;
+}
+
 LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m) {
   const VertexModel& model = model_of(g, v.id);
   // The paper's formula on the practice machine: its communication is already
@@ -133,6 +158,11 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
     seconds = memory_rate > 0 ? bytes / memory_rate : 0.0;
   }
 
+  // Recomputation runs the vertex's forward once more in the backward pass:
+  // a third of a product's or a memory-bound op's training time, 1 / 3.5 of
+  // fused attention's.
+  if (recomputed(g, v.id, m.training.recompute))
+    seconds *= attention_scores(g, v.id) ? 1 + 1 / 3.5 : 4.0 / 3.0;
   LayerCost out;
   out.compute = seconds * peak;
   // The weight gradient moves grad_bytes per element, not activation bytes;

@@ -1,0 +1,264 @@
+// A practitioner's layout as a pipeline strategy (pase/layout.hpp,
+// core/docs/practice-model.md, "Evaluating a layout").
+#include "pase/layout.hpp"
+
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/cost_model.hpp"
+
+namespace pase {
+namespace {
+
+Error layout_error(std::string message, const std::string& field = "") {
+  return Error{std::move(message), field.empty() ? "layout" : "layout." + field};
+}
+
+std::optional<int64_t> positive(std::string_view text) {
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  int64_t n = 0;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    n = n * 10 + (ch - '0');
+  }
+  return n > 0 ? std::optional<int64_t>(n) : std::nullopt;
+}
+
+// The sequence dimension of a vertex that the LLM graphs name by position
+// (Norm, Elementwise, the loss: b, d1, d2): a dimension of kind sequence, or
+// else the first after the batch of the sequence's length.
+std::optional<size_t> sequence_dim(const Vertex& v, int64_t seq) {
+  for (size_t i = 0; i < v.kinds.size(); ++i)
+    if (v.kinds[i] == DimKind::kSequence) return i;
+  for (size_t i = 1; i < v.dom.size(); ++i)
+    if (v.dom[i] == seq && v.kinds[i] != DimKind::kBatch) return i;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<Layout> parse_layout(std::string_view text) {
+  Layout l;
+  std::vector<std::string> seen;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == ',' || text[i] == '\t')) ++i;
+    if (i >= text.size()) break;
+    size_t end = i;
+    while (end < text.size() && text[end] != ' ' && text[end] != ',' && text[end] != '\t') ++end;
+    const std::string_view item = text.substr(i, end - i);
+    i = end;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos)
+      return layout_error("'" + std::string(item) + "' is not name=value");
+    const std::string key(item.substr(0, eq));
+    const std::string_view value = item.substr(eq + 1);
+    for (const std::string& s : seen)
+      if (s == key) return layout_error("given twice", key);
+    seen.push_back(key);
+    int64_t* count = key == "tp"    ? &l.tp
+                     : key == "pp"  ? &l.pp
+                     : key == "dp"  ? &l.dp
+                     : key == "cp"  ? &l.cp
+                     : key == "ep"  ? &l.ep
+                     : key == "mbs" ? &l.mbs
+                     : key == "gbs" ? &l.gbs
+                     : key == "vpp" ? &l.vpp
+                                    : nullptr;
+    if (count != nullptr) {
+      std::optional<int64_t> n = positive(value);
+      if (!n)
+        return layout_error("'" + std::string(value) + "' is not a positive integer", key);
+      *count = *n;
+    } else if (key == "sp") {
+      if (value == "on" || value == "true" || value == "1") {
+        l.sp = true;
+      } else if (value == "off" || value == "false" || value == "0") {
+        l.sp = false;
+      } else {
+        return layout_error("'" + std::string(value) + "' is not on or off", key);
+      }
+    } else if (key == "zero") {
+      if (value.size() != 1 || value[0] < '0' || value[0] > '3')
+        return layout_error("'" + std::string(value) + "' is not 0, 1, 2 or 3", key);
+      l.zero = value[0] - '0';
+    } else if (key == "recompute") {
+      Result<Recompute> r = parse_recompute(value);
+      if (!r) return layout_error(r.error().message, key);
+      l.recompute = *r;
+    } else {
+      return layout_error("unknown item '" + key +
+                          "'; known: tp, pp, dp, cp, ep, sp, zero, recompute, mbs, gbs, vpp");
+    }
+  }
+  return l;
+}
+
+std::string layout_text(const Layout& l) {
+  return "tp=" + std::to_string(l.tp) + " pp=" + std::to_string(l.pp) +
+         " dp=" + std::to_string(l.dp) + " cp=" + std::to_string(l.cp) +
+         " ep=" + std::to_string(l.ep) + " sp=" + (l.sp ? "on" : "off") +
+         " zero=" + std::to_string(l.zero) + " recompute=" + recompute_name(l.recompute) +
+         " mbs=" + std::to_string(l.mbs) + " gbs=" + std::to_string(l.gbs) +
+         " vpp=" + std::to_string(l.vpp);
+}
+
+Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluster,
+                                       const Layout& l) {
+  if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
+  if (l.vpp != 1)
+    return layout_error("interleaved schedules (virtual stages) are not modelled yet; give vpp=1",
+                        "vpp");
+  const int64_t per_stage = l.tp * l.dp * l.cp;
+  if (per_stage * l.pp != cluster.devices)
+    return layout_error("tp x pp x dp x cp = " + std::to_string(per_stage * l.pp) +
+                            ", but the cluster has " + std::to_string(cluster.devices) +
+                            " devices",
+                        "tp");
+  if ((l.dp * l.cp) % l.ep != 0)
+    return layout_error("the experts' degree must divide dp x cp (" +
+                            std::to_string(l.dp * l.cp) + ")",
+                        "ep");
+  const GraphSpec* spec = graph.model->spec.get();
+  if (spec == nullptr || spec->inputs.empty() || spec->inputs[0].second.empty())
+    return layout_error("the graph has no batch to lay out");
+  const int64_t batch = spec->inputs[0].second[0];
+  const int64_t gbs = l.gbs == 0 ? batch : l.gbs;
+  if (gbs != batch)
+    return layout_error("the graph's batch is " + std::to_string(batch) + ", not " +
+                            std::to_string(gbs) + " (build it at the global batch)",
+                        "gbs");
+  if (gbs % (l.mbs * l.dp) != 0)
+    return layout_error(std::to_string(gbs) + " is not a multiple of mbs x dp = " +
+                            std::to_string(l.mbs * l.dp),
+                        "gbs");
+  const int64_t microbatches = gbs / (l.mbs * l.dp);
+  // The sequence length: the second dimension of the tokens.
+  const int64_t seq = spec->inputs[0].second.size() > 1 ? spec->inputs[0].second[1] : 0;
+  Result<Graph> micro = micro_batch_graph(graph, microbatches);
+  if (!micro) return micro.error();
+  const Graph& g = *micro;
+
+  // The decoder blocks, and the stage of each vertex.
+  const size_t n = g.vertices.size();
+  int blocks = 0;
+  size_t first_block_vertex = n;
+  for (size_t v = 0; v < n; ++v) {
+    const int b = ops::decoder_block(g.vertices[v]);
+    if (b < 0) continue;
+    blocks = std::max(blocks, b + 1);
+    first_block_vertex = std::min(first_block_vertex, v);
+  }
+  if (blocks == 0)
+    return layout_error("the graph has no decoder blocks (vertices named layer<N>_...)");
+  if (blocks < l.pp)
+    return layout_error(std::to_string(blocks) + " decoder blocks cannot fill " +
+                            std::to_string(l.pp) + " stages",
+                        "pp");
+  // Blocks as evenly as they go: block b on stage floor(b * pp / blocks)
+  // (stages of 7 and 8 for 126 blocks on 16, as Llama 3 ran them).
+  const auto stage_of_block = [&](int b) {
+    return static_cast<int>(static_cast<int64_t>(b) * l.pp / blocks);
+  };
+
+  LayoutStrategy out;
+  out.cluster = cluster;
+  out.cluster.training.zero = l.zero;
+  out.cluster.training.recompute = l.recompute;
+  PipelineStrategy& s = out.strategy;
+  s.microbatches = microbatches;
+  s.configs.resize(n);
+  s.stage_of.resize(n);
+  for (size_t v = 0; v < n; ++v) {
+    const Vertex& vx = g.vertices[v];
+    const VertexModel& model = model_of(g, static_cast<int>(v));
+    const int b = ops::decoder_block(vx);
+    s.stage_of[v] =
+        b >= 0 ? stage_of_block(b) : (v < first_block_vertex ? 0 : static_cast<int>(l.pp) - 1);
+    Config c(vx.dom.size(), 1);
+    if (vx.op == "Einsum" || vx.op == "Embedding") {
+      int64_t kv = 1;  // the key-value heads' share of tp
+      for (size_t i = 0; i < vx.dims.size(); ++i)
+        if (vx.dims[i] == "h") kv = std::gcd(l.tp, vx.dom[i]);
+      const bool router = vx.name.ends_with("_router");
+      for (size_t i = 0; i < vx.dims.size(); ++i) {
+        const std::string& d = vx.dims[i];
+        if (d == "b") c[i] = l.dp;
+        if (d == "l" || d == "s") c[i] = l.cp;
+        if (d == "h") c[i] = kv;
+        if (d == "r") c[i] = l.tp / kv;
+        if (d == "f" || d == "v") c[i] = l.tp;
+        if (d == "x" && !router) c[i] = l.ep;
+      }
+    } else if (!vx.inputs.empty() && vx.inputs[0].producer >= 0) {
+      // As its first input: the producer's tensor split, through this
+      // vertex's map of that tensor.
+      const Slot& slot = vx.inputs[0];
+      const TensorMap& out_map = model_of(g, slot.producer).out_maps[slot.output];
+      std::vector<int64_t> split(out_map.size());
+      ops::tensor_config(out_map, s.configs[slot.producer].data(), split.data());
+      const TensorMap& in_map = model.in_maps[0];
+      for (size_t t = 0; t < in_map.size() && t < split.size(); ++t)
+        if (in_map[t].size() == 1) c[in_map[t][0]] = split[t];
+      // Sequence parallelism: the layers outside the tensor-parallel ones
+      // split the sequence tp ways more.
+      int64_t used = 1;
+      for (int64_t x : c) used *= x;
+      if (l.sp && used * l.tp <= per_stage)
+        if (std::optional<size_t> i = sequence_dim(vx, seq)) c[*i] *= l.tp;
+    } else {
+      for (size_t i = 0; i < vx.kinds.size(); ++i)
+        if (vx.kinds[i] == DimKind::kBatch) c[i] = l.dp;
+    }
+    int64_t used = 1;
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (vx.dom[i] % c[i] != 0) {
+        const std::string& d = vx.dims[i];
+        const DimKind kind = vx.kinds[i];
+        const char* field = d == "b" || kind == DimKind::kBatch                      ? "dp"
+                            : d == "l" || d == "s" || kind == DimKind::kSequence ? "cp"
+                            : d == "x" || kind == DimKind::kExperts                ? "ep"
+                                                                                  : "tp";
+        return layout_error("a split of " + std::to_string(c[i]) + " does not divide " + vx.name +
+                                "'s dimension " + d + " (" + std::to_string(vx.dom[i]) + ")",
+                            field);
+      }
+      used *= c[i];
+    }
+    if (used > per_stage)
+      return layout_error(vx.name + " would split over " + std::to_string(used) +
+                          " devices, more than a stage's " + std::to_string(per_stage));
+    s.configs[v] = std::move(c);
+  }
+  return out;
+}
+
+std::optional<Throughput> throughput(const Graph& graph, const Cluster& cluster,
+                                     double step_time_s, int64_t microbatches) {
+  if (graph.model == nullptr || graph.model->spec == nullptr) return std::nullopt;
+  const GraphSpec& spec = *graph.model->spec;
+  if (spec.inputs.empty() || spec.inputs[0].first != "tokens" ||
+      spec.inputs[0].second.size() != 2 || !(step_time_s > 0))
+    return std::nullopt;
+  Throughput t;
+  const double micro = static_cast<double>(microbatches);
+  t.tokens = micro * static_cast<double>(spec.inputs[0].second[0]) *
+             static_cast<double>(spec.inputs[0].second[1]);
+  t.model_flops = 6 * static_cast<double>(graph.parameters) * t.tokens;
+  // Attention: the scores and context products, forward and backward
+  // (3 x 4 b h l m k over the whole scores vertex).
+  for (const Vertex& v : graph.vertices) {
+    if (!ops::attention_scores(graph, v.id)) continue;
+    double points = 1;
+    for (int64_t d : v.dom) points *= static_cast<double>(d);
+    t.model_flops += micro * 12 * points;
+  }
+  t.tokens_per_s = t.tokens / step_time_s;
+  t.mfu = t.model_flops /
+          (cluster.tflops * 1e12 * static_cast<double>(cluster.devices) * step_time_s);
+  return t;
+}
+
+}  // namespace pase
