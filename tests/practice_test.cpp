@@ -104,9 +104,11 @@ TEST_CASE("practice: attention runs fused, keeping no scores, and its context co
   const Vertex& sv = g.vertices[scores];
   const Config one(sv.dom.size(), 1);
   const LayerCost c = ops::layer_cost(g, sv, one.data(), m);
-  // Scores (b h l m k) = (8, 12, 1024, 1024, 64): 4 b h l m k forward, 3.5
-  // times that for training, at 0.5 of the peak times 64 / (64 + 128).
-  const double forward = 4.0 * 8 * 12 * 1024 * 1024 * 64;
+  // Scores (b h l m k) = (8, 12, 1024, 1024, 64) under a causal mask: half
+  // of 4 b h l m k forward, 3.5 times that for training, at 0.5 of the peak
+  // times 64 / (64 + 128).
+  CHECK(model_of(g, scores).causal);
+  const double forward = 0.5 * 4.0 * 8 * 12 * 1024 * 1024 * 64;
   CHECK(close_to(c.compute, 3.5 * forward / (0.5 * 64.0 / 192.0), 1e-12));
   const Vertex& cv = g.vertices[context];
   const Config one_c(cv.dom.size(), 1);

@@ -54,6 +54,7 @@ struct LayerSpec {
   std::vector<Operand> inputs;
   int64_t units = 0;                    // FC, LSTM
   int64_t pw = 0;                       // FC, Einsum, Conv, Elementwise, Activation: point-wise ops
+  bool causal = false;                  // Einsum: attention scores under a causal mask
   std::string equation;                 // Einsum, "in1,in2->out"
   int64_t vocab = 0, dim = 0;           // Embedding
   Shape filter;                         // Conv: [n, c, r, s]

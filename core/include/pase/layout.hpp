@@ -70,12 +70,12 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
 // language model's): nullopt otherwise. `microbatches` scales a micro-batch
 // graph to the step.
 struct Throughput {
-  double tokens = 0;        // per step
-  double model_flops = 0;   // per step
+  double tokens = 0;       // per step
+  double model_flops = 0;  // per step
   double tokens_per_s = 0;
   double mfu = 0;  // model_flops / (tflops * 1e12 * devices * step_time_s)
 };
-std::optional<Throughput> throughput(const Graph& graph, const Cluster& cluster,
-                                     double step_time_s, int64_t microbatches = 1);
+std::optional<Throughput> throughput(const Graph& graph, const Cluster& cluster, double step_time_s,
+                                     int64_t microbatches = 1);
 
 }  // namespace pase

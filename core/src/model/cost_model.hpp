@@ -123,6 +123,15 @@ struct VertexModel {
   // Embedding, LSTM), plus the layer's `{"shape"}` operands, added by the
   // graph builder. Graph::parameters sums them.
   int64_t weight_elements = 0;
+  // The practice model's view (core/docs/practice-model.md), set when the
+  // graph is built: the vertex's part in a fused attention kernel, whether
+  // its scores are under a causal mask (Einsum's "causal"), and how many
+  // products read the tensor of its first input (their input gradients are
+  // summed before one reduction).
+  enum class Attention : uint8_t { kNone, kScores, kContext };
+  Attention attention = Attention::kNone;
+  bool causal = false;
+  int first_input_readers = 1;
   // The positions of the vertex's dimensions that the weight spans, for the
   // memory model (core/docs/cluster.md, "Memory per device"): a weight block
   // is split by their splits and replicated over the others. Empty: the

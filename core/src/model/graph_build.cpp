@@ -4,6 +4,7 @@
 // and collects the edges.
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -83,6 +84,7 @@ class GraphBuilder final : public Lowering {
           g_.edges.push_back(
               Edge{v.inputs[s].producer, v.inputs[s].output, v.id, static_cast<int>(s)});
     resolve_batch();
+    mark_practice_roles();
     if (spec_.parameters < -1)
       return Error{"must be a non-negative integer (or -1: count the layers' weights)",
                    "parameters"};
@@ -92,6 +94,46 @@ class GraphBuilder final : public Lowering {
     model_.spec = std::make_shared<const GraphSpec>(spec_);
     g_.model = std::make_shared<const GraphModel>(std::move(model_));
     return std::move(g_);
+  }
+
+  // The practice model's roles (VertexModel::attention, first_input_readers):
+  // a product of two layer outputs whose result outgrows both and whose
+  // result a second such product reads first is attention's scores, that
+  // reader its context.
+  void mark_practice_roles() {
+    const auto weightless_product = [&](int v) {
+      const VertexModel& m = model_.vertices[v];
+      const Vertex& x = g_.vertices[v];
+      return m.cost == ops::gemm_cost && m.weight_elements == 0 && x.inputs.size() == 2 &&
+             x.inputs[0].producer >= 0 && x.inputs[1].producer >= 0;
+    };
+    const auto elements = [](const Shape& shape) {
+      double e = 1;
+      for (int64_t d : shape) e *= static_cast<double>(d);
+      return e;
+    };
+    std::vector<std::vector<int>> readers(g_.vertices.size());  // first-slot readers
+    std::map<std::pair<int, int>, int> products_reading;        // (producer, output) -> count
+    for (const Edge& e : g_.edges) {
+      if (e.dst_slot == 0) readers[e.src].push_back(e.dst);
+      if (model_.vertices[e.dst].cost == ops::gemm_cost) ++products_reading[{e.src, e.src_output}];
+    }
+    for (const Vertex& v : g_.vertices) {
+      if (!v.inputs.empty() && v.inputs[0].producer >= 0) {
+        auto it = products_reading.find({v.inputs[0].producer, v.inputs[0].output});
+        if (it != products_reading.end() && model_.vertices[v.id].cost == ops::gemm_cost)
+          model_.vertices[v.id].first_input_readers = it->second;
+      }
+      if (!weightless_product(v.id) || v.outputs.size() != 1) continue;
+      const double out = elements(v.outputs[0].shape);
+      if (!(out > elements(v.inputs[0].shape) && out > elements(v.inputs[1].shape))) continue;
+      for (int r : readers[v.id]) {
+        if (!weightless_product(r)) continue;
+        model_.vertices[v.id].attention = VertexModel::Attention::kScores;
+        model_.vertices[r].attention = VertexModel::Attention::kContext;
+        break;
+      }
+    }
   }
 
   // ---- Lowering ----

@@ -9,9 +9,10 @@
 //   memory bandwidth when that takes longer (a roofline).
 // - Attention's score and context products of one head group (a product of
 //   two layer outputs whose result outgrows both operands, and the product
-//   that consumes it) run as one fused kernel: priced on the scores vertex as
-//   forward + backward with the scores recomputed, at the fused kernel's
-//   rate; the context vertex costs nothing more.
+//   that consumes it; VertexModel::attention) run as one fused kernel:
+//   priced on the scores vertex as forward + backward with the scores
+//   recomputed, at the fused kernel's rate, half of it under a causal mask;
+//   the context vertex costs nothing more.
 // - Every other op with work (norms, element-wise ops, softmax, embedding
 //   lookups, losses, reductions, pools) moves its operands and results
 //   through memory: three passes (forward, and the backward's reads and
@@ -67,32 +68,14 @@ double touched_elements(const Vertex& v, const VertexModel& model, const int64_t
   return total;
 }
 
-bool weightless_product(const Graph& g, int vertex) {
-  const VertexModel& model = model_of(g, vertex);
-  const Vertex& v = g.vertices[vertex];
-  return model.cost == gemm_cost && model.weight_elements == 0 && v.inputs.size() == 2 &&
-         v.inputs[0].producer >= 0 && v.inputs[1].producer >= 0;
-}
-
-double elements(const Shape& shape) {
-  double e = 1;
-  for (int64_t d : shape) e *= static_cast<double>(d);
-  return e;
-}
-
 }  // namespace
 
 bool attention_scores(const Graph& g, int vertex) {
-  if (!weightless_product(g, vertex)) return false;
-  const Vertex& v = g.vertices[vertex];
-  if (v.outputs.size() != 1) return false;
-  const double out = elements(v.outputs[0].shape);
-  return out > elements(v.inputs[0].shape) && out > elements(v.inputs[1].shape);
+  return model_of(g, vertex).attention == VertexModel::Attention::kScores;
 }
 
 bool attention_context(const Graph& g, int vertex) {
-  if (!weightless_product(g, vertex)) return false;
-  return attention_scores(g, g.vertices[vertex].inputs[0].producer);
+  return model_of(g, vertex).attention == VertexModel::Attention::kContext;
 }
 
 int decoder_block(const Vertex& v) {
@@ -133,6 +116,9 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
 
   double seconds = 0;  // compute
   double latency = 0;  // seconds of collective latency
+  // The layer's communication but its weight gradient, in peak FLOPs: the
+  // paper formula's on the practice machine, or a product's own below.
+  double activation_comm = paper.comm - paper.weight_sync;
   if (model.cost == gemm_cost && v.op != "Embedding") {
     const GemmShape s = gemm_shape(v, model, c);
     if (attention_context(g, v.id)) {
@@ -141,7 +127,8 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
       // Scores q k^T (m queries x n keys x k head width) and context p v:
       // 4 m n k forward; the backward recomputes the scores and takes five
       // products, 2.5 times the forward.
-      const double forward = 4 * s.bpp * s.m * s.n * s.k;
+      // Under a causal mask the kernel skips the masked half.
+      const double forward = 4 * s.bpp * s.m * s.n * s.k * (model.causal ? 0.5 : 1.0);
       seconds = 3.5 * forward / (peak * d.attention_efficiency * saturation(s.k, d.matmul_half));
     } else {
       const double flops = 6 * s.bpp * s.m * s.n * s.k;
@@ -150,8 +137,15 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
       const double bytes = 3 * a * s.bpp * (s.m * s.k + s.k * s.n + s.m * s.n);
       seconds = std::max(flops / rate, memory_rate > 0 ? bytes / memory_rate : 0.0);
     }
+    // The collectives of section 4 with the practice element costs: the
+    // partial sums over a split K, the input gradient over a split N, shared
+    // by the products that read the same input (summed, then reduced once),
+    // and the weight gradient.
     const GemmView& gv = model.gemm;
-    latency = allreduce_latency(m, c, n, gv.k) + allreduce_latency(m, c, n, gv.n);
+    const double readers = static_cast<double>(std::max(1, model.first_input_readers));
+    activation_comm = s.bpp * (m.allreduce_over(s.m * s.n, s.ck, c, n, gv.k) +
+                               m.allreduce_over(s.m * s.k, s.cn, c, n, gv.n) / readers);
+    latency = allreduce_latency(m, c, n, gv.k) + allreduce_latency(m, c, n, gv.n) / readers;
     if (model.weight_elements > 0) latency += allreduce_latency(m, c, n, gv.m);
   } else {
     const double bytes = 3 * a * touched_elements(v, model, c);
@@ -171,7 +165,7 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
   const double sync = paper.weight_sync * grad_scale;
   const double hidden = d.overlap * (2.0 / 3.0) * out.compute;
   out.weight_sync = std::max(0.0, sync - hidden);
-  out.comm = (paper.comm - paper.weight_sync) + out.weight_sync + latency * peak;
+  out.comm = activation_comm + out.weight_sync + latency * peak;
   out.total = out.compute + out.comm;
   return out;
 }

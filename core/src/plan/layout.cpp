@@ -69,8 +69,7 @@ Result<Layout> parse_layout(std::string_view text) {
                                     : nullptr;
     if (count != nullptr) {
       std::optional<int64_t> n = positive(value);
-      if (!n)
-        return layout_error("'" + std::string(value) + "' is not a positive integer", key);
+      if (!n) return layout_error("'" + std::string(value) + "' is not a positive integer", key);
       *count = *n;
     } else if (key == "sp") {
       if (value == "on" || value == "true" || value == "1") {
@@ -114,13 +113,11 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
   const int64_t per_stage = l.tp * l.dp * l.cp;
   if (per_stage * l.pp != cluster.devices)
     return layout_error("tp x pp x dp x cp = " + std::to_string(per_stage * l.pp) +
-                            ", but the cluster has " + std::to_string(cluster.devices) +
-                            " devices",
+                            ", but the cluster has " + std::to_string(cluster.devices) + " devices",
                         "tp");
   if ((l.dp * l.cp) % l.ep != 0)
-    return layout_error("the experts' degree must divide dp x cp (" +
-                            std::to_string(l.dp * l.cp) + ")",
-                        "ep");
+    return layout_error(
+        "the experts' degree must divide dp x cp (" + std::to_string(l.dp * l.cp) + ")", "ep");
   const GraphSpec* spec = graph.model->spec.get();
   if (spec == nullptr || spec->inputs.empty() || spec->inputs[0].second.empty())
     return layout_error("the graph has no batch to lay out");
@@ -131,9 +128,9 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
                             std::to_string(gbs) + " (build it at the global batch)",
                         "gbs");
   if (gbs % (l.mbs * l.dp) != 0)
-    return layout_error(std::to_string(gbs) + " is not a multiple of mbs x dp = " +
-                            std::to_string(l.mbs * l.dp),
-                        "gbs");
+    return layout_error(
+        std::to_string(gbs) + " is not a multiple of mbs x dp = " + std::to_string(l.mbs * l.dp),
+        "gbs");
   const int64_t microbatches = gbs / (l.mbs * l.dp);
   // The sequence length: the second dimension of the tokens.
   const int64_t seq = spec->inputs[0].second.size() > 1 ? spec->inputs[0].second[1] : 0;
@@ -154,9 +151,9 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
   if (blocks == 0)
     return layout_error("the graph has no decoder blocks (vertices named layer<N>_...)");
   if (blocks < l.pp)
-    return layout_error(std::to_string(blocks) + " decoder blocks cannot fill " +
-                            std::to_string(l.pp) + " stages",
-                        "pp");
+    return layout_error(
+        std::to_string(blocks) + " decoder blocks cannot fill " + std::to_string(l.pp) + " stages",
+        "pp");
   // Blocks as evenly as they go: block b on stage floor(b * pp / blocks)
   // (stages of 7 and 8 for 126 blocks on 16, as Llama 3 ran them).
   const auto stage_of_block = [&](int b) {
@@ -217,10 +214,10 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
       if (vx.dom[i] % c[i] != 0) {
         const std::string& d = vx.dims[i];
         const DimKind kind = vx.kinds[i];
-        const char* field = d == "b" || kind == DimKind::kBatch                      ? "dp"
+        const char* field = d == "b" || kind == DimKind::kBatch                  ? "dp"
                             : d == "l" || d == "s" || kind == DimKind::kSequence ? "cp"
-                            : d == "x" || kind == DimKind::kExperts                ? "ep"
-                                                                                  : "tp";
+                            : d == "x" || kind == DimKind::kExperts              ? "ep"
+                                                                                 : "tp";
         return layout_error("a split of " + std::to_string(c[i]) + " does not divide " + vx.name +
                                 "'s dimension " + d + " (" + std::to_string(vx.dom[i]) + ")",
                             field);
@@ -235,8 +232,8 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
   return out;
 }
 
-std::optional<Throughput> throughput(const Graph& graph, const Cluster& cluster,
-                                     double step_time_s, int64_t microbatches) {
+std::optional<Throughput> throughput(const Graph& graph, const Cluster& cluster, double step_time_s,
+                                     int64_t microbatches) {
   if (graph.model == nullptr || graph.model->spec == nullptr) return std::nullopt;
   const GraphSpec& spec = *graph.model->spec;
   if (spec.inputs.empty() || spec.inputs[0].first != "tokens" ||
@@ -256,8 +253,8 @@ std::optional<Throughput> throughput(const Graph& graph, const Cluster& cluster,
     t.model_flops += micro * 12 * points;
   }
   t.tokens_per_s = t.tokens / step_time_s;
-  t.mfu = t.model_flops /
-          (cluster.tflops * 1e12 * static_cast<double>(cluster.devices) * step_time_s);
+  t.mfu =
+      t.model_flops / (cluster.tflops * 1e12 * static_cast<double>(cluster.devices) * step_time_s);
   return t;
 }
 

@@ -75,7 +75,8 @@ class LlmBuilder {
     // Scores over every key position with the softmax over the keys m fused
     // in, as attention kernels do (core/docs/llm.md, "Attention").
     const std::string h = "bh" + r;  // the leading letters of the queries' terms
-    std::string y = b_.named("scores").einsum(q, key, h + "lk,bhmk->" + h + "lm", kSoftmaxPw);
+    std::string y =
+        b_.named("scores").causal_einsum(q, key, h + "lk,bhmk->" + h + "lm", kSoftmaxPw);
     y = b_.named("context").einsum(y, value, h + "lm,bhmk->" + h + "lk");
     y = b_.named("o").einsum(y, o_weight, h + "lk,h" + r + "ke->ble", bias_pw(c_.out_bias));
     return b_.named("attn_add").elementwise(x, y);

@@ -187,6 +187,7 @@ std::optional<Error> lower_einsum(Lowering& lo) {
   for (char c : n) vm.gemm.n.push_back(pos(c));
   for (char c : red) vm.gemm.k.push_back(pos(c));
   vm.gemm.pw = l.pw;
+  vm.causal = l.causal;
   // A weight operand ({"shape": [..]}) is counted by the graph builder, as
   // for every op: an Einsum has no weight of its own. The memory model
   // splits a second operand that is one along its letters.
@@ -240,7 +241,8 @@ void register_dense(OpTable& table) {
   table.add({"Einsum",
              2,
              {required("equation", T::kString, &LayerSpec::equation),
-              optional("pw", T::kNonNegativeInt, &LayerSpec::pw)},
+              optional("pw", T::kNonNegativeInt, &LayerSpec::pw),
+              optional("causal", T::kBool, &LayerSpec::causal)},
              lower_einsum});
   table.add({"Embedding",
              3,

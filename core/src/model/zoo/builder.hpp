@@ -87,6 +87,15 @@ class Builder {
     return einsum_of(Operand{x, {}}, Operand{y, {}}, std::move(equation), pw);
   }
 
+  // Attention scores of two layer outputs under a causal mask (Einsum's
+  // "causal": a decoder's queries see only the keys before them).
+  std::string causal_einsum(const std::string& x, const std::string& y, std::string equation,
+                            int64_t pw = 0) {
+    const std::string name = einsum(x, y, std::move(equation), pw);
+    spec_.layers.back().causal = true;
+    return name;
+  }
+
   std::string embedding(const std::string& tokens, int64_t vocab, int64_t dim) {
     LayerSpec& l = add("embed", "Embedding", {tokens});
     l.vocab = vocab;
