@@ -354,3 +354,20 @@ TEST_CASE("practice: bench --published prints every run of the file with its err
   CHECK(run.exit != 0);
   CHECK(contains(run.err, "published-runs/1"));
 }
+
+TEST_CASE("practice: a cluster's device rates in requests, checked") {
+  json r = json::parse(plan_json(
+      R"({"model": "gpt2", "batch": 8, "preset": "h100", "cost_model": "practice",
+          "cluster": {"devices": 8, "device": {"matmul_efficiency": 0.5}}})"));
+  REQUIRE_MESSAGE(!r.contains("error"), r.dump());
+  json base = json::parse(plan_json(
+      R"({"model": "gpt2", "batch": 8, "preset": "h100", "cost_model": "practice", "cluster": {"devices": 8}})"));
+  CHECK(r["step_time_s"].get<double>() > base["step_time_s"].get<double>());
+  json bad = json::parse(plan_json(
+      R"({"model": "gpt2", "preset": "h100", "cost_model": "practice",
+          "cluster": {"device": {"matmul_efficiency": 1.5}}})"));
+  CHECK(bad["error"]["where"] == "cluster.device.matmul_efficiency");
+  bad = json::parse(
+      plan_json(R"({"model": "gpt2", "preset": "h100", "cluster": {"device": {"speed": 1}}})"));
+  CHECK(bad["error"]["where"] == "cluster.device.speed");
+}

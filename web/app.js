@@ -62,6 +62,10 @@ const clusterForm = new ClusterForm({
   bandwidthLabel: $('bandwidth-label'),
   memory: $('memory'),
   zero: $('zero'),
+  costModel: $('cost-model'),
+  memoryBandwidth: $('memory-bandwidth'),
+  recompute: $('recompute'),
+  practiceFields: $('practice-fields'),
   paramBytes: $('param-bytes'),
   gradBytes: $('grad-bytes'),
   optimizerBytes: $('optimizer-bytes'),
@@ -210,6 +214,8 @@ function searchOptions({ pipeline = true } = {}) {
 function requestText(extra = {}, { cluster = clusterForm.cluster(), pipeline = true } = {}) {
   let tail = `"cluster": ${JSON.stringify(cluster)}, "training": ${JSON.stringify(clusterForm.training())}`
     + `, "order": ${JSON.stringify(ui.order.value)}`;
+  // The paper model is the default: named only when it is the practice one.
+  if (clusterForm.costModel === 'practice') tail += ', "cost_model": "practice"';
   for (const [key, value] of Object.entries(searchOptions({ pipeline }))) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
   for (const [key, value] of Object.entries(extra)) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
   return `{${source.requestFields(numberValue(ui.batch), numberValue(ui.seq))}, ${tail}}`;

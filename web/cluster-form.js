@@ -34,6 +34,8 @@ export class ClusterForm {
   /** The presets offered: the paper's, then the module's once they arrive. */
   presets = [paperPreset];
   #ui;
+  /** The practice model's rates of the GPU kind last chosen (a preset's "practice"), or null. */
+  #practice = null;
 
   /**
    * @param {{preset, devices, nodes, gpusPerNode, tflops, intraBandwidth, bandwidth,
@@ -60,6 +62,9 @@ export class ClusterForm {
       'training.optimizer_bytes': ui.optimizerBytes,
       'training.activation_bytes': ui.activationBytes,
       'training.zero': ui.zero,
+      'training.recompute': ui.recompute,
+      'cluster.memory_gbps': ui.memoryBandwidth,
+      cost_model: ui.costModel,
     };
   }
 
@@ -67,7 +72,7 @@ export class ClusterForm {
   get inputs() {
     const ui = this.#ui;
     return [ui.devices, ui.nodes, ui.gpusPerNode, ui.tflops, ui.intraBandwidth, ui.bandwidth, ui.memory,
-      ui.paramBytes, ui.gradBytes, ui.optimizerBytes, ui.activationBytes];
+      ui.paramBytes, ui.gradBytes, ui.optimizerBytes, ui.activationBytes, ui.memoryBandwidth];
   }
 
   /** The memory field, which a plan that fits nowhere points at. */
@@ -100,13 +105,16 @@ export class ClusterForm {
     edited(ui.nodes, () => this.#devicesFromNodes());
     edited(ui.gpusPerNode, () => (isCount(numberValue(ui.nodes)) ? this.#devicesFromNodes() : this.#nodesFromDevices()));
     for (const input of [ui.tflops, ui.intraBandwidth, ui.bandwidth, ui.memory, ui.paramBytes, ui.gradBytes,
-      ui.optimizerBytes, ui.activationBytes]) {
+      ui.optimizerBytes, ui.activationBytes, ui.memoryBandwidth]) {
       edited(input);
     }
-    ui.zero.addEventListener('change', () => {
-      ui.zero.removeAttribute('aria-invalid');
-      onChange();
-    });
+    for (const select of [ui.zero, ui.costModel, ui.recompute]) {
+      select.addEventListener('change', () => {
+        select.removeAttribute('aria-invalid');
+        this.#sync();
+        onChange();
+      });
+    }
   }
 
   /**
@@ -131,6 +139,9 @@ export class ClusterForm {
     const zero = String(t.zero ?? trainingDefaults.zero);
     if (![...ui.zero.options].some((o) => o.value === zero)) ui.zero.append(el('option', { value: zero, text: zero }));
     ui.zero.value = zero;
+    ui.costModel.value = state.costModel === 'practice' ? 'practice' : 'paper';
+    setNumber(ui.memoryBandwidth, state.memoryBandwidth);
+    ui.recompute.value = ['selective', 'full'].includes(t.recompute) ? t.recompute : 'none';
     this.#nodesFromDevices();
     this.#sync();
   }
@@ -151,6 +162,11 @@ export class ClusterForm {
       cluster.intra_node_gbps = numberValue(ui.intraBandwidth);
     }
     if (ui.memory.value.trim() !== '') cluster.memory_gib = numberValue(ui.memory);
+    if (this.costModel === 'practice') {
+      cluster.memory_gbps = numberValue(ui.memoryBandwidth);
+      // The rates of the GPU kind last chosen (core/docs/practice-model.md).
+      if (this.#practice) cluster.device = { ...this.#practice };
+    }
     return cluster;
   }
 
@@ -163,7 +179,13 @@ export class ClusterForm {
       optimizer_bytes: numberValue(ui.optimizerBytes),
       activation_bytes: numberValue(ui.activationBytes),
       zero: Number(ui.zero.value),
+      ...(this.costModel === 'practice' && ui.recompute.value !== 'none' ? { recompute: ui.recompute.value } : {}),
     };
+  }
+
+  /** 'paper' or 'practice'. */
+  get costModel() {
+    return this.#ui.costModel.value;
   }
 
   /** The cluster's part of the URL's page state (url-state.js). */
@@ -176,12 +198,15 @@ export class ClusterForm {
       gpusPerNode: this.hasNodes ? numberValue(ui.gpusPerNode) : null,
       intraBandwidth: this.hasNodes ? numberValue(ui.intraBandwidth) : null,
       memory: numberValue(ui.memory),
+      costModel: ui.costModel.value,
+      memoryBandwidth: ui.costModel.value === 'practice' ? numberValue(ui.memoryBandwidth) : null,
       training: {
         paramBytes: numberValue(ui.paramBytes),
         gradBytes: numberValue(ui.gradBytes),
         optimizerBytes: numberValue(ui.optimizerBytes),
         activationBytes: numberValue(ui.activationBytes),
         zero: Number(ui.zero.value),
+        recompute: ui.costModel.value === 'practice' ? ui.recompute.value : 'none',
       },
     };
   }
@@ -210,6 +235,8 @@ export class ClusterForm {
     // The flat paper preset keeps the intra-node speed typed before: unused, not lost.
     if (preset.gpusPerNode !== null) setNumber(ui.intraBandwidth, preset.intraBandwidth);
     setNumber(ui.memory, preset.memory);
+    if (preset.memoryBandwidth != null) setNumber(ui.memoryBandwidth, preset.memoryBandwidth);
+    this.#practice = preset.practice ?? null;
     // A preset is a machine, not a cluster size: the devices stay.
     this.#nodesFromDevices();
     for (const input of this.inputs) input.removeAttribute('aria-invalid');
@@ -233,6 +260,7 @@ export class ClusterForm {
     const ui = this.#ui;
     const nodes = this.hasNodes;
     ui.nodes.disabled = !nodes;
+    ui.practiceFields.hidden = ui.costModel.value !== 'practice';
     ui.intraBandwidth.disabled = !nodes;
     ui.nodes.placeholder = nodes ? '' : '—';
     ui.bandwidthLabel.textContent = nodes ? 'Inter-node GB/s' : 'GB/s per link';

@@ -50,6 +50,9 @@ export function presetFromModule(entry) {
     gpusPerNode: entry.gpus_per_node,
     intraBandwidth: entry.intra_node_gbps,
     memory: entry.memory_gib,
+    // The practice cost model's values (core/docs/practice-model.md).
+    memoryBandwidth: entry.memory_gbps ?? null,
+    practice: entry.practice ?? null,
   };
 }
 

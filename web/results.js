@@ -115,9 +115,19 @@ export class Results {
     ui.pipelineLabel.title = p ? `Bubble ${formatShare(p.bubble)}: the stages' mean idle share of the pipeline's latency` : '';
     const per = p ? `per training step of ${p.microbatches} micro-batch${p.microbatches === 1 ? '' : 'es'} of ${p.micro_batch}, bubble ${formatShare(p.bubble)}`
       : 'per training step';
-    ui.stepNote.textContent = `${per}, at the peak ${c.tflops} TFLOP/s per device, no overlap of communication with compute`;
-    ui.stepNote.title = 'The total cost divided by the peak rate: real kernels run below peak (slower), '
-      + 'and frameworks overlap communication with compute (faster). Compare plans with it, rather than promise it.';
+    if (c.cost_model === 'practice') {
+      // The practice model (core/docs/practice-model.md): achieved rates,
+      // fused attention, overlap; with a language model's throughput.
+      const t = plan.throughput;
+      ui.stepNote.textContent = `${per}, practice cost model (achieved rates, ${c.memory_gbps} GB/s memory, overlap)`
+        + (t ? `, MFU ${formatShare(t.mfu)}, ${formatCount(t.tokens_per_s)} tokens/s` : '');
+      ui.stepNote.title = 'Matrix products at the fraction of the peak their shapes reach, memory-bound ops at the '
+        + 'memory bandwidth, fused attention, collectives with latency, gradient reduction overlapped with the backward pass.';
+    } else {
+      ui.stepNote.textContent = `${per}, at the peak ${c.tflops} TFLOP/s per device, no overlap of communication with compute`;
+      ui.stepNote.title = 'The total cost divided by the peak rate: real kernels run below peak (slower), '
+        + 'and frameworks overlap communication with compute (faster). Compare plans with it, rather than promise it.';
+    }
     // Rounded, with its unit; the exact value for tools and tests.
     ui.totalCost.textContent = formatCostUnit(plan.cost);
     ui.totalCost.dataset.exact = String(plan.cost);

@@ -10,6 +10,10 @@
 //                                             nodes of 8 GPUs with 450 GB/s inside
 //                                             (bw is then between nodes), 80 GiB per
 //                                             GPU, ZeRO stage 1, the training's bytes
+//   ...&cm=practice&membw=3350&rc=full        the practice cost model with 3350 GB/s
+//                                             of memory bandwidth per GPU and full
+//                                             recomputation (the paper model, and no
+//                                             recomputation, when absent)
 //   ...&search=bounded&pow2=1&maxmem=8        search options: the search (exact or
 //                                             bounded; auto when absent), powers of
 //                                             two only, a search table limit of 8 GiB
@@ -44,7 +48,9 @@ export const maxGraphFragment = 48 * 1024;
  *            activationBytes: number|null, zero: number|null}} Training
  * @typedef {{source: Source|null, devices: number|null, tflops: number|null,
  *            bandwidth: number|null, gpusPerNode: number|null, intraBandwidth: number|null,
- *            memory: number|null, training: Training, order: string|null,
+ *            memory: number|null, costModel: string|null ('practice'; null: paper),
+ *            memoryBandwidth: number|null, training: Training & {recompute: string|null},
+ *            order: string|null,
  *            search: string|null ('auto', 'exact', 'bounded'; null: auto),
  *            pow2Only: boolean, maxMemory: number|null (GiB), pipeline: Pipeline,
  *            embed: boolean, hasPlanState: boolean}} PageState
@@ -89,7 +95,12 @@ export async function readState(href) {
     gpusPerNode: numberParam(params, 'gpn'),
     intraBandwidth: numberParam(params, 'intra'),
     memory: numberParam(params, 'mem'),
-    training: Object.fromEntries(trainingParams.map(([key, name]) => [key, numberParam(params, name)])),
+    costModel: textParam(params, 'cm'),
+    memoryBandwidth: numberParam(params, 'membw'),
+    training: {
+      ...Object.fromEntries(trainingParams.map(([key, name]) => [key, numberParam(params, name)])),
+      recompute: textParam(params, 'rc'),
+    },
     order: params.get('order'),
     search: textParam(params, 'search'),
     pow2Only: params.get('pow2') === '1',
@@ -135,6 +146,11 @@ export async function writeState(base, state) {
   for (const [key, name] of trainingParams) {
     const value = state.training?.[key];
     if (value != null && value !== '' && value !== trainingDefaults[key]) params.set(name, String(value));
+  }
+  if (state.costModel === 'practice') {
+    params.set('cm', 'practice');
+    if (state.memoryBandwidth != null && state.memoryBandwidth !== '') params.set('membw', String(state.memoryBandwidth));
+    if (state.training?.recompute && state.training.recompute !== 'none') params.set('rc', state.training.recompute);
   }
   if (state.order && state.order !== 'genseq') params.set('order', state.order);
   if (state.search && state.search !== 'auto') params.set('search', state.search);

@@ -30,13 +30,32 @@ using json_detail::with_prefix;
 
 // ---- Readers ------------------------------------------------------------------
 
+// A cluster's "device" over `base`: the practice model's rates.
+Result<DeviceProfile> device_over(const Json& value, const std::string& where,
+                                  const DeviceProfile& base) {
+  if (!value.is_object()) return type_error("an object", value, where);
+  ObjectReader reader(value, where);
+  reader.allow_only({"matmul_efficiency", "matmul_half", "attention_efficiency",
+                     "memory_efficiency", "latency_intra_us", "latency_inter_us", "overlap"});
+  DeviceProfile d = base;
+  reader.read("matmul_efficiency", d.matmul_efficiency, json_detail::to_positive_number);
+  reader.read("matmul_half", d.matmul_half, json_detail::to_positive_number);
+  reader.read("attention_efficiency", d.attention_efficiency, json_detail::to_positive_number);
+  reader.read("memory_efficiency", d.memory_efficiency, json_detail::to_positive_number);
+  reader.read("latency_intra_us", d.latency_intra_us, json_detail::to_positive_number);
+  reader.read("latency_inter_us", d.latency_inter_us, json_detail::to_positive_number);
+  reader.read("overlap", d.overlap, json_detail::to_positive_number);
+  if (!reader.ok()) return reader.error();
+  return d;
+}
+
 // The cluster object; absent fields keep those of `base` (the defaults, or a
 // preset's).
 Result<Cluster> cluster_over(const Json& value, const std::string& where, const Cluster& base) {
   if (!value.is_object()) return type_error("an object", value, where);
   ObjectReader reader(value, where);
   reader.allow_only({"devices", "tflops", "bandwidth_gbps", "gpus_per_node", "intra_node_gbps",
-                     "memory_gib", "memory_gbps"});
+                     "memory_gib", "memory_gbps", "device"});
   Cluster cluster = base;
   const bool had_nodes = cluster.hierarchical();
   if (reader.read("devices", cluster.devices, json_detail::to_positive_int) &&
@@ -58,6 +77,13 @@ Result<Cluster> cluster_over(const Json& value, const std::string& where, const 
   }
   reader.read("memory_gib", cluster.memory_gib, json_detail::to_positive_number);
   reader.read("memory_gbps", cluster.device.memory_gbps, json_detail::to_positive_number);
+  // The practice model's rates (a preset's "practice" object;
+  // core/docs/practice-model.md): each field optional.
+  DeviceProfile device = cluster.device;
+  if (reader.read("device", device, [&](const Json& v, const std::string& at) {
+        return device_over(v, at, cluster.device);
+      }))
+    cluster.device = device;
   if (!reader.ok()) return reader.error();
   return cluster;
 }

@@ -1,68 +1,55 @@
-// The practice model's parameters per GPU kind. Each value says where it
-// comes from; core/docs/practice-model.md has the table and the sources.
+// The practice model's parameters per GPU kind. Each row says where its
+// values come from; core/docs/practice-model.md has the table and the
+// sources.
 #include "cost/practice_fit.hpp"
 
-namespace pase {
+#include <array>
 
-DeviceProfile practice_profile(std::string_view id) {
-  DeviceProfile d;  // the defaults: the A100 and H100 values below, rounded
-  if (id == "v100") {
+namespace pase {
+namespace {
+
+struct Fit {
+  std::array<std::string_view, 2> ids;  // the presets of the kind ("" unused)
+  double matmul_efficiency, matmul_half, attention_efficiency, memory_efficiency;
+  double latency_intra_us, latency_inter_us;
+};
+
+constexpr Fit kFits[] = {
     // Volta tensor cores: large FP16 products reach about 80% of 125 TFLOP/s
     // (NVIDIA's cuBLAS figures); no fused-attention kernel of today's kind
-    // (FlashAttention 2 needs Ampere), so attention runs as unfused products.
-    d.matmul_efficiency = 0.78;
-    d.matmul_half = 64;
-    d.attention_efficiency = 0.35;
-    d.memory_efficiency = 0.75;
-    d.latency_intra_us = 10;
-    d.latency_inter_us = 20;
-  } else if (id == "a100-40gb" || id == "a100-80gb") {
+    // (FlashAttention 2 needs Ampere), so attention runs far below.
+    {{"v100", ""}, 0.78, 64, 0.35, 0.75, 10, 20},
     // cuBLAS BF16 products of a few thousand per side: about 250-270 of 312
     // TFLOP/s; FlashAttention 2 forward and backward: up to 225 TFLOP/s
-    // (Dao, 2023, figure on A100 80GB), about 60% in practice lengths.
-    d.matmul_efficiency = 0.8;
-    d.matmul_half = 96;
-    d.attention_efficiency = 0.6;
-    d.memory_efficiency = 0.8;
-    d.latency_intra_us = 8;
-    d.latency_inter_us = 15;
-  } else if (id == "h100" || id == "h200") {
+    // (Dao, 2023, on A100 80GB), about 60% at practice lengths.
+    {{"a100-40gb", "a100-80gb"}, 0.8, 96, 0.6, 0.8, 8, 15},
     // BF16 products reach about 700-750 of 989 TFLOP/s; FlashAttention 3
     // (Shah et al., 2024) 500-600 TFLOP/s forward, less backward; the H200
     // is the same chip with more and faster memory.
-    d.matmul_efficiency = 0.72;
-    d.matmul_half = 128;
-    d.attention_efficiency = 0.5;
-    d.memory_efficiency = 0.8;
-    d.latency_intra_us = 6;
-    d.latency_inter_us = 12;
-  } else if (id == "b200") {
+    {{"h100", "h200"}, 0.72, 128, 0.5, 0.8, 6, 12},
     // No published training runs here yet: the H100's rates, the newer
     // generation's larger tiles.
-    d.matmul_efficiency = 0.7;
-    d.matmul_half = 192;
-    d.attention_efficiency = 0.5;
-    d.memory_efficiency = 0.8;
-    d.latency_intra_us = 5;
-    d.latency_inter_us = 12;
-  } else if (id == "mi300x") {
+    {{"b200", ""}, 0.7, 192, 0.5, 0.8, 5, 12},
     // hipBLASLt BF16 products reach about 60% of the dense peak on large
     // shapes (AMD's and independent published figures).
-    d.matmul_efficiency = 0.6;
-    d.matmul_half = 128;
-    d.attention_efficiency = 0.4;
-    d.memory_efficiency = 0.75;
-    d.latency_intra_us = 10;
-    d.latency_inter_us = 15;
-  } else if (id == "l4" || id == "rtx4090") {
+    {{"mi300x", ""}, 0.6, 128, 0.4, 0.75, 10, 15},
     // PCIe cards without NVLink: the products as on Ampere, collectives
     // through the host.
-    d.matmul_efficiency = 0.75;
-    d.matmul_half = 64;
-    d.attention_efficiency = 0.5;
-    d.memory_efficiency = 0.8;
-    d.latency_intra_us = 15;
-    d.latency_inter_us = 25;
+    {{"l4", "rtx4090"}, 0.75, 64, 0.5, 0.8, 15, 25},
+};
+
+}  // namespace
+
+DeviceProfile practice_profile(std::string_view id) {
+  DeviceProfile d;  // the defaults: the A100 and H100 values, rounded
+  for (const Fit& f : kFits) {
+    if (id.empty() || (f.ids[0] != id && f.ids[1] != id)) continue;
+    d.matmul_efficiency = f.matmul_efficiency;
+    d.matmul_half = f.matmul_half;
+    d.attention_efficiency = f.attention_efficiency;
+    d.memory_efficiency = f.memory_efficiency;
+    d.latency_intra_us = f.latency_intra_us;
+    d.latency_inter_us = f.latency_inter_us;
   }
   return d;
 }

@@ -80,7 +80,8 @@ std::optional<Error> check_cluster(const Cluster& c) {
     const std::pair<double, const char*> rates[] = {
         {d.matmul_efficiency, "matmul_efficiency"},
         {d.attention_efficiency, "attention_efficiency"},
-        {d.memory_efficiency, "memory_efficiency"}};
+        {d.memory_efficiency, "memory_efficiency"},
+        {d.overlap, "overlap"}};
     for (const auto& [rate, name] : rates)
       if (!(rate > 0 && rate <= 1))
         return Error{"must be in (0, 1]", std::string("cluster.device.") + name};
