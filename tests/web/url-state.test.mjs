@@ -95,7 +95,8 @@ test('url-state: nodes, memory, ZeRO and the training bytes round-trip; defaults
   assert.equal(state.gpusPerNode, 8);
   assert.equal(state.intraBandwidth, 450);
   assert.equal(state.memory, 40);
-  assert.deepEqual(state.training, { paramBytes: null, gradBytes: 4, optimizerBytes: null, activationBytes: null, zero: 3 });
+  assert.deepEqual(state.training, { paramBytes: null, gradBytes: 4, optimizerBytes: null, activationBytes: null, zero: 3, recompute: null });
+  assert.equal(state.costModel, null, 'the paper model is the default, not written');
   // ZeRO 0 and the default bytes write nothing.
   const { href } = await writeState(base, {
     source: { kind: 'model', name: 'gpt2', batch: 16, seq: 1024 }, devices: 8,
@@ -109,13 +110,34 @@ test('url-state: a link from before the cluster editor has no nodes, no cap and 
   assert.equal(state.gpusPerNode, null);
   assert.equal(state.intraBandwidth, null);
   assert.equal(state.memory, null);
-  assert.deepEqual(state.training, { paramBytes: null, gradBytes: null, optimizerBytes: null, activationBytes: null, zero: null });
+  assert.deepEqual(state.training, { paramBytes: null, gradBytes: null, optimizerBytes: null, activationBytes: null, zero: null, recompute: null });
+  assert.equal(state.costModel, null);
+  assert.equal(state.memoryBandwidth, null);
   assert.equal(state.bandwidth, 16);
   // Malformed values keep the defaults, like the older fields.
   const bad = await readState(`${base}?model=alexnet&gpn=eight&mem=&zero=x`);
   assert.equal(bad.gpusPerNode, null);
   assert.equal(bad.memory, null);
   assert.equal(bad.training.zero, null);
+});
+
+test('url-state: the practice cost model, its memory bandwidth and recomputation round-trip', async () => {
+  const source = { kind: 'model', name: 'gpt2', batch: 8, seq: 256 };
+  const written = await writeState(base, {
+    source, devices: 8, costModel: 'practice', memoryBandwidth: 3350,
+    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0, recompute: 'full' },
+  });
+  assert.equal(written.href, `${base}?model=gpt2&batch=8&seq=256&devices=8&cm=practice&membw=3350&rc=full`);
+  const state = await readState(written.href);
+  assert.equal(state.costModel, 'practice');
+  assert.equal(state.memoryBandwidth, 3350);
+  assert.equal(state.training.recompute, 'full');
+  // The paper model writes none of them, whatever the fields hold.
+  const paper = await writeState(base, {
+    source, devices: 8, costModel: 'paper', memoryBandwidth: 3350,
+    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0, recompute: 'full' },
+  });
+  assert.equal(paper.href, `${base}?model=gpt2&batch=8&seq=256&devices=8`);
 });
 
 test('url-state: the search options round-trip; the defaults are left out', async () => {
