@@ -85,3 +85,12 @@ export function useSite() {
   });
   return site;
 }
+
+/** The plan's exact cost once #total-cost shows one other than `previous`. */
+export async function waitForCost(page, previous = '—') {
+  await page.waitForFunction((old) => {
+    const text = document.getElementById('total-cost').dataset.exact;
+    return text !== old && Number.isFinite(Number(text));
+  }, previous, { timeout: 90_000 });
+  return Number(await page.getAttribute('#total-cost', 'data-exact'));
+}

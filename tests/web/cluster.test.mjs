@@ -11,7 +11,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { assertClose, browserSkip, openSitePage, useSite } from './browser.mjs';
+import { assertClose, browserSkip, openSitePage, useSite, waitForCost } from './browser.mjs';
 import { repo } from '../wasm/load-module.mjs';
 import { formatBytes } from '../../web/format.js';
 import { planBound } from '../../web/views/bound.js';
@@ -26,14 +26,6 @@ const site = useSite();
 // ---- Helpers --------------------------------------------------------------------
 
 const openPage = (query = '') => openSitePage(site.browser, site.url + query);
-
-async function waitForCost(page, previous = '—') {
-  await page.waitForFunction((old) => {
-    const text = document.getElementById('total-cost').dataset.exact;
-    return text !== old && Number.isFinite(Number(text));
-  }, previous, { timeout: 90_000 });
-  return Number(await page.getAttribute('#total-cost', 'data-exact'));
-}
 
 function planned(request) {
   const doc = JSON.parse(site.pase.plan(JSON.stringify(request)));

@@ -9,21 +9,13 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertClose, browserSkip, openSitePage, useSite } from './browser.mjs';
+import { assertClose, browserSkip, openSitePage, useSite, waitForCost } from './browser.mjs';
 
 const skip = browserSkip;
 const timeout = 180_000;
 const site = useSite();
 
 const openPage = (query = '') => openSitePage(site.browser, site.url + query);
-
-async function waitForCost(page, previous = '—') {
-  await page.waitForFunction((old) => {
-    const text = document.getElementById('total-cost').dataset.exact;
-    return text !== old && Number.isFinite(Number(text));
-  }, previous, { timeout: 90_000 });
-  return Number(await page.getAttribute('#total-cost', 'data-exact'));
-}
 
 function planned(request) {
   const doc = JSON.parse(site.pase.plan(JSON.stringify(request)));
