@@ -280,7 +280,7 @@ TEST_CASE("practice: a layout is the Megatron strategy on a language model") {
   bad.gbs = 12;
   CHECK(layout_strategy(*g, c, bad).error().where == "layout.gbs");
   bad = *l;
-  bad.vpp = 2;
+  bad.vpp = 3;  // 32 blocks are not 2 x 3 chunks
   CHECK(layout_strategy(*g, c, bad).error().where == "layout.vpp");
   bad = *l;
   bad.tp = 1;

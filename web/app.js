@@ -96,6 +96,7 @@ const longSearch = new LongSearchDialog({
 const results = new Results({
   stepTime: $('step-time'),
   stepNote: $('step-note'),
+  stepParts: $('step-parts'),
   totalCost: $('total-cost'),
   costNote: $('cost-note'),
   planTitle: $('plan-title'),

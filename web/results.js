@@ -70,7 +70,7 @@ export class Results {
   #filter = null; // the vertex ids the table shows, or null: all
 
   /**
-   * @param {{stepTime, stepNote, totalCost, costNote, planTitle, pipelineLabel, stageStrip,
+   * @param {{stepTime, stepNote, stepParts, totalCost, costNote, planTitle, pipelineLabel, stageStrip,
    *          planNote, downloadButton, breakdown, memory, graph, legend, summary, table, splitHint,
    *          filter: {select, count, clear}, noFit: {box, need, message, hint}, planOf, bound}} ui
    *   the elements of the results area (planOf: the note on which graph they are of;
@@ -123,7 +123,16 @@ export class Results {
         + (t ? `, MFU ${formatShare(t.mfu)}, ${formatCount(t.tokens_per_s)} tokens/s` : '');
       ui.stepNote.title = 'Matrix products at the fraction of the peak their shapes reach, memory-bound ops at the '
         + 'memory bandwidth, fused attention, collectives with latency, gradient reduction overlapped with the backward pass.';
-    } else {
+    }
+    // The practice model's step by part (core/docs/practice-model.md, "The
+    // step's parts"); the paper model has no such split.
+    const parts = c.cost_model === 'practice' ? plan.step : null;
+    ui.stepParts.hidden = !parts;
+    ui.stepParts.textContent = parts
+      ? `compute ${formatSeconds(parts.compute_s)} · recomputation ${formatSeconds(parts.recompute_s)}`
+        + ` · exposed communication ${formatSeconds(parts.communication_s)} · pipeline bubble ${formatSeconds(parts.bubble_s)}`
+      : '';
+    if (c.cost_model !== 'practice') {
       ui.stepNote.textContent = `${per}, at the peak ${c.tflops} TFLOP/s per device, no overlap of communication with compute`;
       ui.stepNote.title = 'The total cost divided by the peak rate: real kernels run below peak (slower), '
         + 'and frameworks overlap communication with compute (faster). Compare plans with it, rather than promise it.';

@@ -186,18 +186,25 @@ std::string bench_usage() {
          "                      training runs of FILE (examples/published-runs.json):\n"
          "                      each run's layout evaluated, its predicted step time\n"
          "                      beside the measured one, its memory beside the GPU's\n"
+         "  --fit               with --published: first fit the practice model's rates\n"
+         "                      per GPU kind to the runs (least squares of the log\n"
+         "                      error, coordinate descent), print them and price the\n"
+         "                      runs with them\n"
          "  --format FORMAT     text (default) or json\n";
 }
 
 int run_bench(const Args& args) {
   Flags flags;
-  const std::vector<FlagSpec> specs = {
-      {"--models", true},        {"--procs", true},           {"--order", true},
-      {"--preset", true},        {"--flops", true},           {"--bandwidth", true},
-      {"--gpus-per-node", true}, {"--intra-bandwidth", true}, {"--max-memory", true},
-      {"--threads", true},       {"--large", false},          {"--format", true},
-      {"--published", true}};
+  const std::vector<FlagSpec> specs = {{"--models", true},        {"--procs", true},
+                                       {"--order", true},         {"--preset", true},
+                                       {"--flops", true},         {"--bandwidth", true},
+                                       {"--gpus-per-node", true}, {"--intra-bandwidth", true},
+                                       {"--max-memory", true},    {"--threads", true},
+                                       {"--large", false},        {"--format", true},
+                                       {"--published", true},     {"--fit", false}};
   if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
+  if (flags.has("--fit") && !flags.has("--published"))
+    return usage_error("bench", "--fit fits the rates to published runs: give --published FILE");
   if (std::optional<std::string> published = flags.get("--published")) {
     for (std::string_view name :
          {"--models", "--procs", "--order", "--preset", "--flops", "--bandwidth", "--gpus-per-node",
@@ -209,7 +216,7 @@ int run_bench(const Args& args) {
                                std::string(name));
     bool as_json = false;
     if (auto failure = format_from_flags(flags, as_json)) return failure->report("bench");
-    return run_bench_published(*published, as_json);
+    return run_bench_published(*published, as_json, flags.has("--fit"));
   }
   const bool large = flags.has("--large");
   if (large)

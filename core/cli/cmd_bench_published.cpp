@@ -5,6 +5,8 @@
 // GPU's.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -26,28 +28,40 @@ namespace {
 using Json = nlohmann::json;
 
 struct RunResult {
-  std::string id, layout;
+  std::string id, layout, preset;
   int64_t devices = 0;
   double predicted_s = 0, measured_s = 0, error = 0;  // error: predicted / measured - 1
   double mfu = 0, memory_gib = 0, capacity_gib = 0;
   std::string note;
 };
 
+// A run ready to price: its graph and layout built once, so that the fit can
+// price it again under other rates.
+struct PreparedRun {
+  RunResult base;
+  pase::Graph graph;
+  pase::LayoutStrategy laid;
+  const Json* measured = nullptr;
+};
+
 pase::Error at(const std::string& id, std::string message) {
   return pase::Error{std::move(message), "runs[" + id + "]"};
 }
 
-pase::Result<RunResult> evaluate_run(const Json& run) {
-  RunResult r;
+pase::Result<PreparedRun> prepare_run(const Json& run) {
+  PreparedRun prepared;
+  RunResult& r = prepared.base;
   r.id = run.value("id", std::string("?"));
   const Json& cl = run.at("cluster");
-  const pase::GpuPreset* preset = pase::find_preset(cl.at("preset").get<std::string>());
+  r.preset = cl.at("preset").get<std::string>();
+  const pase::GpuPreset* preset = pase::find_preset(r.preset);
   if (preset == nullptr) return at(r.id, "unknown preset " + cl.at("preset").dump());
   pase::Cluster cluster = pase::apply_preset(pase::Cluster{}, *preset);
   cluster.devices = cl.at("devices").get<int64_t>();
   if (cl.contains("gpus_per_node")) cluster.gpus_per_node = cl.at("gpus_per_node").get<int64_t>();
   cluster.cost_model = pase::CostModel::kPractice;
   cluster.memory_gib = 0;  // the memory is reported, not a cap
+  r.capacity_gib = preset->memory_gib;
 
   const Json& lay = run.at("layout");
   pase::Layout layout;
@@ -61,8 +75,9 @@ pase::Result<RunResult> evaluate_run(const Json& run) {
       pase::parse_recompute(lay.value("recompute", std::string("none")));
   if (!recompute) return at(r.id, recompute.error().message);
   layout.recompute = *recompute;
-  if (lay.contains("vpp") && lay["vpp"].is_number() && lay["vpp"].get<int64_t>() > 1)
-    r.note = "vpp " + std::to_string(lay["vpp"].get<int64_t>()) + " run as 1F1B; ";
+  if (lay.contains("vpp") && lay["vpp"].is_number()) layout.vpp = lay["vpp"].get<int64_t>();
+  if (layout.pp > 1 && !(lay.contains("vpp") && lay["vpp"].is_number()))
+    r.note = "virtual stages not stated: 1; ";
   layout.gbs = run.at("global_batch").get<int64_t>();
   layout.mbs = run.contains("micro_batch") && run["micro_batch"].is_number()
                    ? run["micro_batch"].get<int64_t>()
@@ -82,59 +97,192 @@ pase::Result<RunResult> evaluate_run(const Json& run) {
   if (!graph) return at(r.id, graph.error().to_string());
   pase::Result<pase::LayoutStrategy> laid = pase::layout_strategy(*graph, cluster, layout);
   if (!laid) return at(r.id, laid.error().to_string());
+  prepared.graph = std::move(*graph);
+  prepared.laid = std::move(*laid);
+  prepared.measured = &run.at("measured");
+  if (!prepared.measured->contains("iteration_s") && !prepared.measured->contains("mfu"))
+    return at(r.id, "no iteration_s or mfu measured");
+  return prepared;
+}
+
+// The run priced with the device rates `device`.
+pase::Result<RunResult> price_run(const PreparedRun& run, const pase::DeviceProfile& device) {
+  RunResult r = run.base;
+  pase::Cluster cluster = run.laid.cluster;
+  cluster.device = device;
   pase::Result<pase::PipelinePlan> plan =
-      pase::evaluate_pipeline(*graph, laid->cluster, laid->strategy);
+      pase::evaluate_pipeline(run.graph, cluster, run.laid.strategy);
   if (!plan) return at(r.id, plan.error().to_string());
   r.predicted_s = plan->plan.step_time_s;
   std::optional<pase::Throughput> t =
-      pase::throughput(plan->graph, laid->cluster, r.predicted_s, plan->pipeline.microbatches);
+      pase::throughput(plan->graph, cluster, r.predicted_s, plan->pipeline.microbatches);
   r.mfu = t ? t->mfu : 0;
-  const Json& measured = run.at("measured");
+  const Json& measured = *run.measured;
   if (measured.contains("iteration_s")) {
     r.measured_s = measured["iteration_s"].get<double>();
-  } else if (measured.contains("mfu") && t) {
+  } else if (t) {
     // The step the published MFU means, by the same count of model FLOPs.
     r.measured_s = t->model_flops / (measured["mfu"].get<double>() * cluster.tflops * 1e12 *
                                      static_cast<double>(cluster.devices));
     r.note += "measured step from the published MFU; ";
   } else {
-    return at(r.id, "no iteration_s or mfu measured");
+    return at(r.id, "an MFU is measured but the graph has no tokens to count");
   }
   r.error = r.predicted_s / r.measured_s - 1;
-  r.memory_gib = plan->plan.memory.total() / 0x1p30;
-  r.capacity_gib = preset->memory_gib;
+  // What the GPU holds: the plan's memory and the framework's reserve.
+  r.memory_gib = plan->plan.memory.total() / 0x1p30 + device.reserved_gib;
   return r;
+}
+
+// ---- The fit ("Fitting the rates" in core/docs/practice-model.md) ----------
+
+struct Parameter {
+  const char* name;
+  double pase::DeviceProfile::*field;
+  double low, high;
+  bool logarithmic;
+};
+
+// In the order they are fitted: a GPU kind with k runs fits the first k - 2
+// (two runs more than parameters, so that no run is matched exactly); a
+// kind with fewer than 3 runs keeps its rates.
+constexpr Parameter kParameters[] = {
+    {"matmul_efficiency", &pase::DeviceProfile::matmul_efficiency, 0.2, 1.0, false},
+    {"link_efficiency", &pase::DeviceProfile::link_efficiency, 0.1, 1.0, false},
+    {"matmul_half", &pase::DeviceProfile::matmul_half, 8, 2048, true},
+    {"attention_efficiency", &pase::DeviceProfile::attention_efficiency, 0.1, 1.0, false},
+    {"overlap", &pase::DeviceProfile::overlap, 0.0, 1.0, false},
+    {"memory_efficiency", &pase::DeviceProfile::memory_efficiency, 0.1, 1.0, false},
+};
+
+struct KindFit {
+  std::string kind;  // the preset of its runs
+  std::vector<const PreparedRun*> runs;
+  pase::DeviceProfile before, after;
+  size_t fitted = 0;
+  double loss_before = 0, loss_after = 0;
+};
+
+// The sum over the runs of log(predicted / measured) squared.
+pase::Result<double> fit_loss(const KindFit& k, const pase::DeviceProfile& d) {
+  double sum = 0;
+  for (const PreparedRun* run : k.runs) {
+    pase::Result<RunResult> r = price_run(*run, d);
+    if (!r) return r.error();
+    const double e = std::log(r->predicted_s / r->measured_s);
+    sum += e * e;
+  }
+  return sum;
+}
+
+// Coordinate descent over the first `fitted` parameters: each in turn set to
+// the best of a grid over its range, then of finer grids around it, until a
+// sweep improves the loss by less than 1e-6.
+pase::Result<pase::DeviceProfile> fit_kind(KindFit& k) {
+  pase::DeviceProfile d = k.before;
+  pase::Result<double> loss = fit_loss(k, d);
+  if (!loss) return loss.error();
+  k.loss_before = *loss;
+  double best = *loss;
+  for (int sweep = 0; sweep < 6; ++sweep) {
+    const double start = best;
+    for (size_t i = 0; i < k.fitted; ++i) {
+      const Parameter& p = kParameters[i];
+      double low = p.low, high = p.high;
+      for (int level = 0; level < 3; ++level) {
+        constexpr int kSteps = 12;
+        double chosen = d.*p.field;
+        for (int s = 0; s <= kSteps; ++s) {
+          const double f = static_cast<double>(s) / kSteps;
+          const double x = p.logarithmic ? low * std::pow(high / low, f) : low + (high - low) * f;
+          pase::DeviceProfile trial = d;
+          trial.*p.field = x;
+          pase::Result<double> l = fit_loss(k, trial);
+          if (!l) return l.error();
+          if (*l < best) {
+            best = *l;
+            chosen = x;
+          }
+        }
+        d.*p.field = chosen;
+        const double span = (p.logarithmic ? std::log(high / low) : high - low) / kSteps;
+        if (p.logarithmic) {
+          low = std::max(p.low, chosen / std::exp(span));
+          high = std::min(p.high, chosen * std::exp(span));
+        } else {
+          low = std::max(p.low, chosen - span);
+          high = std::min(p.high, chosen + span);
+        }
+      }
+    }
+    std::fprintf(stderr, "fit %s: sweep %d, loss %.6f\n", k.kind.c_str(), sweep + 1, best);
+    if (start - best < 1e-6) break;
+  }
+  k.loss_after = best;
+  return d;
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
 }
 
 }  // namespace
 
-int run_bench_published(const std::string& path, bool json) {
+int run_bench_published(const std::string& path, bool json, bool fit) {
   pase::Result<std::string> text = read_file(path);
   if (!text) return input_error(text.error());
   Json doc = Json::parse(*text, nullptr, false);
   if (doc.is_discarded() || !doc.contains("runs") || !doc["runs"].is_array())
     return input_error(pase::Error{"not a published-runs/1 document with a list 'runs'", path});
-  std::vector<RunResult> results;
+  std::vector<PreparedRun> runs;
   for (const Json& run : doc["runs"]) {
-    pase::Result<RunResult> r = [&]() -> pase::Result<RunResult> {
+    pase::Result<PreparedRun> r = [&]() -> pase::Result<PreparedRun> {
       try {
-        return evaluate_run(run);
+        return prepare_run(run);
       } catch (const Json::exception& e) {
         return pase::Error{std::string("malformed run: ") + e.what(),
                            "runs[" + run.value("id", std::string("?")) + "]"};
       }
     }();
     if (!r) return input_error(r.error());
+    runs.push_back(std::move(*r));
+  }
+  // The rates of each run: its preset's, or under --fit its GPU kind's fit.
+  std::vector<pase::DeviceProfile> rates;
+  for (const PreparedRun& run : runs) rates.push_back(run.laid.cluster.device);
+  std::vector<KindFit> kinds;
+  if (fit) {
+    for (const PreparedRun& run : runs) {
+      const std::string kind(pase::practice_kind(run.base.preset));
+      auto it = std::find_if(kinds.begin(), kinds.end(),
+                             [&](const KindFit& k) { return k.kind == kind; });
+      if (it == kinds.end()) {
+        kinds.push_back(KindFit{kind, {}, run.laid.cluster.device, {}, 0, 0, 0});
+        it = kinds.end() - 1;
+      }
+      it->runs.push_back(&run);
+    }
+    for (KindFit& k : kinds) {
+      k.fitted = std::min(k.runs.size() < 3 ? 0 : k.runs.size() - 2, std::size(kParameters));
+      pase::Result<pase::DeviceProfile> d = fit_kind(k);
+      if (!d) return input_error(d.error());
+      k.after = *d;
+      for (size_t i = 0; i < runs.size(); ++i)
+        if (pase::practice_kind(runs[i].base.preset) == k.kind) rates[i] = k.after;
+    }
+  }
+  std::vector<RunResult> results;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    pase::Result<RunResult> r = price_run(runs[i], rates[i]);
+    if (!r) return input_error(r.error());
     results.push_back(std::move(*r));
   }
   std::vector<double> errors;
   for (const RunResult& r : results) errors.push_back(std::fabs(r.error));
-  std::vector<double> sorted = errors;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  const double median =
-      n == 0 ? 0 : (n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2);
-  const double worst = n == 0 ? 0 : sorted.back();
+  const double median = median_of(errors);
+  const double worst = errors.empty() ? 0 : *std::max_element(errors.begin(), errors.end());
   if (json) {
     Json out = Json::object();
     Json list = Json::array();
@@ -148,13 +296,38 @@ int run_bench_published(const std::string& path, bool json) {
                           {"mfu", r.mfu},
                           {"memory_gib", r.memory_gib},
                           {"capacity_gib", r.capacity_gib},
+                          {"fits", r.memory_gib <= r.capacity_gib},
                           {"note", r.note}});
     out["runs"] = list;
     out["median_abs_error"] = median;
     out["max_abs_error"] = worst;
+    if (fit) {
+      Json fits = Json::array();
+      for (const KindFit& k : kinds) {
+        Json f{{"kind", k.kind},
+               {"runs", k.runs.size()},
+               {"loss_before", k.loss_before},
+               {"loss_after", k.loss_after}};
+        for (size_t i = 0; i < k.fitted; ++i)
+          f["fitted"][kParameters[i].name] = k.after.*kParameters[i].field;
+        fits.push_back(f);
+      }
+      out["fit"] = fits;
+    }
     return write_stdout(out.dump(2) + "\n") ? kExitOk : kExitError;
   }
-  std::string out = "run     GPUs  predicted   measured   error    MFU   memory GiB  layout\n";
+  std::string out;
+  for (const KindFit& k : kinds) {
+    out += "fit for " + k.kind + " (" + std::to_string(k.runs.size()) + " runs, " +
+           std::to_string(k.fitted) + " parameters): sum of squared log errors " +
+           format("%.4f", k.loss_before) + " -> " + format("%.4f", k.loss_after) + "\n";
+    for (size_t i = 0; i < k.fitted; ++i)
+      out += "  " + pad_right(kParameters[i].name, 22) +
+             pad_left(format("%.4g", k.before.*kParameters[i].field), 9) + " -> " +
+             format("%.4g", k.after.*kParameters[i].field) + "\n";
+  }
+  if (!kinds.empty()) out += "\n";
+  out += "run     GPUs  predicted   measured   error    MFU   memory GiB  layout\n";
   for (const RunResult& r : results) {
     out += pad_right(r.id, 6) + pad_left(std::to_string(r.devices), 6) +
            pad_left(format("%.3f s", r.predicted_s), 11) +
@@ -163,10 +336,15 @@ int run_bench_published(const std::string& path, bool json) {
            pad_left(format("%.1f%%", 100 * r.mfu), 7) +
            pad_left(format("%.1f", r.memory_gib) + "/" + format("%g", r.capacity_gib), 13) + "  " +
            r.layout + "\n";
-    if (!r.note.empty()) out += "      " + r.note.substr(0, r.note.size() - 2) + "\n";
+    std::string note = r.note;
+    if (r.memory_gib > r.capacity_gib) note += "does not fit in the GPU's memory; ";
+    if (!note.empty()) out += "      " + note.substr(0, note.size() - 2) + "\n";
   }
+  size_t fitting = 0;
+  for (const RunResult& r : results) fitting += r.memory_gib <= r.capacity_gib ? 1 : 0;
   out += "median |error| " + format("%.1f%%", 100 * median) + ", largest " +
-         format("%.1f%%", 100 * worst) + " over " + std::to_string(n) + " runs\n";
+         format("%.1f%%", 100 * worst) + " over " + std::to_string(results.size()) + " runs; " +
+         std::to_string(fitting) + " of them fit in memory\n";
   return write_stdout(out) ? kExitOk : kExitError;
 }
 

@@ -68,6 +68,12 @@ std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, Pl
   for (const auto& [label, bytes] : parts) {
     out += line(label, pad_right(pase::bytes_text(bytes), 10) + "  " + percent(bytes, total));
   }
+  if (cluster.cost_model == pase::CostModel::kPractice) {
+    out += line("  working",
+                pad_right(pase::bytes_text(m.working), 10) + "  " + percent(m.working, total));
+    out += line("  reserved", pase::bytes_text(cluster.device.reserved_gib * 0x1p30) +
+                                  " (framework and allocator, outside the total)");
+  }
   if (!(plan.capacity_bytes > 0)) return out;
   out += line("  capacity", capacity_text(plan));
   if (source == PlanSource::kSearched) {
@@ -223,6 +229,15 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
               format("%.6e", plan.redistribution) + "  " + percent(plan.redistribution, whole));
   if (cluster.cost_model == pase::CostModel::kPractice) {
     out += line("step time", seconds_text(plan.step_time_s) + " (practice cost model)");
+    const pase::StepBreakdown b = pase::step_breakdown(plan, pipeline, cluster.tflops);
+    out += line("  compute", pad_right(seconds_text(b.compute_s), 10) + "  " +
+                                 percent(b.compute_s, plan.step_time_s));
+    out += line("  recomputation", pad_right(seconds_text(b.recompute_s), 10) + "  " +
+                                       percent(b.recompute_s, plan.step_time_s));
+    out += line("  communication", pad_right(seconds_text(b.communication_s), 10) + "  " +
+                                       percent(b.communication_s, plan.step_time_s) + " (exposed)");
+    out += line("  bubble", pad_right(seconds_text(b.bubble_s), 10) + "  " +
+                                percent(b.bubble_s, plan.step_time_s));
     const int64_t micro = pipeline != nullptr ? pipeline->microbatches : 1;
     if (std::optional<pase::Throughput> t =
             pase::throughput(graph, cluster, plan.step_time_s, micro))

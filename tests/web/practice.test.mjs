@@ -43,6 +43,11 @@ test('practice: the switch plans with the preset\'s memory bandwidth and rates, 
   const note = await page.textContent('#step-note');
   assert.match(note, /practice cost model \(achieved rates, 3350 GB\/s memory, overlap\)/);
   assert.match(note, /MFU \d+\.\d%/);
+  // The step's parts, recomputation among them.
+  assert.equal(await page.isVisible('#step-parts'), true);
+  const parts = await page.textContent('#step-parts');
+  assert.match(parts, /^compute .+ · recomputation .+ · exposed communication .+ · pipeline bubble .+$/);
+  assert.doesNotMatch(parts, /recomputation 0 /, 'full recomputation takes time');
   const url = new URL(page.url());
   assert.deepEqual(['cm', 'membw', 'rc'].map((k) => url.searchParams.get(k)), ['practice', '3350', 'full']);
 
@@ -59,6 +64,7 @@ test('practice: the switch plans with the preset\'s memory bandwidth and rates, 
   const paper = await waitForCost(page, String(cost));
   assertClose(paper, planned({ model: 'gpt2', batch: 8, seq: 256, preset: 'h100', cluster: { devices: 8 } }).cost, 'paper');
   assert.match(await page.textContent('#step-note'), /at the peak 989 TFLOP\/s per device/);
+  assert.equal(await page.isVisible('#step-parts'), false, 'the paper model has no parts');
   assert.deepEqual(problems, []);
   await close();
 });

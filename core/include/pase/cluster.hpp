@@ -54,6 +54,8 @@ struct DeviceProfile {
   double latency_intra_us = 8;        // one step of a collective inside a node
   double latency_inter_us = 15;       // one step between nodes
   double overlap = 0.8;  // share of a layer's backward compute that hides its gradient reduction
+  double link_efficiency = 1.0;  // fraction of a link's bandwidth that collectives reach
+  double reserved_gib = 3.0;     // memory the framework and the allocator hold, GiB
 };
 
 struct Cluster {
@@ -81,8 +83,11 @@ struct Cluster {
   int64_t first_device = 0;
 
   bool hierarchical() const { return gpus_per_node > 0; }
-  // memory_gib in bytes (0: no cap).
-  double capacity_bytes() const { return memory_gib * 0x1p30; }
+  // memory_gib in bytes (0: no cap); under the practice model less what the
+  // framework and the allocator hold (DeviceProfile::reserved_gib).
+  double capacity_bytes() const {
+    return (memory_gib - (cost_model == CostModel::kPractice ? device.reserved_gib : 0.0)) * 0x1p30;
+  }
 };
 
 inline constexpr int64_t kMaxDevices = 65536;
@@ -105,13 +110,20 @@ struct LayerCost {
   // pipeline reduces it once per step, not per micro-batch
   // (core/docs/pipeline.md).
   double weight_sync = 0;
+  // The part of compute that recomputes the forward in the backward pass
+  // (the practice model's recomputation; 0 under the paper model).
+  double recompute = 0;
 };
 
 // Device 0's memory in bytes, by kind (core/docs/cluster.md, "Memory per
 // device"); device 0 takes part in every layer.
 struct MemoryBytes {
   double params = 0, grads = 0, optimizer = 0, activations = 0;
-  double total() const { return params + grads + optimizer + activations; }
+  // The practice model's working buffers of the largest layer (its gradient
+  // buffers in the backward pass, and ZeRO-3's gathered weights); 0 under
+  // the paper model.
+  double working = 0;
+  double total() const { return params + grads + optimizer + activations + working; }
 };
 
 }  // namespace pase

@@ -15,13 +15,16 @@
 // vocabulary (embedding, head, loss) tp ways, the experts ep ways; the other
 // ops split as their first input. pp stages of decoder blocks, as even as
 // they go (the embedding on the first, the head and loss on the last), with
-// gbs / (mbs * dp) micro-batches. zero and recompute go to the training.
+// gbs / (mbs * dp) micro-batches; vpp > 1 runs the interleaved 1F1B
+// schedule over those stages (pipeline.hpp). zero and recompute go to the
+// training.
 //
 // ERRORS name the field: "layout" (a malformed item), "layout.tp" (a degree
 // that does not divide what it splits, or tp x pp x dp x cp not the device
 // count), "layout.pp" (the blocks do not divide into the stages),
 // "layout.gbs" (not a multiple of mbs x dp, or not the graph's batch),
-// "layout.vpp" (interleaved schedules are not modelled yet).
+// "layout.vpp" (virtual stages without a pipeline, blocks that do not divide
+// into pp x vpp chunks, micro-batches not a multiple of pp).
 #pragma once
 
 #include <cstdint>

@@ -15,7 +15,10 @@
 // reductions). The step costs
 //   T = sum_s A_s + (M - 1) * max_s A_s + max_s W_s,
 // and a stage holds the activations of k_s micro-batches (GPipe: M; 1F1B:
-// min(S - s, M)).
+// min(S - s, M)). Interleaved 1F1B with v virtual stages (evaluation only):
+//   T = M * max_s A_s + (sum_s A_s - max_s A_s) / v + max_s W_s,
+// each stage's sends X_s counted v times in A_s, and k_s =
+// min(M, ceil((2 (S - s - 1) + (v - 1) S + 1) / v)).
 //
 // THE SEARCH. For given S and M every candidate stage (a range of layers at a
 // position) takes the plan of least M * A_s + W_s that fits the memory cap
@@ -80,6 +83,9 @@ struct PipelineStrategy {
   std::vector<int> stage_of;
   int64_t microbatches = 1;
   Schedule schedule = Schedule::k1F1B;
+  // Interleaved 1F1B: each device runs `virtual_stages` chunks of its stage
+  // (Megatron-LM's virtual pipeline). 1: plain 1F1B or GPipe.
+  int64_t virtual_stages = 1;
 };
 
 // One stage of a pipeline plan: costs in FLOP-equivalents of the micro-batch
@@ -97,8 +103,9 @@ struct PipelineStage {
 struct PipelineInfo {
   int64_t stages = 1, microbatches = 1;
   Schedule schedule = Schedule::k1F1B;
-  int64_t micro_batch = 0;    // the batch of the micro-batch graph
-  std::vector<int> stage_of;  // per vertex
+  int64_t virtual_stages = 1;  // interleaved 1F1B's chunks per device
+  int64_t micro_batch = 0;     // the batch of the micro-batch graph
+  std::vector<int> stage_of;   // per vertex
   std::vector<PipelineStage> stage;
   int allowed_boundaries = 0;  // positions a stage may start at (search only)
   int stage_plans = 0;         // distinct stage plans searched (search only)
@@ -121,6 +128,20 @@ struct PipelinePlan {
   Plan plan;
   PipelineInfo pipeline;
 };
+
+// A step's time by part, in seconds (core/docs/practice-model.md, "The
+// step's parts"); the parts sum to the plan's step time. Without a pipeline:
+// the layers' compute less recomputation, the recomputation, the layers'
+// communication with the re-distributions (what the practice model leaves
+// exposed), and no bubble. With one: M times the parts of one micro-batch
+// through the stage of largest A_s (its sends to the next stage are
+// communication), the once-per-step weight reductions as communication, and
+// the rest of T, (sum_s A_s - max_s A_s) / v, as the bubble.
+struct StepBreakdown {
+  double compute_s = 0, recompute_s = 0, communication_s = 0, bubble_s = 0;
+};
+// `plan` with its pipeline (nullptr: none), on devices of `tflops`.
+StepBreakdown step_breakdown(const Plan& plan, const PipelineInfo* pipeline, double tflops);
 
 // The micro-batch graph: the graph lowered again with the first dimension of
 // every input divided by `microbatches` (the graph itself for 1).

@@ -37,6 +37,10 @@ const GpuPreset* find_preset(std::string_view id);
 // device profile (devices and cost model unchanged).
 Cluster apply_preset(Cluster cluster, const GpuPreset& preset);
 
+// The GPU kind whose fitted practice rates preset `id` shares: the first
+// preset of the kind ("a100-40gb" for "a100-80gb"), or `id` itself.
+std::string_view practice_kind(std::string_view id);
+
 // "v100, a100-40gb, ..." for messages.
 std::string preset_ids();
 

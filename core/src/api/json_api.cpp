@@ -63,6 +63,15 @@ Json throughput_json(const Throughput& t) {
               {"mfu", t.mfu}};
 }
 
+// The step's parts in seconds (pipeline.hpp, step_breakdown()).
+Json step_json(const Plan& plan, const PipelineInfo* pipeline, const Cluster& cluster) {
+  const StepBreakdown b = step_breakdown(plan, pipeline, cluster.tflops);
+  return Json{{"compute_s", b.compute_s},
+              {"recompute_s", b.recompute_s},
+              {"communication_s", b.communication_s},
+              {"bubble_s", b.bubble_s}};
+}
+
 Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
   // The cluster is echoed so that a saved result stands on its own: the
   // costs mean nothing without the machine they were computed for.
@@ -88,6 +97,7 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
           ? Json(100 * std::max(0.0, plan.cost - plan.lower_bound) / plan.lower_bound)
           : Json();
   j["summary"] = summary_to_json(graph, plan);
+  if (cluster.cost_model == CostModel::kPractice) j["step"] = step_json(plan, nullptr, cluster);
 
   Json vertices = Json::array();
   for (size_t i = 0; i < graph.vertices.size(); ++i) {
@@ -108,6 +118,10 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
     v["cost"] = cost.total;
     v["compute"] = cost.compute;
     v["comm"] = cost.comm;
+    if (cluster.cost_model == CostModel::kPractice) {
+      v["recompute"] = cost.recompute;
+      v["time_s"] = cost.total / (cluster.tflops * 1e12);
+    }
     v["memory_bytes"] = i < plan.vertex_memory.size() ? plan.vertex_memory[i] : 0.0;
     vertices.push_back(std::move(v));
   }
@@ -136,6 +150,12 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
                      {"fits", plan.fits},
                      {"lower_bound", capped ? Json(plan.lower_bound) : Json()},
                      {"optimal", capped ? Json(plan.optimal) : Json()}};
+  if (cluster.cost_model == CostModel::kPractice) {
+    // The practice model's working buffers (in per_device_bytes) and the
+    // framework's reserve (outside it: the capacity is the memory less it).
+    j["memory"]["working"] = mb.working;
+    j["memory"]["reserved_bytes"] = cluster.device.reserved_gib * 0x1p30;
+  }
   const Training& t = cluster.training;
   j["training"] = Json{{"param_bytes", t.param_bytes},
                        {"grad_bytes", t.grad_bytes},
@@ -177,6 +197,7 @@ std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& re
     if (std::optional<Throughput> t =
             throughput(result.graph, cluster, result.plan.step_time_s, p.microbatches))
       j["throughput"] = throughput_json(*t);
+  if (cluster.cost_model == CostModel::kPractice) j["step"] = step_json(result.plan, &p, cluster);
   // The micro-batches' part of T (the pipeline's latency), and how much of
   // it each stage computes: M * A_s of it; the rest is its bubble.
   double latency = 0, max_a = 0;
@@ -211,6 +232,8 @@ std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& re
                                           {"optimizer", m.optimizer},
                                           {"activations", m.activations}}},
                           {"fits", s.fits}});
+    // The practice model's working buffers (the paper model has none).
+    if (m.working > 0) stages.back()["memory"]["working"] = m.working;
   }
   j["pipeline"] =
       Json{{"stages", p.stages},
@@ -224,6 +247,7 @@ std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& re
            {"allowed_boundaries", p.allowed_boundaries},
            {"no_pipeline_cost", p.no_pipeline_cost > 0 ? Json(p.no_pipeline_cost) : Json()},
            {"stage_plans", p.stage_plans}};
+  if (p.virtual_stages > 1) j["pipeline"]["virtual_stages"] = p.virtual_stages;
   return json_detail::dump_pretty(j) + "\n";
 }
 
@@ -280,7 +304,9 @@ std::string presets_to_json() {
                             {"memory_efficiency", p.profile.memory_efficiency},
                             {"latency_intra_us", p.profile.latency_intra_us},
                             {"latency_inter_us", p.profile.latency_inter_us},
-                            {"overlap", p.profile.overlap}}}});
+                            {"overlap", p.profile.overlap},
+                            {"link_efficiency", p.profile.link_efficiency},
+                            {"reserved_gib", p.profile.reserved_gib}}}});
     }
     return json_detail::dump_pretty(list) + "\n";
   });

@@ -36,7 +36,8 @@ Result<DeviceProfile> device_over(const Json& value, const std::string& where,
   if (!value.is_object()) return type_error("an object", value, where);
   ObjectReader reader(value, where);
   reader.allow_only({"matmul_efficiency", "matmul_half", "attention_efficiency",
-                     "memory_efficiency", "latency_intra_us", "latency_inter_us", "overlap"});
+                     "memory_efficiency", "latency_intra_us", "latency_inter_us", "overlap",
+                     "link_efficiency", "reserved_gib"});
   DeviceProfile d = base;
   reader.read("matmul_efficiency", d.matmul_efficiency, json_detail::to_positive_number);
   reader.read("matmul_half", d.matmul_half, json_detail::to_positive_number);
@@ -44,7 +45,9 @@ Result<DeviceProfile> device_over(const Json& value, const std::string& where,
   reader.read("memory_efficiency", d.memory_efficiency, json_detail::to_positive_number);
   reader.read("latency_intra_us", d.latency_intra_us, json_detail::to_positive_number);
   reader.read("latency_inter_us", d.latency_inter_us, json_detail::to_positive_number);
-  reader.read("overlap", d.overlap, json_detail::to_positive_number);
+  reader.read("overlap", d.overlap, json_detail::to_number);  // checked by check_cluster
+  reader.read("link_efficiency", d.link_efficiency, json_detail::to_positive_number);
+  reader.read("reserved_gib", d.reserved_gib, json_detail::to_number);  // checked by check_cluster
   if (!reader.ok()) return reader.error();
   return d;
 }
@@ -196,13 +199,14 @@ Result<PipelineStrategy> any_strategy_from_json(const Json& value, const std::st
   PipelineStrategy out;
   if (value.is_object() && value.contains("configs")) {
     ObjectReader reader(value, where);
-    reader.allow_only({"configs", "stage_of", "microbatches", "schedule"});
+    reader.allow_only({"configs", "stage_of", "microbatches", "schedule", "virtual_stages"});
     reader.require("configs", out.configs, [](const Json& v, const std::string& w) {
       return json_detail::to_list<Config>(v, w, "a list of configurations", config_from_json);
     });
     reader.require("stage_of", out.stage_of, stage_list);
     reader.read("microbatches", out.microbatches, json_detail::to_positive_int);
     reader.read("schedule", out.schedule, schedule_from_json);
+    reader.read("virtual_stages", out.virtual_stages, json_detail::to_positive_int);
     if (!reader.ok()) return reader.error();
     return out;
   }
@@ -216,6 +220,7 @@ Result<PipelineStrategy> any_strategy_from_json(const Json& value, const std::st
     reader.require("stage_of", out.stage_of, stage_list);
     reader.read("microbatches", out.microbatches, json_detail::to_positive_int);
     reader.read("schedule", out.schedule, schedule_from_json);
+    reader.read("virtual_stages", out.virtual_stages, json_detail::to_positive_int);
     if (!reader.ok()) return reader.error();
   }
   return out;

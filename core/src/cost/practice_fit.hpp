@@ -14,4 +14,8 @@ namespace pase {
 // defaults of DeviceProfile. memory_gbps is left to the preset.
 DeviceProfile practice_profile(std::string_view id);
 
+// The GPU kind of preset `id`: the first preset of its row ("a100-40gb" for
+// "a100-80gb"); `id` itself when no row names it.
+std::string_view practice_kind(std::string_view id);
+
 }  // namespace pase

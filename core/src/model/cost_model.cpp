@@ -81,10 +81,18 @@ std::optional<Error> check_cluster(const Cluster& c) {
         {d.matmul_efficiency, "matmul_efficiency"},
         {d.attention_efficiency, "attention_efficiency"},
         {d.memory_efficiency, "memory_efficiency"},
-        {d.overlap, "overlap"}};
+        {d.link_efficiency, "link_efficiency"}};
     for (const auto& [rate, name] : rates)
       if (!(rate > 0 && rate <= 1))
         return Error{"must be in (0, 1]", std::string("cluster.device.") + name};
+    if (!(d.overlap >= 0 && d.overlap <= 1))
+      return Error{"must be in [0, 1]", "cluster.device.overlap"};
+    if (!(d.reserved_gib >= 0) || !std::isfinite(d.reserved_gib))
+      return Error{"must be a non-negative number", "cluster.device.reserved_gib"};
+    if (c.memory_gib > 0 && d.reserved_gib >= c.memory_gib)
+      return Error{"the framework's reserve (" + std::to_string(d.reserved_gib) +
+                       " GiB) leaves nothing of the memory",
+                   "cluster.device.reserved_gib"};
   }
   if (c.training.recompute != Recompute::kNone && c.cost_model != CostModel::kPractice)
     return Error{"recomputation is priced by the practice cost model: set cost_model to practice",
@@ -167,8 +175,9 @@ Machine make_machine(const Cluster& cluster) {
     m.cost_model = CostModel::kPractice;
     m.device = cluster.device;
     const double a = static_cast<double>(cluster.training.activation_bytes);
-    m.r = cluster.tflops * 1000 * a / cluster.bandwidth_gbps;
-    if (cluster.hierarchical()) m.r1 = cluster.tflops * 1000 * a / cluster.intra_node_gbps;
+    const double link = cluster.device.link_efficiency;
+    m.r = cluster.tflops * 1000 * a / (cluster.bandwidth_gbps * link);
+    if (cluster.hierarchical()) m.r1 = cluster.tflops * 1000 * a / (cluster.intra_node_gbps * link);
   }
   return m;
 }

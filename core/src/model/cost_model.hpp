@@ -184,6 +184,12 @@ bool recomputed(const Graph& g, int vertex, Recompute recompute);
 // (core/docs/practice-model.md; model/practice.cpp).
 LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m);
 
+// The practice model's working buffers of vertex `v` at configuration `c`,
+// bytes of device 0 (core/docs/practice-model.md, "Memory"): the gradients
+// of its operands and results in the backward pass, and under ZeRO-3 its
+// gathered weight and the next one's, prefetched. 0 under the paper model.
+double working_bytes(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m);
+
 // Cost of vertex `v` at configuration `c`, by the machine's cost model.
 inline LayerCost layer_cost(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m) {
   if (m.cost_model == CostModel::kPractice) return practice_cost(g, v, c, m);

@@ -70,6 +70,26 @@ double touched_elements(const Vertex& v, const VertexModel& model, const int64_t
 
 }  // namespace
 
+double working_bytes(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m) {
+  if (m.cost_model != CostModel::kPractice) return 0;
+  const VertexModel& model = model_of(g, v.id);
+  if (model.cost == no_cost) return 0;
+  const Training& t = m.training;
+  double bytes = static_cast<double>(t.activation_bytes) * touched_elements(v, model, c);
+  if (attention_scores(g, v.id) || attention_context(g, v.id)) {
+    // The fused kernel holds no scores: its operands and result only.
+    const GemmShape s = gemm_shape(v, model, c);
+    bytes = static_cast<double>(t.activation_bytes) * s.bpp * (s.m * s.k + 2 * s.n * s.k);
+  }
+  if (t.zero == 3 && model.weight_elements > 0) {
+    double split = 1;
+    for (int i : model.weight_dims) split *= static_cast<double>(c[i]);
+    bytes +=
+        2 * static_cast<double>(t.param_bytes) * static_cast<double>(model.weight_elements) / split;
+  }
+  return bytes;
+}
+
 bool attention_scores(const Graph& g, int vertex) {
   return model_of(g, vertex).attention == VertexModel::Attention::kScores;
 }
@@ -114,8 +134,9 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
   const double memory_rate = d.memory_gbps * 1e9 * d.memory_efficiency;  // bytes/s
   const size_t n = v.dom.size();
 
-  double seconds = 0;  // compute
-  double latency = 0;  // seconds of collective latency
+  double seconds = 0;       // compute
+  double latency = 0;       // seconds of collective latency
+  double sync_latency = 0;  // of the weight-gradient reduction
   // The layer's communication but its weight gradient, in peak FLOPs: the
   // paper formula's on the practice machine, or a product's own below.
   double activation_comm = paper.comm - paper.weight_sync;
@@ -146,7 +167,7 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
     activation_comm = s.bpp * (m.allreduce_over(s.m * s.n, s.ck, c, n, gv.k) +
                                m.allreduce_over(s.m * s.k, s.cn, c, n, gv.n) / readers);
     latency = allreduce_latency(m, c, n, gv.k) + allreduce_latency(m, c, n, gv.n) / readers;
-    if (model.weight_elements > 0) latency += allreduce_latency(m, c, n, gv.m);
+    if (model.weight_elements > 0) sync_latency = allreduce_latency(m, c, n, gv.m);
   } else {
     const double bytes = 3 * a * touched_elements(v, model, c);
     seconds = memory_rate > 0 ? bytes / memory_rate : 0.0;
@@ -155,17 +176,40 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
   // Recomputation runs the vertex's forward once more in the backward pass:
   // a third of a product's or a memory-bound op's training time, 1 / 3.5 of
   // fused attention's.
-  if (recomputed(g, v.id, m.training.recompute))
-    seconds *= attention_scores(g, v.id) ? 1 + 1 / 3.5 : 4.0 / 3.0;
+  const bool again = recomputed(g, v.id, m.training.recompute);
+  const double plain = seconds;
+  if (again) seconds *= attention_scores(g, v.id) ? 1 + 1 / 3.5 : 4.0 / 3.0;
   LayerCost out;
   out.compute = seconds * peak;
-  // The weight gradient moves grad_bytes per element, not activation bytes;
-  // it overlaps the layer's backward compute (two thirds of its compute).
-  const double grad_scale = a > 0 ? static_cast<double>(m.training.grad_bytes) / a : 0.0;
-  const double sync = paper.weight_sync * grad_scale;
+  out.recompute = (seconds - plain) * peak;
+  // The weight's traffic ("Weights and ZeRO"): `reduce` is the all-reduce of
+  // its gradient in activation elements, the paper's without ZeRO-3's factor.
+  double reduce = paper.weight_sync / (m.training.zero == 3 ? 1.5 : 1.0);
+  if (model.cost == gemm_cost && model.weight_elements > 0) {
+    const GemmShape s = gemm_shape(v, model, c);
+    reduce = s.bpp * m.allreduce_over(s.n * s.k, s.cm, c, n, model.gemm.m);
+  }
+  const double grad = a > 0 ? static_cast<double>(m.training.grad_bytes) / a : 0.0;
+  const double param = a > 0 ? static_cast<double>(m.training.param_bytes) / a : 0.0;
+  double sync = 0, gather = 0;
+  if (m.training.zero == 0) {
+    sync = reduce * grad;  // all-reduce of the gradient
+  } else if (m.training.zero < 3) {
+    sync = 0.5 * reduce * (grad + param);  // reduce-scatter it, all-gather the new weight
+  } else {
+    sync = 0.5 * reduce * grad;
+    // Gathered for the forward, the backward and a recomputed forward, each
+    // prefetched behind the compute of the layer before it.
+    const double passes = again ? 3.0 : 2.0;
+    gather = passes * (0.5 * reduce * param + 0.5 * sync_latency * peak);
+    gather = std::max(0.0, gather - d.overlap * out.compute);
+  }
+  if (sync > 0) sync += sync_latency * peak;
+  // The gradient's reduction overlaps the layer's backward compute (two
+  // thirds of its compute); what outlasts it is exposed, once per step.
   const double hidden = d.overlap * (2.0 / 3.0) * out.compute;
   out.weight_sync = std::max(0.0, sync - hidden);
-  out.comm = activation_comm + out.weight_sync + latency * peak;
+  out.comm = activation_comm + gather + out.weight_sync + latency * peak;
   out.total = out.compute + out.comm;
   return out;
 }

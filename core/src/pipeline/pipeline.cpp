@@ -29,7 +29,11 @@ const char* schedule_name(Schedule schedule) {
 }
 
 std::string pipeline_label(const PipelineInfo& p) {
-  const std::string schedule = p.schedule == Schedule::kGPipe ? "GPipe" : "1F1B";
+  const std::string schedule =
+      p.schedule == Schedule::kGPipe ? "GPipe"
+      : p.virtual_stages > 1
+          ? "interleaved 1F1B, " + std::to_string(p.virtual_stages) + " virtual stages"
+          : "1F1B";
   // One stage is no pipeline ("auto" may find it best); its micro-batches
   // accumulate gradients.
   if (p.stages == 1)
@@ -69,8 +73,14 @@ Graph stage_graph(const Graph& g, int first, int last) {
   return s;
 }
 
-int64_t copies_of(Schedule schedule, int64_t stages, int64_t s, int64_t microbatches) {
-  return schedule == Schedule::kGPipe ? microbatches : std::min(stages - s, microbatches);
+int64_t copies_of(Schedule schedule, int64_t stages, int64_t s, int64_t microbatches,
+                  int64_t virtual_stages) {
+  if (schedule == Schedule::kGPipe) return microbatches;
+  if (virtual_stages <= 1) return std::min(stages - s, microbatches);
+  // Megatron-LM's interleaved schedule: 2 (S - s - 1) + (v - 1) S chunks in
+  // warm-up and one more in flight, each a v-th of the stage.
+  const int64_t chunks = 2 * (stages - s - 1) + (virtual_stages - 1) * stages + 1;
+  return std::min(microbatches, (chunks + virtual_stages - 1) / virtual_stages);
 }
 
 bool Sender::near(int64_t s, int64_t t) const {
@@ -104,7 +114,7 @@ Error stage_error(Error e, int first) {
 
 Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
                               const std::vector<int>& stage_of, const Strategy& configs,
-                              int64_t microbatches, Schedule schedule) {
+                              int64_t microbatches, Schedule schedule, int64_t virtual_stages) {
   const int n = static_cast<int>(micro.vertices.size());
   const int64_t stages = stage_of.empty() ? 1 : stage_of.back() + 1;
   const int64_t q = cluster.devices / stages;
@@ -115,6 +125,7 @@ Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
   info.stages = stages;
   info.microbatches = microbatches;
   info.schedule = schedule;
+  info.virtual_stages = virtual_stages;
   info.stage_of = stage_of;
   for (const auto& [name, shape] : micro.model->spec->inputs)
     if (!shape.empty()) info.micro_batch = std::max(info.micro_batch, shape[0]);
@@ -142,7 +153,7 @@ Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
     st.last_vertex = last;
     st.first_device = s * q;
     st.devices = q;
-    st.activation_copies = copies_of(schedule, stages, s, microbatches);
+    st.activation_copies = copies_of(schedule, stages, s, microbatches, virtual_stages);
     st.W = StageWeights::weight_sync(*e);
     st.F = e->cost - st.W;
     const ops::Machine ms = ops::make_machine(cs);
@@ -154,6 +165,8 @@ Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
       st.memory.grads += b.grads;
       st.memory.optimizer += b.optimizer;
       st.memory.activations += k * b.activations;
+      st.memory.working = std::max(
+          st.memory.working, ops::working_bytes(micro, micro.vertices[v], configs[v].data(), ms));
       p.vertex_memory[v] = b.params + b.grads + b.optimizer + k * b.activations;
     }
     // The stage's edges, in the order stage_graph() keeps them.
@@ -184,7 +197,7 @@ Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
   size_t largest = 0;
   for (size_t s = 0; s < info.stage.size(); ++s) {
     PipelineStage& st = info.stage[s];
-    st.A = st.F + st.X;
+    st.A = st.F + static_cast<double>(virtual_stages) * st.X;
     st.time_s = st.A / (cluster.tflops * 1e12);
     st.fits = st.memory.total() <= cap;
     sum_a += st.A;
@@ -196,7 +209,8 @@ Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
   // of the whole graph.
   p.cost = stages == 1 && microbatches == 1
                ? whole_cost
-               : sum_a + static_cast<double>(microbatches - 1) * max_a + max_w;
+               : static_cast<double>(microbatches) * max_a +
+                     (sum_a - max_a) / static_cast<double>(virtual_stages) + max_w;
   p.step_time_s = p.cost / (cluster.tflops * 1e12);
   p.memory = info.stage[largest].memory;
   p.lower_bound = p.cost;
@@ -246,6 +260,42 @@ Result<Graph> micro_batch_graph(const Graph& graph, int64_t microbatches) {
   return micro;
 }
 
+StepBreakdown step_breakdown(const Plan& plan, const PipelineInfo* pipeline, double tflops) {
+  const double peak = tflops * 1e12;
+  if (pipeline == nullptr || pipeline->stage.empty()) {
+    StepBreakdown b;
+    for (const LayerCost& l : plan.layers) {
+      b.compute_s += (l.compute - l.recompute) / peak;
+      b.recompute_s += l.recompute / peak;
+    }
+    b.communication_s = std::max(0.0, plan.step_time_s - b.compute_s - b.recompute_s);
+    return b;
+  }
+  const PipelineInfo& info = *pipeline;
+  size_t critical = 0;
+  double sum_a = 0;
+  for (size_t s = 0; s < info.stage.size(); ++s) {
+    sum_a += info.stage[s].A;
+    if (info.stage[s].A > info.stage[critical].A) critical = s;
+  }
+  const PipelineStage& st = info.stage[critical];
+  double compute = 0, recompute = 0;
+  for (int v = st.first_vertex; v < st.last_vertex; ++v) {
+    compute += plan.layers[v].compute - plan.layers[v].recompute;
+    recompute += plan.layers[v].recompute;
+  }
+  const double m = static_cast<double>(info.microbatches);
+  StepBreakdown b;
+  b.compute_s = m * compute / peak;
+  b.recompute_s = m * recompute / peak;
+  b.bubble_s =
+      (sum_a - st.A) / static_cast<double>(std::max<int64_t>(1, info.virtual_stages)) / peak;
+  // The rest of T: the critical stage's communication per micro-batch, and
+  // the weight reductions once per step.
+  b.communication_s = std::max(0.0, plan.step_time_s - b.compute_s - b.recompute_s - b.bubble_s);
+  return b;
+}
+
 Result<PipelinePlan> evaluate_pipeline(const Graph& graph, const Cluster& cluster,
                                        const PipelineStrategy& strategy) {
   if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
@@ -276,6 +326,17 @@ Result<PipelinePlan> evaluate_pipeline(const Graph& graph, const Cluster& cluste
     return Error{std::to_string(stages) + " stages do not divide the " +
                      std::to_string(cluster.devices) + " devices",
                  "strategy.stage_of"};
+  if (strategy.virtual_stages < 1)
+    return Error{"must be a positive integer, got " + std::to_string(strategy.virtual_stages),
+                 "strategy.virtual_stages"};
+  if (strategy.virtual_stages > 1 &&
+      (strategy.schedule != Schedule::k1F1B || stages < 2 || strategy.microbatches % stages != 0))
+    return Error{
+        "an interleaved schedule needs 1F1B, at least 2 stages and micro-batches a "
+        "multiple of the stages (" +
+            std::to_string(stages) + " stages, " + std::to_string(strategy.microbatches) +
+            " micro-batches)",
+        "strategy.virtual_stages"};
   Result<Graph> micro = micro_batch_graph(graph, strategy.microbatches);
   if (!micro) {
     Error e = micro.error();
@@ -283,7 +344,7 @@ Result<PipelinePlan> evaluate_pipeline(const Graph& graph, const Cluster& cluste
     return e;
   }
   return assemble(*micro, cluster, strategy.stage_of, strategy.configs, strategy.microbatches,
-                  strategy.schedule);
+                  strategy.schedule, strategy.virtual_stages);
 }
 
 }  // namespace pase

@@ -31,7 +31,8 @@ int64_t common_batch(const GraphSpec& spec);
 Graph stage_graph(const Graph& g, int first, int last);
 
 // k_s: the micro-batches whose activations stage s holds at once.
-int64_t copies_of(Schedule schedule, int64_t stages, int64_t s, int64_t microbatches);
+int64_t copies_of(Schedule schedule, int64_t stages, int64_t s, int64_t microbatches,
+                  int64_t virtual_stages = 1);
 
 // Sending the outputs of a stage on (X_s): an edge from stage s to a later
 // stage t costs rate * 2 * |T| / q, at the rate inside a node when every
@@ -60,7 +61,7 @@ std::vector<int64_t> vertex_print(const Vertex& v, const VertexModel& m);
 // configurations: every stage evaluated on its devices, X, T, memory.
 Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
                               const std::vector<int>& stage_of, const Strategy& configs,
-                              int64_t microbatches, Schedule schedule);
+                              int64_t microbatches, Schedule schedule, int64_t virtual_stages = 1);
 
 }  // namespace pase::pipeline_detail
 

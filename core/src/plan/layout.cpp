@@ -107,9 +107,8 @@ std::string layout_text(const Layout& l) {
 Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluster,
                                        const Layout& l) {
   if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
-  if (l.vpp != 1)
-    return layout_error("interleaved schedules (virtual stages) are not modelled yet; give vpp=1",
-                        "vpp");
+  if (l.vpp > 1 && l.pp < 2)
+    return layout_error("virtual stages need a pipeline (pp of at least 2)", "vpp");
   const int64_t per_stage = l.tp * l.dp * l.cp;
   if (per_stage * l.pp != cluster.devices)
     return layout_error("tp x pp x dp x cp = " + std::to_string(per_stage * l.pp) +
@@ -166,6 +165,15 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
   out.cluster.training.recompute = l.recompute;
   PipelineStrategy& s = out.strategy;
   s.microbatches = microbatches;
+  s.virtual_stages = l.vpp;
+  if (l.vpp > 1 && microbatches % l.pp != 0)
+    return layout_error("an interleaved schedule needs micro-batches (" +
+                            std::to_string(microbatches) + ") a multiple of pp",
+                        "vpp");
+  if (l.vpp > 1 && blocks % (l.pp * l.vpp) != 0)
+    return layout_error(std::to_string(blocks) + " decoder blocks do not divide into pp x vpp = " +
+                            std::to_string(l.pp * l.vpp) + " chunks",
+                        "vpp");
   s.configs.resize(n);
   s.stage_of.resize(n);
   for (size_t v = 0; v < n; ++v) {

@@ -105,6 +105,8 @@ Result<Plan> evaluate(const Graph& graph, const Cluster& cluster, const Strategy
     p.memory.grads += b.grads;
     p.memory.optimizer += b.optimizer;
     p.memory.activations += b.activations;
+    p.memory.working = std::max(
+        p.memory.working, ops::working_bytes(graph, graph.vertices[i], strategy[i].data(), m));
     p.vertex_memory[i] = b.total();
   }
   p.edge_costs.resize(graph.edges.size());

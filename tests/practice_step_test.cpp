@@ -1,0 +1,239 @@
+// The practice model's step: interleaved pipelines, the step's parts, ZeRO's
+// traffic, the working buffers and the framework's reserve, and the fit of
+// the rates to published runs (core/docs/practice-model.md).
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.hpp"
+#include "model/cost_model.hpp"
+#include "pase/import.hpp"
+#include "pase/json_api.hpp"
+#include "pase/layout.hpp"
+#include "pase/llm.hpp"
+#include "pase/models.hpp"
+#include "pase/pipeline.hpp"
+#include "pase/presets.hpp"
+#include "test_util.hpp"
+
+using json = nlohmann::json;
+using namespace pase;
+using pase::testing::contains;
+
+namespace {
+
+Cluster practice_preset(const char* id, int64_t devices) {
+  Cluster c = apply_preset(Cluster{.devices = devices}, *find_preset(id));
+  c.cost_model = CostModel::kPractice;
+  return c;
+}
+
+PipelinePlan priced(const Graph& g, const Cluster& c, const char* layout) {
+  Result<Layout> l = parse_layout(layout);
+  REQUIRE(l.ok());
+  Result<LayoutStrategy> s = layout_strategy(g, c, *l);
+  REQUIRE_MESSAGE(s.ok(), testing::why(s));
+  Result<PipelinePlan> p = evaluate_pipeline(g, s->cluster, s->strategy);
+  REQUIRE_MESSAGE(p.ok(), testing::why(p));
+  return std::move(p).value();
+}
+
+double parts_sum(const StepBreakdown& b) {
+  return b.compute_s + b.recompute_s + b.communication_s + b.bubble_s;
+}
+
+}  // namespace
+
+TEST_CASE("practice: interleaved 1F1B divides the bubble and keeps more on the first stage") {
+  Result<Graph> g = build_model("llama3-8b", 16, 256);
+  REQUIRE(g.ok());
+  const Cluster c = practice_preset("h100", 16);
+  const PipelinePlan plain = priced(*g, c, "tp=4 pp=2 dp=2 mbs=2 gbs=16");
+  const PipelinePlan inter = priced(*g, c, "tp=4 pp=2 dp=2 mbs=2 gbs=16 vpp=2");
+  CHECK(inter.pipeline.virtual_stages == 2);
+  CHECK(contains(pipeline_label(inter.pipeline), "interleaved 1F1B, 2 virtual stages"));
+  const StepBreakdown b1 = step_breakdown(plain.plan, &plain.pipeline, c.tflops);
+  const StepBreakdown b2 = step_breakdown(inter.plan, &inter.pipeline, c.tflops);
+  CHECK(b2.bubble_s < 0.6 * b1.bubble_s);
+  CHECK(inter.plan.step_time_s < plain.plan.step_time_s);
+  // Stage 0 of 2 with 4 micro-batches: 1F1B keeps 2; interleaved with 2
+  // chunks 2 (2 - 1) + (2 - 1) 2 + 1 = 5 chunks, ceil(5 / 2) = 3.
+  CHECK(plain.pipeline.stage[0].activation_copies == 2);
+  CHECK(inter.pipeline.stage[0].activation_copies == 3);
+  CHECK(inter.plan.memory.activations > plain.plan.memory.activations);
+  // Each micro-batch crosses the stage boundary twice.
+  CHECK(inter.pipeline.stage[0].A - inter.pipeline.stage[0].F ==
+        doctest::Approx(2 * (plain.pipeline.stage[0].A - plain.pipeline.stage[0].F)));
+
+  // A strategy's virtual stages are checked: micro-batches a multiple of the
+  // stages, and 1F1B.
+  Result<Layout> l = parse_layout("tp=4 pp=2 dp=2 mbs=2 gbs=16 vpp=2");
+  Result<LayoutStrategy> s = layout_strategy(*g, c, *l);
+  REQUIRE(s.ok());
+  PipelineStrategy odd = s->strategy;
+  odd.schedule = Schedule::kGPipe;
+  Result<PipelinePlan> refused = evaluate_pipeline(*g, s->cluster, odd);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().where == "strategy.virtual_stages");
+  Layout one = *l;
+  one.pp = 1;
+  one.dp = 4;
+  one.mbs = 1;
+  Result<LayoutStrategy> no_pipe = layout_strategy(*g, c, one);
+  REQUIRE_FALSE(no_pipe.ok());
+  CHECK(no_pipe.error().where == "layout.vpp");
+}
+
+TEST_CASE("practice: the step's parts sum to the step time") {
+  Result<Graph> g = build_model("llama3-8b", 16, 256);
+  REQUIRE(g.ok());
+  const Cluster c = practice_preset("h100", 16);
+  for (const char* layout : {"tp=4 pp=2 dp=2 mbs=2 gbs=16 recompute=full",
+                             "tp=4 pp=1 dp=4 mbs=2 gbs=16", "tp=8 pp=2 dp=1 mbs=1 gbs=16 vpp=4"}) {
+    CAPTURE(layout);
+    const PipelinePlan p = priced(*g, c, layout);
+    const StepBreakdown b = step_breakdown(p.plan, &p.pipeline, c.tflops);
+    CHECK(parts_sum(b) == doctest::Approx(p.plan.step_time_s).epsilon(1e-9));
+    CHECK(b.compute_s > 0);
+    CHECK(b.communication_s > 0);
+    CHECK((b.recompute_s > 0) == contains(layout, "recompute=full"));
+    CHECK((b.bubble_s > 0) == (p.pipeline.stages > 1));
+  }
+  // In the JSON: "step" and each vertex's recomputation and seconds, under
+  // the practice model only.
+  json r = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "preset": "h100",
+      "cost_model": "practice", "cluster": {"devices": 8}, "training": {"recompute": "full"}})"));
+  REQUIRE_MESSAGE(!r.contains("error"), r.dump());
+  const json& step = r["step"];
+  CHECK(step["compute_s"].get<double>() + step["recompute_s"].get<double>() +
+            step["communication_s"].get<double>() + step["bubble_s"].get<double>() ==
+        doctest::Approx(r["step_time_s"].get<double>()));
+  CHECK(step["recompute_s"].get<double>() > 0);
+  CHECK(r["vertices"][5].contains("recompute"));
+  CHECK(r["vertices"][5]["time_s"].get<double>() > 0);
+  json paper = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "preset": "h100",
+      "cost_model": "paper", "cluster": {"devices": 8}})"));
+  CHECK_FALSE(paper.contains("step"));
+  CHECK_FALSE(paper["vertices"][5].contains("recompute"));
+  CHECK_FALSE(paper["memory"].contains("working"));
+  // The CLI prints the parts under the step time.
+  pase::testing::Run run =
+      pase::testing::run_cli({"plan", "--model", "gpt2", "--batch", "8", "--procs", "8", "--preset",
+                              "h100", "--cost-model", "practice", "--recompute", "full"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(contains(run.out, "  recomputation"));
+  CHECK(contains(run.out, "  bubble"));
+  CHECK(contains(run.out, "  working"));
+}
+
+TEST_CASE("practice: ZeRO reduce-scatters and gathers, ZeRO-3 gathers every micro-batch") {
+  GraphSpec spec = testing::spec_with({{"x", {4096, 4096}}}, {});
+  LayerSpec fc = testing::layer("fc", "FC", {"x"});
+  fc.units = 4096;
+  spec.layers = {fc};
+  Result<Graph> g = build_graph(spec);
+  REQUIRE(g.ok());
+  Cluster c = practice_preset("h100", 8);
+  c.device.overlap = 0;  // nothing hidden, no latency: the bytes alone
+  c.device.latency_intra_us = c.device.latency_inter_us = 0;
+  const Config dp = {8, 1, 1};  // the batch split 8 ways, the weight replicated
+  const auto cost = [&](int64_t zero) {
+    Cluster z = c;
+    z.training.zero = zero;
+    const ops::Machine m = ops::make_machine(z);
+    return ops::layer_cost(*g, g->vertices[0], dp.data(), m);
+  };
+  const LayerCost z0 = cost(0), z1 = cost(1), z3 = cost(3);
+  REQUIRE(z0.weight_sync > 0);
+  // Reduce-scatter of 2-byte gradients and all-gather of 2-byte weights: the
+  // all-reduce's bytes.
+  CHECK(z1.weight_sync == doctest::Approx(z0.weight_sync));
+  // ZeRO-3: the reduce-scatter once per step; the weight gathered for the
+  // forward and the backward of every micro-batch, counted in its comm.
+  CHECK(z3.weight_sync == doctest::Approx(0.5 * z0.weight_sync));
+  CHECK(z3.comm - z3.weight_sync == doctest::Approx(z0.comm - z0.weight_sync + z0.weight_sync));
+  // Its working buffers hold the gathered weight and the next one's.
+  Cluster w = c;
+  w.training.zero = 3;
+  const double work3 = ops::working_bytes(*g, g->vertices[0], dp.data(), ops::make_machine(w));
+  const double work0 = ops::working_bytes(*g, g->vertices[0], dp.data(), ops::make_machine(c));
+  CHECK(work3 - work0 == doctest::Approx(2.0 * 2 * 4096 * 4096));
+}
+
+TEST_CASE("practice: memory counts the working buffers and the framework's reserve") {
+  Cluster c = practice_preset("a100-80gb", 8);
+  CHECK(c.device.reserved_gib > 0);
+  CHECK(c.capacity_bytes() == doctest::Approx((80 - c.device.reserved_gib) * 0x1p30));
+  Cluster paper = c;
+  paper.cost_model = CostModel::kPaper;
+  CHECK(paper.capacity_bytes() == doctest::Approx(80 * 0x1p30));
+  Result<Graph> g = build_model("gpt2", 8, 256);
+  REQUIRE(g.ok());
+  Result<Plan> p = plan(*g, c);
+  REQUIRE(p.ok());
+  CHECK(p->memory.working > 0);
+  CHECK(p->memory.total() >
+        p->memory.params + p->memory.grads + p->memory.optimizer + p->memory.activations);
+  Result<Plan> q = plan(*g, paper);
+  REQUIRE(q.ok());
+  CHECK(q->memory.working == 0);
+  json r = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "preset": "a100-80gb",
+      "cost_model": "practice", "cluster": {"devices": 8, "device": {"reserved_gib": 90}}})"));
+  CHECK(r["error"]["where"] == "cluster.device.reserved_gib");
+  r = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "preset": "a100-80gb",
+      "cost_model": "practice", "cluster": {"devices": 8, "device": {"link_efficiency": 0}}})"));
+  CHECK(r["error"]["where"] == "cluster.device.link_efficiency");
+}
+
+TEST_CASE("practice: bench --fit recovers the rate that priced the runs") {
+  // Three small runs "measured" as the model prices them with products at
+  // 50% of the peak; the fit (one parameter for three runs) finds it again.
+  json doc = {{"format", "published-runs/1"}, {"runs", json::array()}};
+  const int layers[] = {2, 4, 6};
+  for (int i = 0; i < 3; ++i) {
+    json run = {{"id", "T" + std::to_string(i)},
+                {"config",
+                 {{"model_type", "llama"},
+                  {"hidden_size", 512},
+                  {"num_hidden_layers", layers[i]},
+                  {"num_attention_heads", 8},
+                  {"num_key_value_heads", 8},
+                  {"intermediate_size", 1024 * (i + 1)},
+                  {"vocab_size", 1024},
+                  {"max_position_embeddings", 1024}}},
+                {"seq", 256},
+                {"global_batch", 8},
+                {"micro_batch", 1},
+                {"cluster", {{"preset", "a100-80gb"}, {"gpus_per_node", 8}, {"devices", 8}}},
+                {"layout", {{"tp", 2}, {"pp", 1}, {"dp", 4}, {"sp", false}}}};
+    ImportOptions options;
+    options.batch = 8;
+    options.seq = 256;
+    Result<GraphSpec> spec = import_llm_config(run["config"].dump(), options);
+    REQUIRE(spec.ok());
+    Result<Graph> g = build_graph(std::move(*spec));
+    REQUIRE(g.ok());
+    Cluster c = practice_preset("a100-80gb", 8);
+    c.memory_gib = 0;
+    c.device.matmul_efficiency = 0.5;
+    const PipelinePlan p = priced(*g, c, "tp=2 dp=4 mbs=1 gbs=8");
+    run["measured"] = {{"iteration_s", p.plan.step_time_s}};
+    doc["runs"].push_back(run);
+  }
+  const std::string file = (pase::testing::scratch() / "fit-runs.json").string();
+  std::ofstream(file) << doc.dump();
+  pase::testing::Run run =
+      pase::testing::run_cli({"bench", "--published", file, "--fit", "--format", "json"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  json out = json::parse(run.out);
+  REQUIRE(out["fit"].size() == 1);
+  CHECK(out["fit"][0]["kind"] == "a100-40gb");
+  CHECK(out["fit"][0]["fitted"]["matmul_efficiency"].get<double>() ==
+        doctest::Approx(0.5).epsilon(0.01));
+  CHECK(out["max_abs_error"].get<double>() < 0.01);
+  run = pase::testing::run_cli({"bench", "--fit"});
+  CHECK(run.exit != 0);
+  CHECK(contains(run.err, "--published"));
+}
