@@ -132,6 +132,9 @@ struct VertexModel {
   Attention attention = Attention::kNone;
   bool causal = false;
   int first_input_readers = 1;
+  // What full recomputation drops: a vertex of a decoder block but the
+  // block's last (recomputed(); found once, from the names).
+  bool in_block_body = false;
   // The positions of the vertex's dimensions that the weight spans, for the
   // memory model (core/docs/cluster.md, "Memory per device"): a weight block
   // is split by their splits and replicated over the others. Empty: the

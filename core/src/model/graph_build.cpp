@@ -118,6 +118,11 @@ class GraphBuilder final : public Lowering {
       if (e.dst_slot == 0) readers[e.src].push_back(e.dst);
       if (model_.vertices[e.dst].cost == ops::gemm_cost) ++products_reading[{e.src, e.src_output}];
     }
+    for (size_t i = 0; i + 1 < g_.vertices.size(); ++i) {
+      const int block = ops::decoder_block(g_.vertices[i]);
+      model_.vertices[i].in_block_body =
+          block >= 0 && ops::decoder_block(g_.vertices[i + 1]) == block;
+    }
     for (const Vertex& v : g_.vertices) {
       if (!v.inputs.empty() && v.inputs[0].producer >= 0) {
         auto it = products_reading.find({v.inputs[0].producer, v.inputs[0].output});

@@ -113,21 +113,19 @@ int decoder_block(const Vertex& v) {
 bool recomputed(const Graph& g, int vertex, Recompute recompute) {
   if (recompute == Recompute::kSelective)
     return attention_scores(g, vertex) || attention_context(g, vertex);
-  if (recompute != Recompute::kFull) return false;
-  const int block = decoder_block(g.vertices[vertex]);
-  if (block < 0) return false;
   // The block's last vertex (its output) is kept: the next vertex in the
-  // order is of another block, or of none.
-  const size_t next = static_cast<size_t>(vertex) + 1;
-  return next < g.vertices.size() && decoder_block(g.vertices[next]) == block;
+  // order is of another block, or of none (mark_practice_roles()).
+  return recompute == Recompute::kFull && model_of(g, vertex).in_block_body;
 }
 
 LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m) {
   const VertexModel& model = model_of(g, v.id);
-  // The paper's formula on the practice machine: its communication is already
-  // in practice element costs (make_machine).
-  const LayerCost paper = model.cost(v, model, c, m);
-  if (model.cost == no_cost) return paper;
+  if (model.cost == no_cost) return {};
+  // A product's collectives are its own (below); every other op's are the
+  // paper formula's on the practice machine, whose element costs are
+  // already the practice model's (make_machine).
+  const bool product = model.cost == gemm_cost && v.op != "Embedding";
+  const LayerCost paper = product ? LayerCost{} : model.cost(v, model, c, m);
   const DeviceProfile& d = m.device;
   const double peak = m.tflops * 1e12;  // FLOP/s: one second costs `peak`
   const double a = static_cast<double>(m.training.activation_bytes);
@@ -140,7 +138,7 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
   // The layer's communication but its weight gradient, in peak FLOPs: the
   // paper formula's on the practice machine, or a product's own below.
   double activation_comm = paper.comm - paper.weight_sync;
-  if (model.cost == gemm_cost && v.op != "Embedding") {
+  if (product) {
     const GemmShape s = gemm_shape(v, model, c);
     if (attention_context(g, v.id)) {
       seconds = 0;  // fused into the scores vertex

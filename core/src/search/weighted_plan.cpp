@@ -183,7 +183,9 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
     best = std::move(fitting);
   }
   best.capacity_bytes = cap;
-  best.fits = true;
+  // It fits as the search sees memory; with the practice model's working
+  // buffers it may not (core/docs/practice-model.md, "Memory").
+  best.fits = weights.activation_copies != 1 || best.memory.total() <= cap;
   best.lower_bound = std::min(bound, value(best));
   best.optimal = value(best) <= bound * (1 + 1e-12);
   return finish(std::move(best));

@@ -49,8 +49,11 @@ struct StageWeights {
     return microbatches * (p.cost - w) + sync_weight * w;
   }
   // Device 0's memory with k copies of the activations.
+  // What the search sees of memory: the layers' own, without the practice
+  // model's working buffers (the largest layer's, which no sum over the
+  // layers can hold; core/docs/practice-model.md, "Memory").
   double bytes(const MemoryBytes& m) const {
-    if (activation_copies == 1) return m.total();
+    if (activation_copies == 1) return m.params + m.grads + m.optimizer + m.activations;
     return m.params + m.grads + m.optimizer + activation_copies * m.activations;
   }
 };
