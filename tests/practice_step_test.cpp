@@ -237,3 +237,89 @@ TEST_CASE("practice: bench --fit recovers the rate that priced the runs") {
   CHECK(run.exit != 0);
   CHECK(contains(run.err, "--published"));
 }
+
+TEST_CASE("practice: recomputation is searched per decoder block under the memory cap") {
+  ImportOptions options;
+  options.batch = 4;
+  options.seq = 1024;
+  Result<GraphSpec> spec = import_llm_config(
+      R"({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 8,
+          "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 512,
+          "vocab_size": 1024, "max_position_embeddings": 1024})",
+      options);
+  REQUIRE(spec.ok());
+  Result<Graph> g = build_graph(std::move(*spec));
+  REQUIRE(g.ok());
+  // One device: the strategy is fixed, the memory is the recomputation's.
+  Cluster c = practice_preset("h100", 1);
+  c.device.reserved_gib = 0;
+  c.memory_gib = 0;
+  const Strategy ones = [&] {
+    Strategy s;
+    for (const Vertex& v : g->vertices) s.push_back(Config(v.dom.size(), 1));
+    return s;
+  }();
+  const auto memory = [&](Recompute mode, int64_t blocks, Recompute rest) {
+    Cluster m = c;
+    m.training.recompute = mode;
+    m.training.recompute_blocks = blocks;
+    m.training.recompute_rest = rest;
+    Result<Plan> p = evaluate(*g, m, ones);
+    REQUIRE(p.ok());
+    return p->memory.total();
+  };
+  const double none = memory(Recompute::kNone, -1, Recompute::kNone);
+  const double selective = memory(Recompute::kSelective, -1, Recompute::kSelective);
+  const double full = memory(Recompute::kFull, -1, Recompute::kFull);
+  REQUIRE(full < selective);
+  REQUIRE(selective <= none);
+  // A cap that only full recomputation of some blocks meets.
+  c.memory_gib = (full + 0.4 * (selective - full)) / 0x1p30;
+  c.training.recompute = Recompute::kAuto;
+  Result<Plan> p = plan(*g, c);
+  REQUIRE_MESSAGE(p.ok(), testing::why(p));
+  REQUIRE(p->training.has_value());
+  CHECK(p->fits);
+  CHECK(p->training->recompute == Recompute::kFull);
+  CHECK(p->training->recompute_rest == Recompute::kSelective);
+  const int64_t k = p->training->recompute_blocks;
+  CHECK(k >= 1);
+  CHECK(k < 8);
+  // The fewest blocks: one fewer does not fit.
+  CHECK(memory(Recompute::kFull, k - 1, Recompute::kSelective) > c.capacity_bytes());
+  CHECK(memory(Recompute::kFull, k, Recompute::kSelective) <= c.capacity_bytes());
+  // Less recomputed than all in full: faster than it.
+  Cluster all = c;
+  all.training.recompute = Recompute::kFull;
+  Result<Plan> everything = plan(*g, all);
+  REQUIRE(everything.ok());
+  CHECK(p->cost < everything->cost);
+
+  // Without a cap nothing is recomputed; the paper model refuses "auto".
+  Cluster free = c;
+  free.memory_gib = 0;
+  Result<Plan> unbound = plan(*g, free);
+  REQUIRE(unbound.ok());
+  CHECK(unbound->training->recompute == Recompute::kNone);
+  Cluster paper = c;
+  paper.cost_model = CostModel::kPaper;
+  REQUIRE_FALSE(plan(*g, paper).ok());
+  CHECK(plan(*g, paper).error().where == "training.recompute");
+
+  // Requests search it unless they state it, and say so.
+  json r = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "preset": "h100",
+      "cost_model": "practice", "cluster": {"devices": 8}})"));
+  REQUIRE_MESSAGE(!r.contains("error"), r.dump());
+  CHECK(r["training"]["recompute_searched"] == true);
+  json stated = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "preset": "h100",
+      "cost_model": "practice", "cluster": {"devices": 8}, "training": {"recompute": "none"}})"));
+  CHECK_FALSE(stated["training"].contains("recompute_searched"));
+  json bad = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "preset": "h100",
+      "cost_model": "practice", "training": {"recompute": "auto", "recompute_rest": "auto"}})"));
+  CHECK(bad["error"]["where"] == "training.recompute_rest");
+  pase::testing::Run run =
+      pase::testing::run_cli({"plan", "--model", "gpt2", "--batch", "8", "--procs", "8", "--preset",
+                              "h100", "--cost-model", "practice"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(contains(run.out, "recomputation    none (chosen by the search)"));
+}

@@ -141,7 +141,7 @@ export class ClusterForm {
     ui.zero.value = zero;
     ui.costModel.value = state.costModel === 'practice' ? 'practice' : 'paper';
     setNumber(ui.memoryBandwidth, state.memoryBandwidth);
-    ui.recompute.value = ['selective', 'full'].includes(t.recompute) ? t.recompute : 'none';
+    ui.recompute.value = ['none', 'selective', 'full'].includes(t.recompute) ? t.recompute : 'auto';
     this.#nodesFromDevices();
     this.#sync();
   }
@@ -179,7 +179,8 @@ export class ClusterForm {
       optimizer_bytes: numberValue(ui.optimizerBytes),
       activation_bytes: numberValue(ui.activationBytes),
       zero: Number(ui.zero.value),
-      ...(this.costModel === 'practice' && ui.recompute.value !== 'none' ? { recompute: ui.recompute.value } : {}),
+      // The module searches it ("auto") unless told.
+      ...(this.costModel === 'practice' && ui.recompute.value !== 'auto' ? { recompute: ui.recompute.value } : {}),
     };
   }
 

@@ -60,6 +60,20 @@ function linksText(c) {
   return `${shape} · ${c.intra_node_gbps} GB/s inside nodes, ${c.bandwidth_gbps} GB/s between`;
 }
 
+/**
+ * What a plan recomputes, per decoder block (core/docs/practice-model.md,
+ * "Recomputation"): "none", "selective", or "full on decoder blocks 0-11,
+ * selective on the others".
+ */
+export function recomputeText(training) {
+  const mode = training?.recompute ?? 'none';
+  const blocks = training?.recompute_blocks;
+  const rest = training?.recompute_rest ?? 'none';
+  if (blocks == null || mode === rest) return mode;
+  const first = blocks === 0 ? 'no decoder block' : blocks === 1 ? 'decoder block 0' : `decoder blocks 0-${blocks - 1}`;
+  return `${mode} on ${first}, ${rest} on the others`;
+}
+
 export class Results {
   /** the result document on display, or null */
   plan = null;
@@ -131,6 +145,7 @@ export class Results {
     ui.stepParts.textContent = parts
       ? `compute ${formatSeconds(parts.compute_s)} · recomputation ${formatSeconds(parts.recompute_s)}`
         + ` · exposed communication ${formatSeconds(parts.communication_s)} · pipeline bubble ${formatSeconds(parts.bubble_s)}`
+        + `; recomputing ${recomputeText(plan.training)}${plan.training.recompute_searched ? ' (chosen by the search)' : ''}`
       : '';
     if (c.cost_model !== 'practice') {
       ui.stepNote.textContent = `${per}, at the peak ${c.tflops} TFLOP/s per device, no overlap of communication with compute`;

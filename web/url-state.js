@@ -150,7 +150,7 @@ export async function writeState(base, state) {
   if (state.costModel === 'practice') {
     params.set('cm', 'practice');
     if (state.memoryBandwidth != null && state.memoryBandwidth !== '') params.set('membw', String(state.memoryBandwidth));
-    if (state.training?.recompute && state.training.recompute !== 'none') params.set('rc', state.training.recompute);
+    if (state.training?.recompute && state.training.recompute !== 'auto') params.set('rc', state.training.recompute);
   }
   if (state.order && state.order !== 'genseq') params.set('order', state.order);
   if (state.search && state.search !== 'auto') params.set('search', state.search);

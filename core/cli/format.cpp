@@ -101,6 +101,18 @@ std::string training_text(const pase::Training& t) {
          std::to_string(t.activation_bytes) + " per activation, ZeRO " + std::to_string(t.zero);
 }
 
+std::string recompute_text(const pase::Training& t) {
+  const pase::Recompute mode =
+      t.recompute == pase::Recompute::kAuto ? pase::Recompute::kNone : t.recompute;
+  if (t.recompute_blocks < 0 || mode == t.recompute_rest) return pase::recompute_name(mode);
+  const std::string first = t.recompute_blocks == 0 ? std::string("no decoder block")
+                            : t.recompute_blocks == 1
+                                ? std::string("decoder block 0")
+                                : "decoder blocks 0-" + std::to_string(t.recompute_blocks - 1);
+  return std::string(pase::recompute_name(mode)) + " on " + first + ", " +
+         pase::recompute_name(t.recompute_rest) + " on the others";
+}
+
 std::string trim_line_ends(const std::string& text) {
   std::string out;
   out.reserve(text.size());

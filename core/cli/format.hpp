@@ -47,6 +47,9 @@ std::string machine_text(const pase::Cluster& cluster);
 // "2+2+12 bytes per parameter, 2 per activation, ZeRO 0".
 std::string training_text(const pase::Training& training);
 
+// "full on decoder blocks 0-11, selective on the others", "selective", "none".
+std::string recompute_text(const pase::Training& training);
+
 // Columns are padded; line ends are not: drops spaces before each newline.
 std::string trim_line_ends(const std::string& text);
 

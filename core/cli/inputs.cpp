@@ -336,6 +336,9 @@ std::optional<Failure> cluster_from_flags(const Flags& flags, pase::Cluster& clu
     pase::Result<pase::Recompute> recompute = pase::parse_recompute(*name);
     if (!recompute) return Failure::bad_usage("--recompute: " + recompute.error().message);
     cluster.training.recompute = *recompute;
+  } else if (cluster.cost_model == pase::CostModel::kPractice) {
+    // The practice model searches it (core/docs/practice-model.md).
+    cluster.training.recompute = pase::Recompute::kAuto;
   }
   if (std::optional<pase::Error> error = pase::check_cluster(cluster)) {
     return Failure::bad_input(std::move(*error));

@@ -59,8 +59,9 @@ std::string capacity_text(const pase::Plan& plan) {
 std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, PlanSource source) {
   const pase::MemoryBytes& m = plan.memory;
   const double total = m.total();
-  std::string out = line(
-      "memory", pase::bytes_text(total) + " per device (" + training_text(cluster.training) + ")");
+  std::string out =
+      line("memory", pase::bytes_text(total) + " per device (" +
+                         training_text(plan.training ? *plan.training : cluster.training) + ")");
   const std::pair<std::string_view, double> parts[] = {{"  parameters", m.params},
                                                        {"  gradients", m.grads},
                                                        {"  optimizer", m.optimizer},
@@ -238,6 +239,12 @@ std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
                                        percent(b.communication_s, plan.step_time_s) + " (exposed)");
     out += line("  bubble", pad_right(seconds_text(b.bubble_s), 10) + "  " +
                                 percent(b.bubble_s, plan.step_time_s));
+    const pase::Training& trained = plan.training ? *plan.training : cluster.training;
+    out += line("recomputation",
+                recompute_text(trained) +
+                    (plan.training && cluster.training.recompute == pase::Recompute::kAuto
+                         ? " (chosen by the search)"
+                         : ""));
     const int64_t micro = pipeline != nullptr ? pipeline->microbatches : 1;
     if (std::optional<pase::Throughput> t =
             pase::throughput(graph, cluster, plan.step_time_s, micro))

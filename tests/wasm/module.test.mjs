@@ -237,7 +237,7 @@ test('presets: the GPU presets of core/docs/cluster.md, each one a request\'s "p
     memory_gbps: 3350, fp8_tflops: 1979,
     practice: {
       matmul_efficiency: 0.72, matmul_half: 128, attention_efficiency: 0.5, memory_efficiency: 0.8,
-      latency_intra_us: 6, latency_inter_us: 12, overlap: 0.8,
+      latency_intra_us: 6, latency_inter_us: 12, overlap: 0.8, link_efficiency: 1, reserved_gib: 3,
     },
   });
   for (const p of presets) {

@@ -32,6 +32,7 @@ test('practice: the switch plans with the preset\'s memory bandwidth and rates, 
   await page.selectOption('#preset', 'h100');
   await page.selectOption('#cost-model', 'practice');
   assert.equal(await page.inputValue('#memory-bandwidth'), '3350', 'the preset filled it');
+  assert.equal(await page.inputValue('#recompute'), 'auto', 'the search chooses the recomputation unless told');
   await page.selectOption('#recompute', 'full');
   await page.click('#plan-button');
   const cost = await waitForCost(page);
@@ -48,6 +49,7 @@ test('practice: the switch plans with the preset\'s memory bandwidth and rates, 
   const parts = await page.textContent('#step-parts');
   assert.match(parts, /^compute .+ · recomputation .+ · exposed communication .+ · pipeline bubble .+$/);
   assert.doesNotMatch(parts, /recomputation 0 /, 'full recomputation takes time');
+  assert.match(parts, /; recomputing full$/);
   const url = new URL(page.url());
   assert.deepEqual(['cm', 'membw', 'rc'].map((k) => url.searchParams.get(k)), ['practice', '3350', 'full']);
 

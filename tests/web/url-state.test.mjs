@@ -138,6 +138,17 @@ test('url-state: the practice cost model, its memory bandwidth and recomputation
     training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0, recompute: 'full' },
   });
   assert.equal(paper.href, `${base}?model=gpt2&batch=8&seq=256&devices=8`);
+  // The search's choice is the default: left out; "none" is stated.
+  const searched = await writeState(base, {
+    source, devices: 8, costModel: 'practice', memoryBandwidth: 3350,
+    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0, recompute: 'auto' },
+  });
+  assert.equal(searched.href, `${base}?model=gpt2&batch=8&seq=256&devices=8&cm=practice&membw=3350`);
+  const none = await writeState(base, {
+    source, devices: 8, costModel: 'practice', memoryBandwidth: 3350,
+    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0, recompute: 'none' },
+  });
+  assert.match(none.href, /&rc=none$/);
 });
 
 test('url-state: the search options round-trip; the defaults are left out', async () => {

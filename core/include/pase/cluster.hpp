@@ -20,8 +20,9 @@ namespace pase {
 // Adam: 2 + 2 + 12 bytes per parameter, 2 per activation.
 // Activation recomputation (the practice model, core/docs/practice-model.md,
 // "Recomputation"): none; selective, the attention core of each decoder
-// block; full, everything of a decoder block but its output.
-enum class Recompute : uint8_t { kNone, kSelective, kFull };
+// block; full, everything of a decoder block but its output; auto, chosen by
+// the search under the memory cap (plan.hpp), per decoder block.
+enum class Recompute : uint8_t { kNone, kSelective, kFull, kAuto };
 
 struct Training {
   int64_t param_bytes = 2;
@@ -29,10 +30,15 @@ struct Training {
   int64_t optimizer_bytes = 12;
   int64_t activation_bytes = 2;
   int64_t zero = 0;
+  // `recompute` for the first `recompute_blocks` decoder blocks of the graph
+  // (-1: every block), `recompute_rest` for the others: Megatron-LM's
+  // --recompute-num-layers, and what the search's auto choice gives back.
   Recompute recompute = Recompute::kNone;
+  int64_t recompute_blocks = -1;
+  Recompute recompute_rest = Recompute::kNone;
 };
 
-// "none", "selective" or "full"; errors at "training.recompute".
+// "none", "selective", "full" or "auto"; errors at "training.recompute".
 Result<Recompute> parse_recompute(std::string_view name);
 const char* recompute_name(Recompute recompute);
 

@@ -175,6 +175,10 @@ struct Plan {
   double lower_bound = 0;
   bool optimal = true;
   SearchStats search;
+  // The training the plan is priced with when the search chose part of it
+  // (Recompute::kAuto: the recomputation of each decoder block); empty when
+  // it is the cluster's.
+  std::optional<Training> training;
 };
 
 // The strategy of least cost; with Cluster::memory_gib, the least-cost

@@ -156,7 +156,11 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
     j["memory"]["working"] = mb.working;
     j["memory"]["reserved_bytes"] = cluster.device.reserved_gib * 0x1p30;
   }
-  const Training& t = cluster.training;
+  // The training as priced: the search's choice of recomputation, if it
+  // made one.
+  Training t = plan.training ? *plan.training : cluster.training;
+  // A strategy evaluated under "auto" is priced without recomputation.
+  if (t.recompute == Recompute::kAuto) t.recompute = Recompute::kNone;
   j["training"] = Json{{"param_bytes", t.param_bytes},
                        {"grad_bytes", t.grad_bytes},
                        {"optimizer_bytes", t.optimizer_bytes},
@@ -164,6 +168,12 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
                        {"zero", t.zero}};
   // Only when set, so that the paper model's documents are as before.
   if (t.recompute != Recompute::kNone) j["training"]["recompute"] = recompute_name(t.recompute);
+  if (t.recompute_blocks >= 0) {
+    j["training"]["recompute_blocks"] = t.recompute_blocks;
+    j["training"]["recompute_rest"] = recompute_name(t.recompute_rest);
+  }
+  if (plan.training && cluster.training.recompute == Recompute::kAuto)
+    j["training"]["recompute_searched"] = true;
   const SearchStats& s = plan.search;
   j["search"] = Json{{"method", s.bounded ? "bounded" : "exact"},
                      {"order", order_name(s.order)},

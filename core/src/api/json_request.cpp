@@ -101,8 +101,8 @@ Result<Cluster> cluster_from_json(const Json& value, const std::string& where) {
 Result<Training> training_from_json(const Json& value, const std::string& where) {
   if (!value.is_object()) return type_error("an object", value, where);
   ObjectReader reader(value, where);
-  reader.allow_only(
-      {"param_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes", "zero", "recompute"});
+  reader.allow_only({"param_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes", "zero",
+                     "recompute", "recompute_blocks", "recompute_rest", "recompute_searched"});
   Training t;
   reader.read("param_bytes", t.param_bytes, json_detail::to_non_negative_int);
   reader.read("grad_bytes", t.grad_bytes, json_detail::to_non_negative_int);
@@ -111,12 +111,19 @@ Result<Training> training_from_json(const Json& value, const std::string& where)
   if (reader.read("zero", t.zero, json_detail::to_non_negative_int) && t.zero > 3) {
     reader.fail(Error{"must be 0, 1, 2 or 3, not " + std::to_string(t.zero), reader.path("zero")});
   }
-  reader.read("recompute", t.recompute, [](const Json& value, const std::string& where) {
+  const auto mode = [](const Json& value, const std::string& where) {
     if (!value.is_string()) return Result<Recompute>(type_error("a string", value, where));
     Result<Recompute> r = parse_recompute(value.get<std::string>());
     if (!r) return Result<Recompute>(Error{r.error().message, where});
     return r;
-  });
+  };
+  reader.read("recompute", t.recompute, mode);
+  // A saved plan's choice (the first blocks, the others), checked by
+  // check_cluster(); "recompute_searched" only records that it was searched.
+  reader.read("recompute_blocks", t.recompute_blocks, json_detail::to_non_negative_int);
+  reader.read("recompute_rest", t.recompute_rest, mode);
+  bool searched = false;
+  reader.read("recompute_searched", searched, json_detail::to_bool);
   if (!reader.ok()) return reader.error();
   return t;
 }
@@ -313,6 +320,12 @@ Result<PlanRequest> request_from_json(const Json& value) {
   });
   reader.read("training", request.cluster.training, training_from_json);
   reader.read("cost_model", request.cluster.cost_model, cost_model_from_json);
+  // The practice model searches the recomputation unless the request states
+  // it (core/docs/practice-model.md, "Recomputation").
+  const Json* training = reader.find("training");
+  if (request.cluster.cost_model == CostModel::kPractice &&
+      !(training != nullptr && training->is_object() && training->contains("recompute")))
+    request.cluster.training.recompute = Recompute::kAuto;
   reader.read("order", request.options.order, order_from_json);
   reader.read("max_memory", request.options.max_memory, bytes_from_json);
   reader.read("search", request.options.search, search_from_json);

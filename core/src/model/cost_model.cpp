@@ -94,7 +94,12 @@ std::optional<Error> check_cluster(const Cluster& c) {
                        " GiB) leaves nothing of the memory",
                    "cluster.device.reserved_gib"};
   }
-  if (c.training.recompute != Recompute::kNone && c.cost_model != CostModel::kPractice)
+  if (c.training.recompute_rest == Recompute::kAuto)
+    return Error{"must be none, selective or full", "training.recompute_rest"};
+  if (c.training.recompute_blocks < -1)
+    return Error{"must be -1 (every block) or a block count", "training.recompute_blocks"};
+  if ((c.training.recompute != Recompute::kNone || c.training.recompute_rest != Recompute::kNone) &&
+      c.cost_model != CostModel::kPractice)
     return Error{"recomputation is priced by the practice cost model: set cost_model to practice",
                  "training.recompute"};
   if (c.training.zero < 0 || c.training.zero > 3)
@@ -113,8 +118,10 @@ Result<Recompute> parse_recompute(std::string_view name) {
   if (name == "none") return Recompute::kNone;
   if (name == "selective") return Recompute::kSelective;
   if (name == "full") return Recompute::kFull;
-  return Error{"unknown recomputation '" + std::string(name) + "'; known: none, selective, full",
-               "training.recompute"};
+  if (name == "auto") return Recompute::kAuto;
+  return Error{
+      "unknown recomputation '" + std::string(name) + "'; known: none, selective, full, auto",
+      "training.recompute"};
 }
 
 const char* recompute_name(Recompute recompute) {
@@ -123,6 +130,8 @@ const char* recompute_name(Recompute recompute) {
       return "selective";
     case Recompute::kFull:
       return "full";
+    case Recompute::kAuto:
+      return "auto";
     default:
       return "none";
   }
@@ -357,7 +366,7 @@ MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, con
       const GemmShape s = gemm_shape(v, model, c);
       out.activations = 4 * s.bpp * s.m;
     }
-    if (recomputed(g, v.id, t.recompute)) out.activations = 0;
+    if (recomputed(g, v.id, t)) out.activations = 0;
   }
   return out;
 }

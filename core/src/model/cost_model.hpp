@@ -135,6 +135,7 @@ struct VertexModel {
   // What full recomputation drops: a vertex of a decoder block but the
   // block's last (recomputed(); found once, from the names).
   bool in_block_body = false;
+  int block = -1;  // the decoder block ("layer<N>_..."), or -1
   // The positions of the vertex's dimensions that the weight spans, for the
   // memory model (core/docs/cluster.md, "Memory per device"): a weight block
   // is split by their splits and replicated over the others. Empty: the
@@ -181,7 +182,12 @@ int decoder_block(const Vertex& v);
 // vertex of a decoder block (a vertex named "layer<N>_...") but the block's
 // last, whose output is the next block's input; with selective, the
 // attention core (attention_scores() and attention_context()).
-bool recomputed(const Graph& g, int vertex, Recompute recompute);
+bool recomputed(const Graph& g, int vertex, const Training& training);
+
+// The mode of a vertex's decoder block under `training` (recompute for the
+// first recompute_blocks blocks, recompute_rest after; none outside blocks
+// and for auto, which the search resolves first).
+Recompute block_recompute(const Graph& g, int vertex, const Training& training);
 
 // The practice model's cost of vertex `v` at configuration `c`
 // (core/docs/practice-model.md; model/practice.cpp).

@@ -120,9 +120,11 @@ class GraphBuilder final : public Lowering {
     }
     for (size_t i = 0; i + 1 < g_.vertices.size(); ++i) {
       const int block = ops::decoder_block(g_.vertices[i]);
+      model_.vertices[i].block = block;
       model_.vertices[i].in_block_body =
           block >= 0 && ops::decoder_block(g_.vertices[i + 1]) == block;
     }
+    if (!g_.vertices.empty()) model_.vertices.back().block = ops::decoder_block(g_.vertices.back());
     for (const Vertex& v : g_.vertices) {
       if (!v.inputs.empty() && v.inputs[0].producer >= 0) {
         auto it = products_reading.find({v.inputs[0].producer, v.inputs[0].output});

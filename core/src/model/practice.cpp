@@ -110,12 +110,21 @@ int decoder_block(const Vertex& v) {
   return i > 5 && i < name.size() && name[i] == '_' ? block : -1;
 }
 
-bool recomputed(const Graph& g, int vertex, Recompute recompute) {
-  if (recompute == Recompute::kSelective)
+Recompute block_recompute(const Graph& g, int vertex, const Training& t) {
+  const int block = model_of(g, vertex).block;
+  if (block < 0) return Recompute::kNone;
+  const Recompute mode =
+      t.recompute_blocks < 0 || block < t.recompute_blocks ? t.recompute : t.recompute_rest;
+  return mode == Recompute::kAuto ? Recompute::kNone : mode;
+}
+
+bool recomputed(const Graph& g, int vertex, const Training& t) {
+  const Recompute mode = block_recompute(g, vertex, t);
+  if (mode == Recompute::kSelective)
     return attention_scores(g, vertex) || attention_context(g, vertex);
   // The block's last vertex (its output) is kept: the next vertex in the
   // order is of another block, or of none (mark_practice_roles()).
-  return recompute == Recompute::kFull && model_of(g, vertex).in_block_body;
+  return mode == Recompute::kFull && model_of(g, vertex).in_block_body;
 }
 
 LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m) {
@@ -174,7 +183,7 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
   // Recomputation runs the vertex's forward once more in the backward pass:
   // a third of a product's or a memory-bound op's training time, 1 / 3.5 of
   // fused attention's.
-  const bool again = recomputed(g, v.id, m.training.recompute);
+  const bool again = recomputed(g, v.id, m.training);
   const double plain = seconds;
   if (again) seconds *= attention_scores(g, v.id) ? 1 + 1 / 3.5 : 4.0 / 3.0;
   LayerCost out;

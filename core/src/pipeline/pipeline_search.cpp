@@ -100,8 +100,11 @@ std::vector<int64_t> auto_microbatch_counts(const Graph& graph, int64_t max_micr
   return counts;
 }
 
-Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
-                                   const PipelineOptions& pipeline, const PlanOptions& options) {
+namespace {
+
+Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& cluster,
+                                         const PipelineOptions& pipeline,
+                                         const PlanOptions& options) {
   if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
   if (graph.model->spec == nullptr)
     return Error{"the graph was not made by build_graph(), load_graph() or build_model()", "graph"};
@@ -258,6 +261,31 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
     Progress done;
     done.fraction = 1;
     options.on_progress(done);
+  }
+  return out;
+}
+
+}  // namespace
+
+// Recomputation chosen by the search with a pipeline (core/docs/
+// practice-model.md, "Recomputation"): none, then selective, then full on
+// every block, the first whose pipeline fits; without a cap, none.
+Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
+                                   const PipelineOptions& pipeline, const PlanOptions& options) {
+  if (cluster.training.recompute != Recompute::kAuto)
+    return plan_pipeline_fixed(graph, cluster, pipeline, options);
+  if (std::optional<Error> e = check_cluster(cluster)) return *e;
+  Result<PipelinePlan> out = Error{"no recomputation tried", "training.recompute"};
+  for (Recompute mode : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    Cluster c = cluster;
+    c.training.recompute = mode;
+    c.training.recompute_blocks = -1;
+    c.training.recompute_rest = mode;
+    out = plan_pipeline_fixed(graph, c, pipeline, options);
+    if (out) out->plan.training = c.training;
+    if (out && out->plan.fits) break;
+    if (!out && out.error().where != "cluster.memory_gib") break;
+    if (cluster.memory_gib <= 0 || cluster.cost_model != CostModel::kPractice) break;
   }
   return out;
 }

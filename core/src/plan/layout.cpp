@@ -86,6 +86,8 @@ Result<Layout> parse_layout(std::string_view text) {
     } else if (key == "recompute") {
       Result<Recompute> r = parse_recompute(value);
       if (!r) return layout_error(r.error().message, key);
+      if (*r == Recompute::kAuto)
+        return layout_error("a layout states its recomputation: none, selective or full", key);
       l.recompute = *r;
     } else {
       return layout_error("unknown item '" + key +
@@ -163,6 +165,8 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
   out.cluster = cluster;
   out.cluster.training.zero = l.zero;
   out.cluster.training.recompute = l.recompute;
+  out.cluster.training.recompute_blocks = -1;
+  out.cluster.training.recompute_rest = Recompute::kNone;
   PipelineStrategy& s = out.strategy;
   s.microbatches = microbatches;
   s.virtual_stages = l.vpp;
