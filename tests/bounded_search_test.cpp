@@ -270,7 +270,8 @@ TEST_CASE("bounded search: the JSON result and the CLI say what the plan is wort
   json request = {
       {"graph", json::parse(read_text(std::string(PASE_EXAMPLES_DIR) + "/unet_nested.json"))},
       {"cluster",
-       {{"devices", 256}, {"bandwidth_gbps", 50}, {"gpus_per_node", 8}, {"intra_node_gbps", 400}}}};
+       {{"devices", 256}, {"bandwidth_gbps", 50}, {"gpus_per_node", 8}, {"intra_node_gbps", 400}}},
+      {"cost_model", "paper"}};
   json r = json::parse(plan_json(request.dump()));
   REQUIRE_MESSAGE(!r.contains("error"), r.dump());
   CHECK(r["optimal"] == false);
@@ -303,16 +304,17 @@ TEST_CASE("bounded search: the JSON result and the CLI say what the plan is wort
   const std::string graph = std::string(PASE_EXAMPLES_DIR) + "/unet_nested.json";
   const std::vector<std::string> nodes = {"--procs",         "256", "--bandwidth",       "50",
                                           "--gpus-per-node", "8",   "--intra-bandwidth", "400"};
-  std::vector<std::string> args = {"plan", "--graph", graph};
+  std::vector<std::string> args = {"plan", "--graph", graph, "--cost-model", "paper"};
   args.insert(args.end(), nodes.begin(), nodes.end());
   Run text = run_cli(args);
   CHECK(text.exit == 0);
   CHECK(contains(text.out, "bounded: "));
   CHECK(contains(text.out, "not proven optimal; every strategy costs at least"));
-  Run refused_cli = run_cli({"plan", "--graph", graph, "--procs", "8", "--search", "exact"});
+  Run refused_cli = run_cli(
+      {"plan", "--cost-model", "paper", "--graph", graph, "--procs", "8", "--search", "exact"});
   CHECK(refused_cli.exit != 0);
   CHECK(contains(refused_cli.err, "max_memory"));
-  Run bad_cli = run_cli({"plan", "--graph", graph, "--search", "greedy"});
+  Run bad_cli = run_cli({"plan", "--cost-model", "paper", "--graph", graph, "--search", "greedy"});
   CHECK(bad_cli.exit != 0);
   CHECK(contains(bad_cli.err, "--search"));
 }

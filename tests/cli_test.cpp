@@ -807,8 +807,8 @@ TEST_CASE("cli: --preset fills the cluster and explicit flags override it") {
   const pase::GpuPreset* h100 = pase::find_preset("h100");
   REQUIRE(h100 != nullptr);
 
-  Run run = run_cli(
-      {"plan", "--model", "alexnet", "--preset", "h100", "--procs", "16", "--format", "json"});
+  Run run = run_cli({"plan", "--cost-model", "paper", "--model", "alexnet", "--preset", "h100",
+                     "--procs", "16", "--format", "json"});
   REQUIRE(run.exit == 0);
   nlohmann::json doc = nlohmann::json::parse(run.out, nullptr, false);
   REQUIRE(doc.is_object());
@@ -827,21 +827,14 @@ TEST_CASE("cli: --preset fills the cluster and explicit flags override it") {
   CHECK(doc["memory"]["capacity_bytes"] == 80 * kGiB);
 
   // Every flag given wins over the preset, the training's too.
-  run = run_cli({"plan",    "--model",
-                 "alexnet", "--preset",
-                 "h100",    "--procs",
-                 "16",      "--flops",
-                 "500",     "--bandwidth",
-                 "25",      "--gpus-per-node",
-                 "4",       "--intra-bandwidth",
-                 "300",     "--memory",
-                 "40",      "--zero",
-                 "1",       "--param-bytes",
-                 "4",       "--grad-bytes",
-                 "4",       "--optimizer-bytes",
-                 "8",       "--activation-bytes",
-                 "4",       "--format",
-                 "json"});
+  run = run_cli({"plan",    "--cost-model",      "paper", "--model",
+                 "alexnet", "--preset",          "h100",  "--procs",
+                 "16",      "--flops",           "500",   "--bandwidth",
+                 "25",      "--gpus-per-node",   "4",     "--intra-bandwidth",
+                 "300",     "--memory",          "40",    "--zero",
+                 "1",       "--param-bytes",     "4",     "--grad-bytes",
+                 "4",       "--optimizer-bytes", "8",     "--activation-bytes",
+                 "4",       "--format",          "json"});
   REQUIRE(run.exit == 0);
   doc = nlohmann::json::parse(run.out, nullptr, false);
   REQUIRE(doc.is_object());
@@ -869,8 +862,8 @@ TEST_CASE("cli: --preset fills the cluster and explicit flags override it") {
                              expected->memory.total()));
 
   // --memory 0 drops the preset's cap.
-  run = run_cli(
-      {"plan", "--model", "alexnet", "--preset", "h100", "--memory", "0", "--format", "json"});
+  run = run_cli({"plan", "--cost-model", "paper", "--model", "alexnet", "--preset", "h100",
+                 "--memory", "0", "--format", "json"});
   REQUIRE(run.exit == 0);
   doc = nlohmann::json::parse(run.out, nullptr, false);
   REQUIRE(doc.is_object());
@@ -882,7 +875,7 @@ TEST_CASE("cli: the header names the nodes and keeps the flat form without them"
   const std::string flat =
       "alexnet: 14 vertices, 13 edges, 62,466,080 parameters on 8 devices (10 TFLOP/s, 16 GB/s "
       "links)\n";
-  Run run = run_cli({"plan", "--model", "alexnet"});
+  Run run = run_cli({"plan", "--cost-model", "paper", "--model", "alexnet"});
   REQUIRE(run.exit == 0);
   CHECK(starts_with(run.out, flat));
 
@@ -897,27 +890,28 @@ TEST_CASE("cli: the header names the nodes and keeps the flat form without them"
     const auto& procs = entry.first;
     const auto& header = entry.second;
     CAPTURE(procs);
-    run = run_cli({"plan", "--model", "alexnet", "--procs", procs, "--gpus-per-node", "8",
-                   "--intra-bandwidth", "300"});
+    run = run_cli({"plan", "--cost-model", "paper", "--model", "alexnet", "--procs", procs,
+                   "--gpus-per-node", "8", "--intra-bandwidth", "300"});
     REQUIRE(run.exit == 0);
     CHECK(starts_with(run.out, "alexnet: 14 vertices, 13 edges, 62,466,080 parameters " + header));
   }
 
   // eval and compare say the same.
   const std::string strategy = (scratch() / "alexnet-nodes.json").string();
-  run = run_cli({"plan", "--model", "alexnet", "--procs", "16", "--gpus-per-node", "8",
-                 "--intra-bandwidth", "300", "--format", "json"});
+  run = run_cli({"plan", "--cost-model", "paper", "--model", "alexnet", "--procs", "16",
+                 "--gpus-per-node", "8", "--intra-bandwidth", "300", "--format", "json"});
   REQUIRE(run.exit == 0);
   std::ofstream(strategy, std::ios::binary) << run.out;
-  run = run_cli({"eval", "--model", "alexnet", "--procs", "16", "--gpus-per-node", "8",
-                 "--intra-bandwidth", "300", "--strategy", strategy});
+  run = run_cli({"eval", "--cost-model", "paper", "--model", "alexnet", "--procs", "16",
+                 "--gpus-per-node", "8", "--intra-bandwidth", "300", "--strategy", strategy});
   REQUIRE(run.exit == 0);
   CHECK(contains(lines_of(run.out).front(), std::get<1>(cases[0]).substr(0, 40)));
-  run = run_cli({"compare", "--model", "alexnet", "--procs", "16", "--gpus-per-node", "8",
-                 "--intra-bandwidth", "300", "--mcmc-iterations", "0"});
+  run = run_cli({"compare", "--cost-model", "paper", "--model", "alexnet", "--procs", "16",
+                 "--gpus-per-node", "8", "--intra-bandwidth", "300", "--mcmc-iterations", "0"});
   REQUIRE(run.exit == 0);
   CHECK(contains(lines_of(run.out).front(), std::get<1>(cases[0]).substr(0, 40)));
-  run = run_cli({"compare", "--model", "alexnet", "--mcmc-iterations", "0"});
+  run =
+      run_cli({"compare", "--cost-model", "paper", "--model", "alexnet", "--mcmc-iterations", "0"});
   REQUIRE(run.exit == 0);
   CHECK(starts_with(run.out, flat));
 }
@@ -1140,8 +1134,8 @@ TEST_CASE("cli: compare shows data parallelism over 80 GiB for Llama 3 8B on 8 H
   // 8,030,261,248 parameters at 2+2+12 bytes each are 119.6 GiB on every
   // device that holds the whole model, before any activation.
   const std::vector<std::string> args = {
-      "compare", "--model", "llama3-8b", "--batch", "8",           "--seq", "2048",
-      "--procs", "8",       "--preset",  "h100",    "--mcmc-time", "0"};
+      "compare", "--model",  "llama3-8b", "--batch",     "8", "--seq",        "2048", "--procs",
+      "8",       "--preset", "h100",      "--mcmc-time", "0", "--cost-model", "paper"};
   const auto [text, doc] = run_text_and_json(args);
   const nlohmann::json& dp = doc["strategies"]["data_parallel"]["memory"];
   const nlohmann::json& pase_memory = doc["strategies"]["pase"]["memory"];
@@ -1221,7 +1215,8 @@ TEST_CASE("cli: a compare sweep under a cap marks the strategies that do not fit
 
 TEST_CASE("cli: transformer on 64 H100s plans on 8 nodes and reports its memory") {
   // The acceptance check of issue 12: the preset's nodes and memory.
-  Run run = run_cli({"plan", "--model", "transformer", "--procs", "64", "--preset", "h100"});
+  Run run = run_cli({"plan", "--cost-model", "paper", "--model", "transformer", "--procs", "64",
+                     "--preset", "h100"});
   REQUIRE(run.exit == 0);
   CHECK(starts_with(run.out,
                     "transformer: 204 vertices, 280 edges, 120,840,192 parameters on 64 devices as "
@@ -1232,8 +1227,8 @@ TEST_CASE("cli: transformer on 64 H100s plans on 8 nodes and reports its memory"
   CHECK(contains(line_starting(run.out, "lower bound"), "proven optimal"));
 
   // Under 0.1 GiB nothing fits: the error names the least memory reachable.
-  run = run_cli(
-      {"plan", "--model", "transformer", "--procs", "64", "--preset", "h100", "--memory", "0.1"});
+  run = run_cli({"plan", "--cost-model", "paper", "--model", "transformer", "--procs", "64",
+                 "--preset", "h100", "--memory", "0.1"});
   CHECK(run.exit == 1);
   CHECK(run.out.empty());
   const std::string prefix =
@@ -1245,8 +1240,8 @@ TEST_CASE("cli: transformer on 64 H100s plans on 8 nodes and reports its memory"
 }
 
 TEST_CASE("cli: bench takes a preset's machine and nodes but not its memory cap") {
-  Run run = run_cli(
-      {"bench", "--models", "rnnlm", "--procs", "8", "--preset", "h100", "--format", "json"});
+  Run run = run_cli({"bench", "--cost-model", "paper", "--models", "rnnlm", "--procs", "8",
+                     "--preset", "h100", "--format", "json"});
   REQUIRE(run.exit == 0);
   const nlohmann::json doc = nlohmann::json::parse(run.out, nullptr, false);
   REQUIRE(doc.is_object());

@@ -251,7 +251,8 @@ TEST_CASE("cluster: the nodes' fields in JSON, with errors that name them") {
   json request = {
       {"model", "alexnet"},
       {"cluster",
-       {{"devices", 16}, {"bandwidth_gbps", 5}, {"gpus_per_node", 8}, {"intra_node_gbps", 50}}}};
+       {{"devices", 16}, {"bandwidth_gbps", 5}, {"gpus_per_node", 8}, {"intra_node_gbps", 50}}},
+      {"cost_model", "paper"}};
   json result = json::parse(plan_json(request.dump()));
   REQUIRE_MESSAGE(!result.contains("error"), result.dump());
   CHECK(result["cluster"]["gpus_per_node"] == 8);
@@ -460,8 +461,8 @@ TEST_CASE("cluster: training settings and presets in requests, with errors that 
     CHECK(bad["error"]["where"] == where);
   }
   // A preset fills the cluster; explicit fields win.
-  json h100 = json::parse(
-      plan_json(R"({"model": "alexnet", "preset": "h100", "cluster": {"devices": 16}})"));
+  json h100 = json::parse(plan_json(
+      R"({"model": "alexnet", "preset": "h100", "cluster": {"devices": 16}, "cost_model": "paper"})"));
   REQUIRE_MESSAGE(!h100.contains("error"), h100.dump());
   CHECK(h100["cluster"] == json{{"devices", 16},
                                 {"tflops", 989.0},
@@ -469,6 +470,16 @@ TEST_CASE("cluster: training settings and presets in requests, with errors that 
                                 {"gpus_per_node", 8},
                                 {"intra_node_gbps", 450.0},
                                 {"memory_gib", 80.0}});
+  // Without a cost model, a preset (or nodes) plans with the practice model.
+  json practiced = json::parse(
+      plan_json(R"({"model": "alexnet", "preset": "h100", "cluster": {"devices": 16}})"));
+  REQUIRE_MESSAGE(!practiced.contains("error"), practiced.dump());
+  CHECK(practiced["cluster"]["cost_model"] == "practice");
+  CHECK(practiced["cluster"]["memory_gbps"] == 3350.0);
+  json nodes = json::parse(plan_json(
+      R"({"model": "alexnet", "cluster": {"devices": 16, "gpus_per_node": 8, "intra_node_gbps": 50}})"));
+  CHECK(nodes["error"]["where"] == "cluster.memory_gbps");
+  CHECK(testing::contains(nodes["error"]["message"], "the default with nodes"));
   json edited = json::parse(plan_json(
       R"({"model": "alexnet", "preset": "a100-80gb", "cluster": {"devices": 8, "memory_gib": 40, "gpus_per_node": 4}})"));
   REQUIRE_MESSAGE(!edited.contains("error"), edited.dump());

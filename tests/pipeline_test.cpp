@@ -287,6 +287,7 @@ TEST_CASE("pipeline: requests, results and saved plans in JSON") {
                         {"intra_node_gbps", 100}};
   json request = {{"graph", graph},
                   {"cluster", cluster},
+                  {"cost_model", "paper"},
                   {"pipeline", {{"stages", 2}, {"microbatches", "auto"}, {"schedule", "gpipe"}}}};
   const json planned = json::parse(plan_json(request.dump()));
   REQUIRE_MESSAGE(!planned.contains("error"), planned.dump());
@@ -310,7 +311,8 @@ TEST_CASE("pipeline: requests, results and saved plans in JSON") {
   CHECK(close_to(planned["step_time_s"], T / 10e12));
 
   // The saved result evaluates to the same step time.
-  json again = {{"graph", graph}, {"cluster", cluster}, {"strategy", planned}};
+  json again = {
+      {"graph", graph}, {"cluster", cluster}, {"cost_model", "paper"}, {"strategy", planned}};
   const json evaluated = json::parse(evaluate_json(again.dump()));
   REQUIRE_MESSAGE(!evaluated.contains("error"), evaluated.dump());
   CHECK(close_to(evaluated["cost"], T));
@@ -328,6 +330,7 @@ TEST_CASE("pipeline: requests, results and saved plans in JSON") {
   json bad = {
       {"graph", graph},
       {"cluster", cluster},
+      {"cost_model", "paper"},
       {"strategy", {{"configs", {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}}}, {"stage_of", {1, 1, 1}}}}};
   CHECK(json::parse(evaluate_json(bad.dump()))["error"]["where"] == "strategy.stage_of[0]");
 }

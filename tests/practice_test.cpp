@@ -145,8 +145,14 @@ TEST_CASE("practice: requests name the cost model, and its errors name their fie
   REQUIRE_MESSAGE(!r.contains("error"), r.dump());
   CHECK(r["cluster"]["cost_model"] == "practice");
   CHECK(r["cluster"]["memory_gbps"] == 3350);
-  json paper = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "preset": "h100"})"));
+  json paper = json::parse(
+      plan_json(R"({"model": "gpt2", "batch": 8, "preset": "h100", "cost_model": "paper"})"));
   CHECK_FALSE(paper["cluster"].contains("cost_model"));
+  // A preset without a cost model: the practice model.
+  json preset = json::parse(
+      plan_json(R"({"model": "gpt2", "batch": 8, "preset": "h100", "cluster": {"devices": 8}})"));
+  CHECK(preset["cluster"]["cost_model"] == "practice");
+  CHECK(preset["cost"].get<double>() == r["cost"].get<double>());
   CHECK(r["cost"].get<double>() != paper["cost"].get<double>());
 
   json bad = json::parse(plan_json(R"({"model": "gpt2", "cost_model": "roofline"})"));

@@ -215,8 +215,9 @@ function searchOptions({ pipeline = true } = {}) {
 function requestText(extra = {}, { cluster = clusterForm.cluster(), pipeline = true } = {}) {
   let tail = `"cluster": ${JSON.stringify(cluster)}, "training": ${JSON.stringify(clusterForm.training())}`
     + `, "order": ${JSON.stringify(ui.order.value)}`;
-  // The paper model is the default: named only when it is the practice one.
-  if (clusterForm.costModel === 'practice') tail += ', "cost_model": "practice"';
+  // Named always: the module's default depends on the cluster (practice with
+  // nodes), the form's is the select's.
+  tail += `, "cost_model": ${JSON.stringify(clusterForm.costModel)}`;
   for (const [key, value] of Object.entries(searchOptions({ pipeline }))) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
   for (const [key, value] of Object.entries(extra)) tail += `, ${JSON.stringify(key)}: ${JSON.stringify(value)}`;
   return `{${source.requestFields(numberValue(ui.batch), numberValue(ui.seq))}, ${tail}}`;

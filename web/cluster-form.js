@@ -238,6 +238,9 @@ export class ClusterForm {
     setNumber(ui.memory, preset.memory);
     if (preset.memoryBandwidth != null) setNumber(ui.memoryBandwidth, preset.memoryBandwidth);
     this.#practice = preset.practice ?? null;
+    // The practice model is the default for a GPU; the paper's for its flat
+    // machine (core/docs/practice-model.md).
+    ui.costModel.value = preset.memoryBandwidth != null ? 'practice' : 'paper';
     // A preset is a machine, not a cluster size: the devices stay.
     this.#nodesFromDevices();
     for (const input of this.inputs) input.removeAttribute('aria-invalid');

@@ -176,6 +176,8 @@ std::string bench_usage() {
          "                      flat network)\n"
          "  --intra-bandwidth GBS\n"
          "                      bandwidth inside a node in GB/s\n"
+         "  --cost-model M      paper or practice (default: practice with a preset or\n"
+         "                      nodes, else paper; --large: paper)\n"
          "  --max-memory SIZE   table limit per case (default 4GiB)\n"
          "  --threads LIST      comma-separated thread counts, each case run with each\n"
          "                      (default: every core)\n"
@@ -201,14 +203,15 @@ int run_bench(const Args& args) {
                                        {"--gpus-per-node", true}, {"--intra-bandwidth", true},
                                        {"--max-memory", true},    {"--threads", true},
                                        {"--large", false},        {"--format", true},
-                                       {"--published", true},     {"--fit", false}};
+                                       {"--published", true},     {"--fit", false},
+                                       {"--cost-model", true}};
   if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
   if (flags.has("--fit") && !flags.has("--published"))
     return usage_error("bench", "--fit fits the rates to published runs: give --published FILE");
   if (std::optional<std::string> published = flags.get("--published")) {
     for (std::string_view name :
          {"--models", "--procs", "--order", "--preset", "--flops", "--bandwidth", "--gpus-per-node",
-          "--intra-bandwidth", "--max-memory", "--threads", "--large"})
+          "--intra-bandwidth", "--max-memory", "--threads", "--large", "--cost-model"})
       if (flags.has(name))
         return usage_error("bench",
                            "--published takes each run's own cluster and layout: give "
@@ -242,8 +245,8 @@ int run_bench(const Args& args) {
   // --procs is a list here: only the machine's speeds and nodes go through the
   // shared parser. Each case is one search: a preset's memory is no cap here.
   Flags machine;
-  for (std::string_view name :
-       {"--preset", "--flops", "--bandwidth", "--gpus-per-node", "--intra-bandwidth"})
+  for (std::string_view name : {"--preset", "--flops", "--bandwidth", "--gpus-per-node",
+                                "--intra-bandwidth", "--cost-model"})
     if (auto value = flags.get(name)) machine.set(name, *value);
   pase::Cluster cluster;
   if (auto failure = cluster_from_flags(machine, cluster)) return failure->report("bench");
@@ -310,6 +313,8 @@ int run_bench(const Args& args) {
     Flags h100;
     h100.set("--preset", "h100");
     h100.set("--procs", "1024");
+    // The paper model unless told: the figures of core/docs/performance.md.
+    h100.set("--cost-model", flags.get("--cost-model").value_or("paper"));
     pase::Cluster nodes;
     if (auto failure = cluster_from_flags(h100, nodes)) return failure->report("bench");
     for (const char* model : {"llama3-8b", "gpt3-175b"})

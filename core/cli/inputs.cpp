@@ -331,6 +331,10 @@ std::optional<Failure> cluster_from_flags(const Flags& flags, pase::Cluster& clu
     pase::Result<pase::CostModel> model = pase::parse_cost_model(*name);
     if (!model) return Failure::bad_usage("--cost-model: " + model.error().message);
     cluster.cost_model = *model;
+  } else if (flags.has("--preset") || cluster.gpus_per_node > 0) {
+    // The practice model is the default for a GPU or nodes
+    // (core/docs/practice-model.md).
+    cluster.cost_model = pase::CostModel::kPractice;
   }
   if (std::optional<std::string> name = flags.get("--recompute")) {
     pase::Result<pase::Recompute> recompute = pase::parse_recompute(*name);

@@ -245,7 +245,7 @@ test('presets: the GPU presets of core/docs/cluster.md, each one a request\'s "p
       'memory_gbps', 'fp8_tflops', 'practice'], p.id);
     assert.ok(p.memory_gbps > 0, p.id);
     // The preset fills exactly these cluster fields of a plan.
-    const { cluster } = plan({ model: 'alexnet', preset: p.id, cluster: { devices: 4 } });
+    const { cluster } = plan({ model: 'alexnet', preset: p.id, cluster: { devices: 4 }, cost_model: 'paper' });
     assert.deepEqual(cluster, {
       devices: 4, tflops: p.tflops, bandwidth_gbps: p.bandwidth_gbps, gpus_per_node: p.gpus_per_node,
       intra_node_gbps: p.intra_node_gbps, memory_gib: p.memory_gib,
@@ -263,7 +263,7 @@ test('presets: the GPU presets of core/docs/cluster.md, each one a request\'s "p
 
 test('presets: h100 on 16 devices plans two nodes under 80 GiB, as the page sends it field by field', () => {
   const h100 = JSON.parse(pase.presets()).find((p) => p.id === 'h100');
-  const byPreset = plan({ model: 'rnnlm', preset: 'h100', cluster: { devices: 16 } });
+  const byPreset = plan({ model: 'rnnlm', preset: 'h100', cluster: { devices: 16 }, cost_model: 'paper' });
   assert.equal(byPreset.error, undefined, JSON.stringify(byPreset.error));
   assert.equal(byPreset.cluster.gpus_per_node, 8);
   assert.equal(Math.ceil(byPreset.cluster.devices / byPreset.cluster.gpus_per_node), 2, 'two nodes');
@@ -280,6 +280,7 @@ test('presets: h100 on 16 devices plans two nodes under 80 GiB, as the page send
     cluster: { devices: 16, tflops: h100.tflops, bandwidth_gbps: h100.bandwidth_gbps, gpus_per_node: h100.gpus_per_node,
       intra_node_gbps: h100.intra_node_gbps, memory_gib: h100.memory_gib },
     training: { param_bytes: 2, grad_bytes: 2, optimizer_bytes: 12, activation_bytes: 2, zero: 0 },
+    cost_model: 'paper',
   });
   assertSamePlan(byFields, byPreset);
   // Nodes change the costs: the same machine as one flat network plans otherwise.
@@ -435,16 +436,16 @@ test('bounded: the transformer at 64 devices in bfs order plans with the bounded
 test('bounded: the nested U-Net plans bounded, with a gap, where the exact search needs petabytes', () => {
   const text = readFileSync(path.join(examplesDir, 'unet_nested.json'), 'utf8');
   const cluster = { devices: 256, gpus_per_node: 8, bandwidth_gbps: 50, intra_node_gbps: 400 };
-  const doc = plan(`{"graph": ${text}, "cluster": ${JSON.stringify(cluster)}}`);
+  const doc = plan(`{"graph": ${text}, "cluster": ${JSON.stringify(cluster)}, "cost_model": "paper"}`);
   assertBound(doc, 'unet_nested');
   assertBoundedSearch(doc.search);
   assert.ok(doc.search.exact_peak_bytes > 200 * 2 ** 30, `the exact search needs ${doc.search.exact_peak_bytes} bytes`);
   assert.equal(doc.optimal, false);
   assert.ok(doc.gap_percent > 0 && doc.gap_percent < 50, `gap ${doc.gap_percent}%`);
   // bounded by name: the same search.
-  assert.equal(plan(`{"graph": ${text}, "cluster": ${JSON.stringify(cluster)}, "search": "bounded"}`).cost, doc.cost);
+  assert.equal(plan(`{"graph": ${text}, "cluster": ${JSON.stringify(cluster)}, "cost_model": "paper", "search": "bounded"}`).cost, doc.cost);
   // Held to the exact search: refused, at the table limit.
-  const refused = plan(`{"graph": ${text}, "cluster": ${JSON.stringify(cluster)}, "search": "exact"}`);
+  const refused = plan(`{"graph": ${text}, "cluster": ${JSON.stringify(cluster)}, "cost_model": "paper", "search": "exact"}`);
   assertError(refused, 'max_memory');
   assert.match(refused.error.message, /more than the limit/);
 });
@@ -572,8 +573,9 @@ test('native: alexnet at 6 devices, 25 TFLOP/s, 100 GB/s, batch 96 equals the CL
 
 test('native: the nested U-Net\'s bounded plan equals the CLI\'s', { skip: cliSkip }, () => {
   const file = path.join(examplesDir, 'unet_nested.json');
-  const wasm = plan(`{"graph": ${readFileSync(file, 'utf8')}, "cluster": {"devices": 256, "gpus_per_node": 8, "bandwidth_gbps": 50, "intra_node_gbps": 400}}`);
-  const native = cli(['plan', '--graph', file, '--procs', '256', '--gpus-per-node', '8', '--bandwidth', '50', '--intra-bandwidth', '400']);
+  const wasm = plan(`{"graph": ${readFileSync(file, 'utf8')}, "cluster": {"devices": 256, "gpus_per_node": 8, "bandwidth_gbps": 50, "intra_node_gbps": 400}, "cost_model": "paper"}`);
+  const native = cli(['plan', '--graph', file, '--procs', '256', '--gpus-per-node', '8', '--bandwidth', '50', '--intra-bandwidth', '400',
+    '--cost-model', 'paper']);
   assert.equal(native.search.method, 'bounded');
   assertSamePlan(wasm, native);
 });

@@ -37,7 +37,7 @@ test('bound: an exact plan without a cap says nothing; a bounded one its bound a
   const pase = await loadModule();
   assert.equal(planBound(planDoc(pase, { model: 'alexnet', cluster: { devices: 8 } })), null);
 
-  const unet = planDoc(pase, `{"graph": ${unetText}, "cluster": ${JSON.stringify(unetCluster)}}`);
+  const unet = planDoc(pase, `{"graph": ${unetText}, "cluster": ${JSON.stringify(unetCluster)}, "cost_model": "paper"}`);
   assert.equal(unet.optimal, false);
   const bound = planBound(unet);
   assert.deepEqual([bound.optimal, bound.method, bound.gap], [false, 'bounded', unet.gap_percent]);
@@ -103,7 +103,7 @@ test('page: the nested U-Net plans bounded, and the page says it is not proven o
   await page.selectOption('#model-select', 'example:unet_nested');
   await page.click('#plan-button');
   await waitForPlan(page);
-  const expected = planDoc(site.pase, `{"graph": ${unetText}, "cluster": ${JSON.stringify(unetCluster)}}`);
+  const expected = planDoc(site.pase, `{"graph": ${unetText}, "cluster": ${JSON.stringify(unetCluster)}, "cost_model": "paper"}`);
   assert.equal(expected.search.method, 'bounded');
   assert.equal(Number(await page.getAttribute('#total-cost', 'data-exact')), expected.cost);
 

@@ -186,6 +186,8 @@ test('cluster: a model on 2 nodes x 8 shows the memory bar against the cap and a
   const { page, problems, close } = await openPage();
   await page.selectOption('#model-select', 'rnnlm');
   await page.selectOption('#preset', 'h100');
+  assert.equal(await page.inputValue('#cost-model'), 'practice', 'a GPU preset plans with the practice model');
+  await page.selectOption('#cost-model', 'paper');
   await page.fill('#nodes', '2');
   assert.equal(await page.inputValue('#devices'), '16');
   await page.click('#plan-button');
@@ -194,6 +196,7 @@ test('cluster: a model on 2 nodes x 8 shows the memory bar against the cap and a
   const expected = planned({
     model: 'rnnlm',
     cluster: { devices: 16, tflops: p.tflops, bandwidth_gbps: p.bandwidth_gbps, gpus_per_node: 8, intra_node_gbps: p.intra_node_gbps, memory_gib: p.memory_gib },
+    cost_model: 'paper',
   });
   assertClose(cost, expected.cost, 'rnnlm on 2 nodes x 8');
   assert.match(await page.textContent('#plan-note'), /2 nodes × 8 · 450 GB\/s inside nodes, 50 GB\/s between/);
@@ -237,6 +240,7 @@ test('cluster: the comparison marks a baseline that does not fit (Llama 3 8B on 
   const { page, problems, close } = await openPage('?model=llama3-8b&batch=8&seq=2048&devices=8');
   await waitForCost(page);
   await page.selectOption('#preset', 'h100');
+  await page.selectOption('#cost-model', 'paper');
   await page.click('#plan-button');
   // Only the comparison under the cap has a strategy that does not fit.
   await page.waitForSelector('#comparison [data-strategy="data_parallel"][data-fits="false"]', { timeout: 120_000 });
@@ -273,6 +277,7 @@ test('cluster: nodes, memory, ZeRO and the training bytes round-trip through the
   await page.fill('#batch', '8');
   await page.fill('#seq', '512');
   await page.selectOption('#preset', 'a100-40gb');
+  await page.selectOption('#cost-model', 'paper');
   await page.fill('#nodes', '2');
   await page.fill('#memory', '24');
   await page.selectOption('#zero', '2');
@@ -287,6 +292,7 @@ test('cluster: nodes, memory, ZeRO and the training bytes round-trip through the
     model: 'gpt2', batch: 8, seq: 512,
     cluster: { devices: 16, tflops: 312, bandwidth_gbps: 25, gpus_per_node: 8, intra_node_gbps: 300, memory_gib: 24 },
     training: { zero: 2, optimizer_bytes: 8 },
+    cost_model: 'paper',
   });
   assertClose(cost, expected.cost, 'gpt2 as the form says');
 

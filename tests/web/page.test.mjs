@@ -138,6 +138,7 @@ test('page: plans a built-in network and downloads the plan', { skip, timeout },
   assert.equal(await page.inputValue('#batch'), '128', 'the model default batch');
   await page.fill('#batch', '64');
   await page.selectOption('#preset', 'v100');
+  await page.selectOption('#cost-model', 'paper');
   assert.equal(await page.inputValue('#tflops'), '125');
   await page.fill('#bandwidth', '100'); // editable after a preset
   assert.equal(await page.inputValue('#preset'), 'custom');
@@ -147,6 +148,7 @@ test('page: plans a built-in network and downloads the plan', { skip, timeout },
   assertClose(cost, expectedCost({
     model: 'inception3', batch: 64,
     cluster: { devices: 16, tflops: 125, bandwidth_gbps: 100, gpus_per_node: 8, intra_node_gbps: 150, memory_gib: 32 },
+    cost_model: 'paper',
   }), 'inception3');
 
   assert.equal(await page.isVisible('#error'), false);

@@ -30,6 +30,7 @@ test('practice: the switch plans with the preset\'s memory bandwidth and rates, 
   await page.fill('#batch', '8');
   await page.fill('#seq', '256');
   await page.selectOption('#preset', 'h100');
+  assert.equal(await page.inputValue('#cost-model'), 'practice', 'a GPU preset switches to the practice model');
   await page.selectOption('#cost-model', 'practice');
   assert.equal(await page.inputValue('#memory-bandwidth'), '3350', 'the preset filled it');
   assert.equal(await page.inputValue('#recompute'), 'auto', 'the search chooses the recomputation unless told');
@@ -64,7 +65,7 @@ test('practice: the switch plans with the preset\'s memory bandwidth and rates, 
   await page.selectOption('#cost-model', 'paper');
   await page.click('#plan-button');
   const paper = await waitForCost(page, String(cost));
-  assertClose(paper, planned({ model: 'gpt2', batch: 8, seq: 256, preset: 'h100', cluster: { devices: 8 } }).cost, 'paper');
+  assertClose(paper, planned({ model: 'gpt2', batch: 8, seq: 256, preset: 'h100', cluster: { devices: 8 }, cost_model: 'paper' }).cost, 'paper');
   assert.match(await page.textContent('#step-note'), /at the peak 989 TFLOP\/s per device/);
   assert.equal(await page.isVisible('#step-parts'), false, 'the paper model has no parts');
   assert.deepEqual(problems, []);

@@ -319,6 +319,10 @@ Result<PlanRequest> request_from_json(const Json& value) {
     return cluster_over(value, where, base);
   });
   reader.read("training", request.cluster.training, training_from_json);
+  // The practice model is the default for a GPU (a preset) or nodes; the
+  // paper's for the flat ring of the paper (core/docs/practice-model.md).
+  if (!preset.empty() || request.cluster.gpus_per_node > 0)
+    request.cluster.cost_model = CostModel::kPractice;
   reader.read("cost_model", request.cluster.cost_model, cost_model_from_json);
   // The practice model searches the recomputation unless the request states
   // it (core/docs/practice-model.md, "Recomputation").

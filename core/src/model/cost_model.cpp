@@ -74,8 +74,8 @@ std::optional<Error> check_cluster(const Cluster& c) {
     const DeviceProfile& d = c.device;
     if (!(d.memory_gbps > 0) || !std::isfinite(d.memory_gbps))
       return Error{
-          "the practice cost model needs the devices' memory bandwidth: give it, or a "
-          "preset",
+          "the practice cost model (the default with nodes) needs the devices' memory "
+          "bandwidth: give it or a preset, or choose the paper cost model",
           "cluster.memory_gbps"};
     const std::pair<double, const char*> rates[] = {
         {d.matmul_efficiency, "matmul_efficiency"},
