@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "cli_run.hpp"
@@ -235,7 +236,29 @@ TEST_CASE("practice: bench --fit recovers the rate that priced the runs") {
   CHECK(out["max_abs_error"].get<double>() < 0.01);
   run = pase::testing::run_cli({"bench", "--fit"});
   CHECK(run.exit != 0);
-  CHECK(contains(run.err, "--published"));
+  CHECK(contains(run.err, "--published FILE"));
+
+  // --plan: the planner on each run's cluster and batch, beside the
+  // published layout, at least as fast under the model.
+  run = pase::testing::run_cli({"bench", "--published", file, "--plan", "60"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = "T" + std::to_string(i);
+    const size_t at = run.out.find("\n" + id + " ");
+    REQUIRE_MESSAGE(at != std::string::npos, run.out);
+    std::istringstream row(run.out.substr(at + 1, run.out.find('\n', at + 1) - at - 1));
+    std::string name, published_unit, planned_unit, gain;
+    int devices = 0;
+    double published = 0, planned = 0;
+    row >> name >> devices >> published >> published_unit >> planned >> planned_unit >> gain;
+    CAPTURE(run.out);
+    CHECK(devices == 8);
+    CHECK(planned > 0);
+    CHECK(planned <= published * (1 + 1e-9));
+    CHECK(gain.front() == '+');
+  }
+  run = pase::testing::run_cli({"bench", "--published", file, "--plan", "soon"});
+  CHECK(run.exit != 0);
 }
 
 TEST_CASE("practice: recomputation is searched per decoder block under the memory cap") {

@@ -192,6 +192,11 @@ std::string bench_usage() {
          "                      per GPU kind to the runs (least squares of the log\n"
          "                      error, coordinate descent), print them and price the\n"
          "                      runs with them\n"
+         "  --plan SECONDS      with --published: plan each run's model on its cluster\n"
+         "                      and global batch (stages, micro-batches and\n"
+         "                      recomputation searched, under its GPU's memory) and\n"
+         "                      print its step time beside the published layout's;\n"
+         "                      a search still running after SECONDS is stopped\n"
          "  --format FORMAT     text (default) or json\n";
 }
 
@@ -204,10 +209,10 @@ int run_bench(const Args& args) {
                                        {"--max-memory", true},    {"--threads", true},
                                        {"--large", false},        {"--format", true},
                                        {"--published", true},     {"--fit", false},
-                                       {"--cost-model", true}};
+                                       {"--cost-model", true},    {"--plan", true}};
   if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
-  if (flags.has("--fit") && !flags.has("--published"))
-    return usage_error("bench", "--fit fits the rates to published runs: give --published FILE");
+  if ((flags.has("--fit") || flags.has("--plan")) && !flags.has("--published"))
+    return usage_error("bench", "--fit and --plan work on published runs: give --published FILE");
   if (std::optional<std::string> published = flags.get("--published")) {
     for (std::string_view name :
          {"--models", "--procs", "--order", "--preset", "--flops", "--bandwidth", "--gpus-per-node",
@@ -219,7 +224,16 @@ int run_bench(const Args& args) {
                                std::string(name));
     bool as_json = false;
     if (auto failure = format_from_flags(flags, as_json)) return failure->report("bench");
-    return run_bench_published(*published, as_json, flags.has("--fit"));
+    double plan_limit = 0;
+    if (std::optional<std::string> text = flags.get("--plan")) {
+      std::optional<double> limit = parse_double(*text);
+      if (!limit || !(*limit > 0))
+        return usage_error("bench", "--plan: '" + *text + "' is not a number of seconds");
+      if (as_json || flags.has("--fit"))
+        return usage_error("bench", "--plan prints text, without --fit");
+      plan_limit = *limit;
+    }
+    return run_bench_published(*published, as_json, flags.has("--fit"), plan_limit);
   }
   const bool large = flags.has("--large");
   if (large)

@@ -4,12 +4,17 @@
 // its predicted step time beside the measured one, and its memory beside the
 // GPU's.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <iterator>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "commands.hpp"
@@ -228,9 +233,90 @@ double median_of(std::vector<double> v) {
   return n == 0 ? 0 : (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
 }
 
+// ---- The planner against the published layouts ("The planner against the
+// experts" in core/docs/practice-model.md) ------------------------------------
+
+struct PlannedRun {
+  std::string id, plan;
+  int64_t devices = 0;
+  double published_s = 0, planned_s = 0, seconds = 0;
+  bool fits = false, stopped = false;
+};
+
+// `run` planned on its cluster under its GPU's memory, at its global batch
+// and sequence, with its ZeRO stage: stages and micro-batches "auto", the
+// recomputation searched; stopped after `limit_s` seconds.
+pase::Result<PlannedRun> plan_run(const PreparedRun& run, double limit_s) {
+  PlannedRun out;
+  out.id = run.base.id;
+  out.devices = run.base.devices;
+  pase::Result<RunResult> published = price_run(run, run.laid.cluster.device);
+  if (!published) return published.error();
+  out.published_s = published->predicted_s;
+  pase::Cluster cluster = run.laid.cluster;
+  cluster.memory_gib = run.base.capacity_gib;
+  cluster.training.recompute = pase::Recompute::kAuto;
+  cluster.training.recompute_blocks = -1;
+  cluster.training.recompute_rest = pase::Recompute::kNone;
+  pase::PipelineOptions pipeline{.stages = pase::kAuto, .microbatches = pase::kAuto};
+  std::atomic<bool> cancel{false};
+  pase::PlanOptions options;
+  options.cancel = &cancel;
+  options.threads = pase::default_threads();
+  std::mutex mutex;
+  std::condition_variable wake;
+  bool finished = false;
+  std::thread timer([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!wake.wait_for(lock, std::chrono::duration<double>(limit_s), [&] { return finished; }))
+      cancel = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  pase::Result<pase::PipelinePlan> planned =
+      pase::plan_pipeline(run.graph, cluster, pipeline, options);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    finished = true;
+  }
+  wake.notify_all();
+  timer.join();
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!planned) {
+    if (planned.error().message != "cancelled") return at(out.id, planned.error().to_string());
+    out.stopped = true;
+    return out;
+  }
+  out.planned_s = planned->plan.step_time_s;
+  out.fits = planned->plan.fits;
+  out.plan = pase::pipeline_label(planned->pipeline);
+  return out;
+}
+
+int run_bench_plans(const std::vector<PreparedRun>& runs, double limit_s) {
+  std::string out = "run     GPUs   published     planned     gain   planning  plan\n";
+  if (!write_stdout(out)) return kExitError;
+  for (const PreparedRun& run : runs) {
+    pase::Result<PlannedRun> r = plan_run(run, limit_s);
+    if (!r) return input_error(r.error());
+    std::string line = pad_right(r->id, 6) + pad_left(std::to_string(r->devices), 6) +
+                       pad_left(format("%.4g s", r->published_s), 12);
+    if (r->stopped) {
+      line += "           -        -" + pad_left(format("%.0f s", r->seconds), 11) +
+              "  stopped at the limit\n";
+    } else {
+      line += pad_left(format("%.4g s", r->planned_s), 12) +
+              pad_left(format("%+.1f%%", 100 * (r->published_s / r->planned_s - 1)), 9) +
+              pad_left(format("%.1f s", r->seconds), 11) + "  " + r->plan +
+              (r->fits ? "" : " (does not fit)") + "\n";
+    }
+    if (!write_stdout(line)) return kExitError;
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
-int run_bench_published(const std::string& path, bool json, bool fit) {
+int run_bench_published(const std::string& path, bool json, bool fit, double plan_limit_s) {
   pase::Result<std::string> text = read_file(path);
   if (!text) return input_error(text.error());
   Json doc = Json::parse(*text, nullptr, false);
@@ -249,6 +335,7 @@ int run_bench_published(const std::string& path, bool json, bool fit) {
     if (!r) return input_error(r.error());
     runs.push_back(std::move(*r));
   }
+  if (plan_limit_s > 0) return run_bench_plans(runs, plan_limit_s);
   // The rates of each run: its preset's, or under --fit its GPU kind's fit.
   std::vector<pase::DeviceProfile> rates;
   for (const PreparedRun& run : runs) rates.push_back(run.laid.cluster.device);

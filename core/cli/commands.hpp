@@ -47,7 +47,7 @@ std::string compare_usage();
 // pase bench: timing the search over a grid of cases (cmd_bench.cpp).
 int run_bench(const Args& args);
 // pase bench --published FILE (cmd_bench_published.cpp).
-int run_bench_published(const std::string& path, bool json, bool fit);
+int run_bench_published(const std::string& path, bool json, bool fit, double plan_limit_s);
 std::string bench_usage();
 
 }  // namespace pase_cli
