@@ -346,3 +346,35 @@ TEST_CASE("practice: recomputation is searched per decoder block under the memor
   REQUIRE_MESSAGE(run.exit == 0, run.err);
   CHECK(contains(run.out, "recomputation    none (chosen by the search)"));
 }
+
+TEST_CASE("practice: a tensor on every device moves only what a finer split lacks") {
+  Result<Graph> g = build_model("llama3-8b", 16, 256);
+  REQUIRE(g.ok());
+  Cluster c = practice_preset("h100", 16);
+  Result<Layout> l = parse_layout("tp=4 dp=4 sp=on mbs=4 gbs=16");
+  REQUIRE(l.ok());
+  Result<LayoutStrategy> s = layout_strategy(*g, c, *l);
+  REQUIRE_MESSAGE(s.ok(), testing::why(s));
+  REQUIRE(s->strategy.microbatches == 1);
+  int o = -1, add = -1;
+  for (const Vertex& v : g->vertices) {
+    if (v.name == "layer0_o") o = v.id;
+    if (v.name == "layer0_attn_add") add = v.id;
+  }
+  size_t edge = g->edges.size();
+  for (size_t i = 0; i < g->edges.size(); ++i)
+    if (g->edges[i].src == o && g->edges[i].dst == add) edge = i;
+  REQUIRE(edge < g->edges.size());
+  // The output projection's all-reduced result is on all 4 of its GPUs: the
+  // sequence-split add takes its quarter where it is. The paper model moves
+  // it to the devices beyond the projection's split.
+  Result<Plan> practice = evaluate(*g, s->cluster, s->strategy.configs);
+  REQUIRE(practice.ok());
+  CHECK(practice->edge_costs[edge] == 0);
+  Cluster paper = s->cluster;
+  paper.cost_model = CostModel::kPaper;
+  paper.training.recompute = Recompute::kNone;
+  Result<Plan> before = evaluate(*g, paper, s->strategy.configs);
+  REQUIRE(before.ok());
+  CHECK(before->edge_costs[edge] > 0);
+}

@@ -95,7 +95,8 @@ Placement placement(const Shape& shape, const TensorMap& map, const int64_t* c, 
 // producer, and the words go to the group's other devices.
 double hierarchical_edge(const Shape& shape, const Placement& src, const int64_t* t,
                          const double* box, bool one_node, const ops::Machine& m) {
-  const double x = ops::redistribution_words(shape, src.split.data(), t);
+  const double x =
+      ops::redistribution_words(shape, src.split.data(), t, m.cost_model == CostModel::kPractice);
   if (x == 0) return 0;
   const size_t n = shape.size();
   double need = 1, own = 1;
@@ -149,7 +150,8 @@ double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int6
     const bool one_node = group_on_node(c_dst, g.vertices[e.dst].dom.size(), m.near_devices()) != 0;
     return hierarchical_edge(shape, src, t.data(), box_of(shape, t.data()).data(), one_node, m);
   }
-  return m.words(2 * ops::redistribution_words(shape, s.data(), t.data()));
+  return m.words(2 * ops::redistribution_words(shape, s.data(), t.data(),
+                                               m.cost_model == CostModel::kPractice));
 }
 
 std::vector<PairEdges> group_edges(const Graph& g) {
@@ -384,7 +386,8 @@ void EdgePrices::price(Entry& en, int edge_id, const std::vector<char>& need_src
           row[b] = hierarchical_edge(shape, en.placements[a], en.ud[b].data(), en.boxes[b].data(),
                                      en.ud[b].back() != 0, m);
         else
-          row[b] = m.words(2 * ops::redistribution_words(shape, en.us[a].data(), en.ud[b].data()));
+          row[b] = m.words(2 * ops::redistribution_words(shape, en.us[a].data(), en.ud[b].data(),
+                                                         m.cost_model == CostModel::kPractice));
       }
     }
   };

@@ -270,7 +270,8 @@ void tensor_config(const TensorMap& map, const int64_t* c, int64_t* out) {
   }
 }
 
-double redistribution_words(const Shape& shape, const int64_t* s, const int64_t* t) {
+double redistribution_words(const Shape& shape, const int64_t* s, const int64_t* t,
+                            bool replicated) {
   double need = 1, have = 1;
   int64_t p_src = 1, p_tgt = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -281,7 +282,7 @@ double redistribution_words(const Shape& shape, const int64_t* s, const int64_t*
     p_src *= s[i];
     p_tgt *= t[i];
   }
-  if (p_tgt > p_src) have = 0;
+  if (p_tgt > p_src && !replicated) have = 0;
   return std::max(need - have, 0.0);
 }
 

@@ -222,7 +222,13 @@ void tensor_config(const TensorMap& map, const int64_t* c, int64_t* out);
 
 // The edge formula's max(need - have, 0): words that must move for tensor
 // `shape` to go from tensor configuration `s` to `t` (section 3).
-double redistribution_words(const Shape& shape, const int64_t* s, const int64_t* t);
+// `replicated` (the practice model): every device runs every layer, a
+// configuration's unsplit dimensions replicated, so a tensor is on every
+// device and a consumer that splits it more receives only what its block of
+// it lacks (core/docs/practice-model.md, "Communication"); the paper model
+// counts the devices beyond the producer's split as holding nothing.
+double redistribution_words(const Shape& shape, const int64_t* s, const int64_t* t,
+                            bool replicated = false);
 
 // The GEMM formula of section 4 over model.gemm.
 LayerCost gemm_cost(const Vertex& v, const VertexModel& model, const int64_t* c, const Machine& m);
