@@ -117,9 +117,10 @@ constexpr std::string_view kClusterHelp =
     "                      flat network)\n"
     "  --intra-bandwidth GBS\n"
     "                      bandwidth inside a node in GB/s\n"
-    "  --cost-model M      paper (the default: the PaSE paper's model) or practice\n"
-    "                      (seconds as training runs spend them; needs a preset or\n"
-    "                      --memory-bandwidth; core/docs/practice-model.md)\n"
+    "  --cost-model M      paper (the PaSE paper's model; the default on a flat\n"
+    "                      network) or practice (seconds as training runs spend them;\n"
+    "                      the default with --preset or --gpus-per-node; needs a\n"
+    "                      preset or --memory-bandwidth; core/docs/practice-model.md)\n"
     "  --memory-bandwidth GBS\n"
     "                      memory bandwidth of one device in GB/s (practice model)\n";
 constexpr std::string_view kMemoryHelp =
@@ -130,8 +131,9 @@ constexpr std::string_view kTrainingHelp =
     "  --param-bytes N     bytes per weight element (default 2); likewise\n"
     "                      --grad-bytes (2), --optimizer-bytes (12) and\n"
     "                      --activation-bytes (2, per saved activation element)\n"
-    "  --recompute R       activation recomputation of the decoder blocks: none\n"
-    "                      (default), selective (attention) or full (practice model)\n";
+    "  --recompute R       activation recomputation of the decoder blocks (practice\n"
+    "                      model): auto (the default: chosen per block under the\n"
+    "                      memory cap), none, selective (attention) or full\n";
 
 // The groups one after the other.
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups);

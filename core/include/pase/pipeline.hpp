@@ -42,6 +42,10 @@
 // search fills the first half of the fraction, and the stage plans the
 // second.
 //
+// RECOMPUTATION. With Training::recompute kAuto, the search above runs with
+// none, then selective, then full recomputation of every block, and keeps
+// the first whose pipeline fits (Plan::training says which).
+//
 // ERRORS
 //   "pipeline.stages": S does not divide the device count, or is more than
 //   the boundaries allow; "pipeline.microbatches": M does not divide the

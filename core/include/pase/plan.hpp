@@ -188,7 +188,11 @@ struct Plan {
 // Under a cap a plan runs several searches, each of the cost of COMPLEXITY
 // above and each reported by on_progress from 0 to 1: the least cost, then,
 // if that does not fit, the least memory and one per breakpoint of the
-// Lagrangian dual (at most 100; a handful in practice).
+// Lagrangian dual (at most 100; a handful in practice). With
+// Training::recompute kAuto (the practice model) it plans again per
+// recomputation tried, up to 3 + log2(decoder blocks) plans, and returns
+// the fastest that fits with Plan::training set to the choice
+// (core/docs/practice-model.md, "Recomputation").
 // Errors: invalid cluster, a vertex with more
 // than kMaxConfigurations configurations, configurations or tables over
 // max_memory (where "max_memory": "the bfs order needs 98.6 GiB of tables

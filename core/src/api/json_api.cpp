@@ -72,7 +72,10 @@ Json step_json(const Plan& plan, const PipelineInfo* pipeline, const Cluster& cl
               {"bubble_s", b.bubble_s}};
 }
 
-Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
+// `pipeline`: the plan's pipeline, or nullptr (its micro-batches count in the
+// throughput and its stages in the step's parts).
+Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan,
+                 const PipelineInfo* pipeline = nullptr) {
   // The cluster is echoed so that a saved result stands on its own: the
   // costs mean nothing without the machine they were computed for.
   Json j = Json::object();
@@ -82,9 +85,10 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
   j["cost"] = plan.cost;
   j["step_time_s"] = plan.step_time_s;
   // The practice model's throughput of a language model's step
-  // (core/docs/practice-model.md); a pipeline's is set again for its M.
+  // (core/docs/practice-model.md).
   if (cluster.cost_model == CostModel::kPractice)
-    if (std::optional<Throughput> t = throughput(graph, cluster, plan.step_time_s))
+    if (std::optional<Throughput> t =
+            throughput(graph, cluster, plan.step_time_s, pipeline ? pipeline->microbatches : 1))
       j["throughput"] = throughput_json(*t);
   // Whether the cost is proven least (the exact search, or a bounded one
   // that met its bound), the least cost any strategy can have as far as the
@@ -97,7 +101,7 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan) {
           ? Json(100 * std::max(0.0, plan.cost - plan.lower_bound) / plan.lower_bound)
           : Json();
   j["summary"] = summary_to_json(graph, plan);
-  if (cluster.cost_model == CostModel::kPractice) j["step"] = step_json(plan, nullptr, cluster);
+  if (cluster.cost_model == CostModel::kPractice) j["step"] = step_json(plan, pipeline, cluster);
 
   Json vertices = Json::array();
   for (size_t i = 0; i < graph.vertices.size(); ++i) {
@@ -201,13 +205,8 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
 }
 
 std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& result) {
-  Json j = plan_object(result.graph, cluster, result.plan);
   const PipelineInfo& p = result.pipeline;
-  if (cluster.cost_model == CostModel::kPractice)
-    if (std::optional<Throughput> t =
-            throughput(result.graph, cluster, result.plan.step_time_s, p.microbatches))
-      j["throughput"] = throughput_json(*t);
-  if (cluster.cost_model == CostModel::kPractice) j["step"] = step_json(result.plan, &p, cluster);
+  Json j = plan_object(result.graph, cluster, result.plan, &p);
   // The micro-batches' part of T (the pipeline's latency), and how much of
   // it each stage computes: M * A_s of it; the rest is its bubble.
   double latency = 0, max_a = 0;

@@ -82,11 +82,9 @@ Result<Cluster> cluster_over(const Json& value, const std::string& where, const 
   reader.read("memory_gbps", cluster.device.memory_gbps, json_detail::to_positive_number);
   // The practice model's rates (a preset's "practice" object;
   // core/docs/practice-model.md): each field optional.
-  DeviceProfile device = cluster.device;
-  if (reader.read("device", device, [&](const Json& v, const std::string& at) {
-        return device_over(v, at, cluster.device);
-      }))
-    cluster.device = device;
+  reader.read("device", cluster.device, [&](const Json& v, const std::string& at) {
+    return device_over(v, at, cluster.device);  // read before the result replaces it
+  });
   if (!reader.ok()) return reader.error();
   return cluster;
 }

@@ -270,6 +270,16 @@ void tensor_config(const TensorMap& map, const int64_t* c, int64_t* out) {
   }
 }
 
+double tensor_elements(const Shape& shape, const TensorMap& map, const int64_t* c) {
+  double elements = 1;
+  for (size_t i = 0; i < shape.size() && i < map.size(); ++i) {
+    int64_t split = 1;
+    for (int pos : map[i]) split *= c[pos];
+    elements *= static_cast<double>(shape[i]) / static_cast<double>(split);
+  }
+  return elements;
+}
+
 double redistribution_words(const Shape& shape, const int64_t* s, const int64_t* t,
                             bool replicated) {
   double need = 1, have = 1;
@@ -350,16 +360,9 @@ MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, con
   }
   // The views (the ops of no_cost) keep nothing of their own.
   if (model.cost == no_cost) return out;
-  for (size_t o = 0; o < v.outputs.size(); ++o) {
-    const Shape& shape = v.outputs[o].shape;
-    const TensorMap& map = model.out_maps[o];
-    std::vector<int64_t> split(map.size());
-    tensor_config(map, c, split.data());
-    double elements = 1;
-    for (size_t i = 0; i < shape.size(); ++i)
-      elements *= static_cast<double>(shape[i]) / static_cast<double>(split[i]);
-    out.activations += static_cast<double>(t.activation_bytes) * elements;
-  }
+  for (size_t o = 0; o < v.outputs.size(); ++o)
+    out.activations += static_cast<double>(t.activation_bytes) *
+                       tensor_elements(v.outputs[o].shape, model.out_maps[o], c);
   if (mc.cost_model == CostModel::kPractice) {
     if (attention_scores(g, v.id)) {
       // Fused attention keeps no scores: only each query row's log-sum-exp,

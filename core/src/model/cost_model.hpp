@@ -220,6 +220,10 @@ double per_device_points(const Vertex& v, const int64_t* c);
 // The split of each tensor dimension implied by vertex configuration `c`.
 void tensor_config(const TensorMap& map, const int64_t* c, int64_t* out);
 
+// Device 0's elements of a tensor of `shape` at vertex configuration `c`
+// through `map`: prod(shape[i] / split[i]).
+double tensor_elements(const Shape& shape, const TensorMap& map, const int64_t* c);
+
 // The edge formula's max(need - have, 0): words that must move for tensor
 // `shape` to go from tensor configuration `s` to `t` (section 3).
 // `replicated` (the practice model): every device runs every layer, a

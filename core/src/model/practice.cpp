@@ -52,19 +52,10 @@ double allreduce_latency(const Machine& m, const int64_t* c, size_t n,
 // inputs and writes, at configuration `c`.
 double touched_elements(const Vertex& v, const VertexModel& model, const int64_t* c) {
   double total = 0;
-  auto add = [&](const Shape& shape, const TensorMap& map) {
-    double e = 1;
-    for (size_t i = 0; i < shape.size() && i < map.size(); ++i) {
-      int64_t split = 1;
-      for (int pos : map[i]) split *= c[pos];
-      e *= static_cast<double>(shape[i]) / static_cast<double>(split);
-    }
-    total += e;
-  };
   for (size_t s = 0; s < v.inputs.size() && s < model.in_maps.size(); ++s)
-    add(v.inputs[s].shape, model.in_maps[s]);
+    total += tensor_elements(v.inputs[s].shape, model.in_maps[s], c);
   for (size_t o = 0; o < v.outputs.size() && o < model.out_maps.size(); ++o)
-    add(v.outputs[o].shape, model.out_maps[o]);
+    total += tensor_elements(v.outputs[o].shape, model.out_maps[o], c);
   return total;
 }
 
@@ -147,6 +138,9 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
   // The layer's communication but its weight gradient, in peak FLOPs: the
   // paper formula's on the practice machine, or a product's own below.
   double activation_comm = paper.comm - paper.weight_sync;
+  // The all-reduce of the weight gradient in activation elements: the
+  // paper's without ZeRO-3's factor, or a product's own below.
+  double reduce = paper.weight_sync / (m.training.zero == 3 ? 1.5 : 1.0);
   if (product) {
     const GemmShape s = gemm_shape(v, model, c);
     if (attention_context(g, v.id)) {
@@ -174,7 +168,10 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
     activation_comm = s.bpp * (m.allreduce_over(s.m * s.n, s.ck, c, n, gv.k) +
                                m.allreduce_over(s.m * s.k, s.cn, c, n, gv.n) / readers);
     latency = allreduce_latency(m, c, n, gv.k) + allreduce_latency(m, c, n, gv.n) / readers;
-    if (model.weight_elements > 0) sync_latency = allreduce_latency(m, c, n, gv.m);
+    if (model.weight_elements > 0) {
+      reduce = s.bpp * m.allreduce_over(s.n * s.k, s.cm, c, n, gv.m);
+      sync_latency = allreduce_latency(m, c, n, gv.m);
+    }
   } else {
     const double bytes = 3 * a * touched_elements(v, model, c);
     seconds = memory_rate > 0 ? bytes / memory_rate : 0.0;
@@ -189,13 +186,7 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
   LayerCost out;
   out.compute = seconds * peak;
   out.recompute = (seconds - plain) * peak;
-  // The weight's traffic ("Weights and ZeRO"): `reduce` is the all-reduce of
-  // its gradient in activation elements, the paper's without ZeRO-3's factor.
-  double reduce = paper.weight_sync / (m.training.zero == 3 ? 1.5 : 1.0);
-  if (model.cost == gemm_cost && model.weight_elements > 0) {
-    const GemmShape s = gemm_shape(v, model, c);
-    reduce = s.bpp * m.allreduce_over(s.n * s.k, s.cm, c, n, model.gemm.m);
-  }
+  // The weight's traffic ("Weights and ZeRO") from `reduce`.
   const double grad = a > 0 ? static_cast<double>(m.training.grad_bytes) / a : 0.0;
   const double param = a > 0 ? static_cast<double>(m.training.param_bytes) / a : 0.0;
   double sync = 0, gather = 0;

@@ -144,7 +144,7 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
   int blocks = 0;
   size_t first_block_vertex = n;
   for (size_t v = 0; v < n; ++v) {
-    const int b = ops::decoder_block(g.vertices[v]);
+    const int b = model_of(g, static_cast<int>(v)).block;
     if (b < 0) continue;
     blocks = std::max(blocks, b + 1);
     first_block_vertex = std::min(first_block_vertex, v);
@@ -183,7 +183,7 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
   for (size_t v = 0; v < n; ++v) {
     const Vertex& vx = g.vertices[v];
     const VertexModel& model = model_of(g, static_cast<int>(v));
-    const int b = ops::decoder_block(vx);
+    const int b = model.block;
     s.stage_of[v] =
         b >= 0 ? stage_of_block(b) : (v < first_block_vertex ? 0 : static_cast<int>(l.pp) - 1);
     Config c(vx.dom.size(), 1);

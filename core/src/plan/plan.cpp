@@ -192,8 +192,7 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   };
   const auto finish = [&](Plan p) {
     p.search.searches = searches;
-    p.search.time_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    p.search.time_s = seconds_since(start);
     return p;
   };
   Result<Plan> none = with(Recompute::kNone, -1, Recompute::kNone);

@@ -53,7 +53,6 @@ struct StageWeights {
   // model's working buffers (the largest layer's, which no sum over the
   // layers can hold; core/docs/practice-model.md, "Memory").
   double bytes(const MemoryBytes& m) const {
-    if (activation_copies == 1) return m.params + m.grads + m.optimizer + m.activations;
     return m.params + m.grads + m.optimizer + activation_copies * m.activations;
   }
 };
