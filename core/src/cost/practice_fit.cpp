@@ -46,26 +46,31 @@ constexpr Fit kFits[] = {
     {{"l4", "rtx4090"}, 0.75, 64, 0.5, 0.8, 15, 25, 0.8, 1.0},
 };
 
+// The row of preset `id`, or nullptr.
+const Fit* find_fit(std::string_view id) {
+  for (const Fit& f : kFits)
+    if (!id.empty() && (f.ids[0] == id || f.ids[1] == id)) return &f;
+  return nullptr;
+}
+
 }  // namespace
 
 std::string_view practice_kind(std::string_view id) {
-  for (const Fit& f : kFits)
-    if (f.ids[0] == id || f.ids[1] == id) return f.ids[0];
-  return id;
+  const Fit* f = find_fit(id);
+  return f != nullptr ? f->ids[0] : id;
 }
 
 DeviceProfile practice_profile(std::string_view id) {
-  DeviceProfile d;  // the defaults: the A100 and H100 values, rounded
-  for (const Fit& f : kFits) {
-    if (id.empty() || (f.ids[0] != id && f.ids[1] != id)) continue;
-    d.matmul_efficiency = f.matmul_efficiency;
-    d.matmul_half = f.matmul_half;
-    d.attention_efficiency = f.attention_efficiency;
-    d.memory_efficiency = f.memory_efficiency;
-    d.latency_intra_us = f.latency_intra_us;
-    d.latency_inter_us = f.latency_inter_us;
-    d.overlap = f.overlap;
-    d.link_efficiency = f.link_efficiency;
+  DeviceProfile d;  // an unknown kind: DeviceProfile's defaults
+  if (const Fit* f = find_fit(id)) {
+    d.matmul_efficiency = f->matmul_efficiency;
+    d.matmul_half = f->matmul_half;
+    d.attention_efficiency = f->attention_efficiency;
+    d.memory_efficiency = f->memory_efficiency;
+    d.latency_intra_us = f->latency_intra_us;
+    d.latency_inter_us = f->latency_inter_us;
+    d.overlap = f->overlap;
+    d.link_efficiency = f->link_efficiency;
   }
   return d;
 }
