@@ -58,7 +58,10 @@ SearchStats check_same(const Graph& g, const Search& s, double cost_weight = 1,
   m.memory_weight = memory_weight;
   const SearchStats est = estimate_dp(s.ord, s.configs, &s.classes);
   const SearchStats raw = estimate_dp(s.ord, s.configs);
-  Result<DpResult> fast = run_dp(g, s.configs, s.ord, s.classes, m, est, PlanOptions{});
+  // Every step run (repeated blocks are compared in repeated_steps_test.cpp).
+  DpTuning every_step;
+  every_step.repeat = false;
+  Result<DpResult> fast = run_dp(g, s.configs, s.ord, s.classes, m, est, PlanOptions{}, every_step);
   Result<DpResult> ref = run_dp_reference(g, s.configs, s.ord, m, raw, PlanOptions{});
   REQUIRE(fast.ok());
   REQUIRE(ref.ok());
@@ -69,9 +72,9 @@ SearchStats check_same(const Graph& g, const Search& s, double cost_weight = 1,
   // search on every step that has a dependent set (with two sorted entries
   // kept per row, so that rows run past them), then both mixed, each on one
   // and on three threads splitting every step.
-  DpTuning every_pair;
+  DpTuning every_pair = every_step;
   every_pair.threshold = false;
-  DpTuning everywhere;
+  DpTuning everywhere = every_step;
   everywhere.threshold_min_configs = 1;
   everywhere.threshold_min_rows = 1;
   everywhere.row_keep = 2;
@@ -102,8 +105,9 @@ SearchStats check_same(const Graph& g, const Search& s, double cost_weight = 1,
   // Without groups (the table's own order, rows over the configurations):
   // the same again.
   const TableClasses no_groups = table_classes(g, s.configs, s.ord, m.gpus_per_node, false);
-  Result<DpResult> plain = run_dp(g, s.configs, s.ord, no_groups, m,
-                                  estimate_dp(s.ord, s.configs, &no_groups), PlanOptions{});
+  Result<DpResult> plain =
+      run_dp(g, s.configs, s.ord, no_groups, m, estimate_dp(s.ord, s.configs, &no_groups),
+             PlanOptions{}, every_step);
   REQUIRE(plain.ok());
   CHECK(plain->cost == ref->cost);
   CHECK(plain->choice == ref->choice);
@@ -343,6 +347,7 @@ TEST_CASE("classes: repeated layers share pair matrices and sorted rows, to the 
       everywhere.threshold_min_configs = 1;
       everywhere.threshold_min_rows = 1;
       everywhere.row_keep = 2;
+      everywhere.repeat = false;  // every layer run
       for (int threads : {1, 2}) {
         PlanOptions options;
         options.threads = threads;

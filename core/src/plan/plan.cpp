@@ -14,6 +14,7 @@
 #include "cost/configurations.hpp"
 #include "cost/cost_tables.hpp"
 #include "model/cost_model.hpp"
+#include "plan/recompute_search.hpp"
 #include "plan/testing.hpp"
 #include "search/weighted_plan.hpp"
 #include "util/text.hpp"
@@ -151,87 +152,6 @@ int default_threads() {
   return threads;
 #endif
 }
-
-namespace {
-
-// Recomputation chosen by the search (Recompute::kAuto; core/docs/
-// practice-model.md, "Recomputation"): the least cost that fits of none,
-// selective on every block, full on the fewest first blocks that fit with
-// selective on the others (a bisection: memory falls as blocks are added),
-// and full on every block. Without a cap, or when the least-cost plan
-// without recomputation fits at once, nothing is recomputed: recomputation
-// only adds time.
-Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
-                            const PlanOptions& options) {
-  int first = -1, last = -1;
-  for (size_t v = 0; v < graph.vertices.size(); ++v) {
-    const int b = model_of(graph, static_cast<int>(v)).block;
-    if (b < 0) continue;
-    first = first < 0 ? b : std::min(first, b);
-    last = std::max(last, b);
-  }
-  const int64_t blocks = first < 0 ? 0 : last - first + 1;
-  const auto start = std::chrono::steady_clock::now();
-  int searches = 0;
-  const auto with = [&](Recompute mode, int64_t k, Recompute rest) -> Result<Plan> {
-    Cluster c = cluster;
-    c.training.recompute = mode;
-    c.training.recompute_blocks = k < 0 ? -1 : first + k;
-    c.training.recompute_rest = rest;
-    Result<Plan> p = plan_weighted(graph, c, options, StageWeights{});
-    if (p) {
-      searches += p->search.searches;
-      p->training = c.training;
-    }
-    return p;
-  };
-  const auto fitting = [](const Result<Plan>& p) { return p.ok() && p->fits; };
-  std::optional<Plan> best;
-  const auto consider = [&](Result<Plan>& p) {
-    if (fitting(p) && (!best || p->cost < best->cost)) best = std::move(*p);
-  };
-  const auto finish = [&](Plan p) {
-    p.search.searches = searches;
-    p.search.time_s = seconds_since(start);
-    return p;
-  };
-  Result<Plan> none = with(Recompute::kNone, -1, Recompute::kNone);
-  if (blocks == 0 || cluster.memory_gib <= 0 || cluster.cost_model != CostModel::kPractice)
-    return none ? Result<Plan>(finish(std::move(*none))) : none;
-  if (none && none->fits && none->search.searches == 1) return finish(std::move(*none));
-  if (!none && none.error().where != "cluster.memory_gib") return none;
-  consider(none);
-  Result<Plan> selective = with(Recompute::kSelective, -1, Recompute::kSelective);
-  if (!selective && selective.error().where != "cluster.memory_gib") return selective;
-  consider(selective);
-  Result<Plan> full = with(Recompute::kFull, -1, Recompute::kFull);
-  if (!full && full.error().where != "cluster.memory_gib") return full;
-  const bool full_fits = fitting(full);
-  consider(full);
-  if (full_fits && blocks > 1) {
-    // The fewest first blocks in full that fit, the others selective.
-    int64_t lo = 0, hi = blocks;  // hi fits (all in full); lo: selective alone
-    std::optional<Plan> at_hi;
-    while (hi - lo > 1) {
-      const int64_t mid = (lo + hi) / 2;
-      Result<Plan> p = with(Recompute::kFull, mid, Recompute::kSelective);
-      if (!p && p.error().where != "cluster.memory_gib") return p;
-      if (fitting(p)) {
-        hi = mid;
-        at_hi = std::move(*p);
-      } else {
-        lo = mid;
-      }
-    }
-    if (at_hi && (!best || at_hi->cost < best->cost)) best = std::move(*at_hi);
-  }
-  if (best) return finish(std::move(*best));
-  // Nothing fits: the error (or the plan over the cap) of the most recomputed.
-  if (!full) return full.error();
-  return finish(std::move(*full));
-}
-
-}  // namespace
 
 Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions& options) {
   if (cluster.training.recompute == Recompute::kAuto) {

@@ -15,6 +15,7 @@
 
 #include "cost/cost_tables.hpp"
 #include "kernels/uninitialised.hpp"
+#include "search/repeated_steps.hpp"
 #include "search/step_runner.hpp"
 
 namespace pase {
@@ -95,12 +96,36 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   const int threads = std::max(1, options.threads);
   uint64_t fused_steps = 0;
 
+  // Repeated blocks (repeated_steps.hpp): each vertex's costs first, for
+  // the steps' signatures.
+  std::vector<std::vector<double>> vcosts(g.vertices.size());
+  for (const Step& st : ord.steps)
+    vcosts[st.vertex] = vertex_cost_vector(g, st.vertex, configs[st.vertex], m, threads);
+  std::vector<double> entries_of(n_steps, 1);
+  for (size_t i = 0; i < n_steps; ++i)
+    for (int c : classes.steps[i].count) entries_of[i] *= c;
+  detail::RepeatSkipper repeats(
+      tuning.repeat
+          ? detail::find_repeated_steps(
+                ord, detail::step_signatures(g, ord, classes, vcosts, *prices, pairs), entries_of)
+          : std::vector<detail::RepeatedSteps>{},
+      n_steps);
+
   double total = 0;
   // level_of[u]: u's level (1..d) in the current step's dependent set, 0 when
   // not in it. Allocated once and cleared per step, so that a step costs its
   // own size, not the graph's.
   std::vector<int> level_of(g.vertices.size(), 0);
   for (size_t i = 0; i < n_steps; ++i) {
+    // Skipped steps count as done; a skip may end at the first boundary of
+    // the next stretch.
+    for (size_t next = i; !repeats.empty() && i < n_steps && (next = repeats.at(i, tables)) != i;) {
+      for (; i < next; ++i) {
+        done_pairs += entries_of[i] * static_cast<double>(configs[ord.steps[i].vertex].size());
+        ++steps_done;
+      }
+    }
+    if (i == n_steps) break;
     const Step& st = ord.steps[i];
     const DepClasses& dc = classes.steps[i];
     int v = st.vertex;
@@ -132,7 +157,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       shape.group_first = dc.group_first.data();
     }
     std::vector<Term> terms;
-    std::vector<double> vcost = vertex_cost_vector(g, v, configs[v], m, threads);
+    const std::vector<double>& vcost = vcosts[v];
     terms.push_back(Term{vcost.data(), 0, nullptr, std::vector<int64_t>(d + 1, 0),
                          std::vector<std::vector<int>>(d + 1)});
     // The innermost terms' class maps over the groups.
@@ -260,6 +285,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   res.shared_matrices = kept_matrices.hits();
   res.shared_rows = kept_rows.hits();
   res.fused_steps = fused_steps;
+  res.repeated_steps = repeats.skipped();
   res.choice.assign(g.vertices.size(), 0);
   for (size_t i = n_steps; i-- > 0;) {
     const Step& st = ord.steps[i];
@@ -267,7 +293,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     int64_t idx = 0;
     for (size_t k = 0; k < st.dep.size(); ++k)
       idx = idx * dc.count[k] + dc.of[k][res.choice[st.dep[k]]];
-    res.choice[st.vertex] = args[i][idx];
+    res.choice[st.vertex] = args[repeats.source(i)][idx];
   }
   done_pairs = est.pairs;
   report(true);

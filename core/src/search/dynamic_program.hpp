@@ -84,6 +84,9 @@ struct DpResult {
   uint64_t shared_matrices = 0, shared_rows = 0;
   // Steps whose dense rows of two terms were summed into one.
   uint64_t fused_steps = 0;
+  // Steps of repeated blocks not run: their choices are those of the block
+  // before (repeated_steps.hpp).
+  uint64_t repeated_steps = 0;
 };
 
 // How run_dp fills its tables; the defaults are the planner's, the tests
@@ -115,6 +118,9 @@ struct DpTuning {
   // Dense rows of two terms whose numbers are all integers below 2^51 are
   // summed once per row and read by the one-term kernel (StepRunner).
   bool fuse_integer_rows = true;
+  // Repeated blocks are skipped once their crossing tables differ by a
+  // constant (core/docs/performance.md, "Repeated blocks").
+  bool repeat = true;
   // Whether a step whose v has `configs` configurations and whose innermost
   // dependent vertex has `innermost_states` states uses the threshold search
   // (and keeps min(configs, row_keep) sorted entries per innermost state).

@@ -86,16 +86,34 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
   return p;
 }
 
+Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
+                                   const PlanOptions& options, const StageWeights& weights,
+                                   const SearchSpace& space, EdgePrices& prices, double cost_weight,
+                                   double memory_weight) {
+  ops::Machine m = ops::make_machine(cluster);
+  m.cost_weight = cost_weight;
+  m.memory_weight = memory_weight;
+  m.microbatches = weights.microbatches + weights.tie;
+  m.activation_copies = weights.activation_copies;
+  m.sync_weight = weights.sync_weight;
+  auto dp =
+      run_dp(graph, space.configs, space.ord, space.classes, m, space.est, options, {}, &prices);
+  if (!dp) return dp.error();
+  Strategy s(graph.vertices.size());
+  for (size_t v = 0; v < s.size(); ++v) {
+    const ConfigSet& set = space.configs[v];
+    const int64_t* c = set.at(dp->choice[v]);
+    s[v].assign(c, c + set.dims);
+  }
+  auto result = evaluate(graph, cluster, s);
+  if (!result) return result.error();
+  return WeightedSearch{std::move(*result), dp->cost};
+}
+
 Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                           const StageWeights& weights, const SearchSpace& space,
-                          EdgePrices* shared_prices) {
+                          EdgePrices* shared_prices, std::optional<WeightedSearch> first_search) {
   const ops::Machine machine = ops::make_machine(cluster);
-  // One search with the objective cost_weight * cost + memory_weight * memory:
-  // its strategy evaluated, and the objective's optimum.
-  struct Searched {
-    Plan plan;
-    double objective = 0;
-  };
   int searches = 0;
   // Edge prices for every search of this plan (they do not depend on the
   // weights).
@@ -103,26 +121,11 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
   EdgePrices* prices = shared_prices;
   if (prices == nullptr)
     prices = &own_prices.emplace(graph, space.configs, machine.near_devices(), kEdgePriceBudget);
-  auto search = [&](double cost_weight, double memory_weight) -> Result<Searched> {
+  // One search with the objective cost_weight * cost + memory_weight * memory.
+  auto search = [&](double cost_weight, double memory_weight) -> Result<WeightedSearch> {
     ++searches;
-    ops::Machine m = machine;
-    m.cost_weight = cost_weight;
-    m.memory_weight = memory_weight;
-    m.microbatches = weights.microbatches + weights.tie;
-    m.activation_copies = weights.activation_copies;
-    m.sync_weight = weights.sync_weight;
-    auto dp =
-        run_dp(graph, space.configs, space.ord, space.classes, m, space.est, options, {}, prices);
-    if (!dp) return dp.error();
-    Strategy s(graph.vertices.size());
-    for (size_t v = 0; v < s.size(); ++v) {
-      const ConfigSet& set = space.configs[v];
-      const int64_t* c = set.at(dp->choice[v]);
-      s[v].assign(c, c + set.dims);
-    }
-    auto result = evaluate(graph, cluster, s);
-    if (!result) return result.error();
-    return Searched{std::move(*result), dp->cost};
+    return search_once(graph, cluster, options, weights, space, *prices, cost_weight,
+                       memory_weight);
   };
   auto finish = [&](Plan p) {
     p.search.searches = searches;
@@ -134,7 +137,8 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
   auto value = [&](const Plan& p) { return weights.value(p); };
   auto bytes = [&](const Plan& p) { return weights.bytes(p.memory); };
 
-  Result<Searched> first = search(1, 0);
+  Result<WeightedSearch> first =
+      first_search ? Result<WeightedSearch>(std::move(*first_search)) : search(1, 0);
   if (!first) return first.error();
   Plan best = std::move(first->plan);
   best.lower_bound = value(best);
@@ -147,7 +151,7 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
   double bound = value(best);
   auto fits = [&](const Plan& p) { return bytes(p) <= cap; };
   if (!fits(best)) {
-    Result<Searched> least = search(0, 1);
+    Result<WeightedSearch> least = search(0, 1);
     if (!least) return least.error();
     if (!fits(least->plan)) {
       char text[160];
@@ -171,7 +175,7 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
       const double lo_mem = bytes(lo), hi_mem = bytes(hi);
       const double lambda = (value(hi) - value(lo)) / (lo_mem - hi_mem);
       if (!(lambda >= 0) || !std::isfinite(lambda)) break;
-      Result<Searched> r = search(1, lambda);
+      Result<WeightedSearch> r = search(1, lambda);
       if (!r) return r.error();
       bound = std::max(bound, r->objective - lambda * cap);
       const double at_ends = std::min(value(lo) + lambda * lo_mem, value(hi) + lambda * hi_mem);

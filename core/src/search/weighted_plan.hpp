@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 
 #include "cost/configurations.hpp"
 #include "cost/cost_tables.hpp"
@@ -89,12 +90,24 @@ bool bounded_instead(const SearchStats& exact, const PlanOptions& options);
 // The fields of SearchStats that say a plan will run the bounded search.
 void describe_bounded(SearchStats& stats, const PlanOptions& options);
 
+// One search of a space for cost_weight * value() + memory_weight * bytes():
+// its strategy evaluated, and the search's optimum of that objective.
+struct WeightedSearch {
+  Plan plan;
+  double objective = 0;
+};
+Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
+                                   const PlanOptions& options, const StageWeights& weights,
+                                   const SearchSpace& space, EdgePrices& prices, double cost_weight,
+                                   double memory_weight);
+
 // The exact search of one space: plan_weighted()'s search and, under a cap,
-// its Lagrangian loop. The Plan's search stats hold only `searches`.
-// `prices`: edge prices made for space.configs, or null.
+// its Lagrangian loop. The Plan's search stats hold only `searches` (not
+// counting `first`). `prices`: edge prices made for space.configs, or null.
+// `first`: the search at (1, 0) when the caller has made it.
 Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
-                          const StageWeights& weights, const SearchSpace& space,
-                          EdgePrices* prices);
+                          const StageWeights& weights, const SearchSpace& space, EdgePrices* prices,
+                          std::optional<WeightedSearch> first = std::nullopt);
 
 // The bounded search (core/docs/bounded-search.md) of `exact`, a space too
 // large to search exactly: rounds of the exact search over sub-spaces in

@@ -1,0 +1,173 @@
+// Recomputation chosen by the search (Recompute::kAuto; core/docs/
+// practice-model.md, "Recomputation"), for plan().
+#include "plan/recompute_search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "model/cost_model.hpp"
+#include "search/weighted_plan.hpp"
+
+namespace pase {
+
+namespace {
+
+// The first and the last decoder block of the graph (-1 when it has none).
+std::pair<int, int> block_range(const Graph& graph) {
+  int first = -1, last = -1;
+  for (size_t v = 0; v < graph.vertices.size(); ++v) {
+    const int b = model_of(graph, static_cast<int>(v)).block;
+    if (b < 0) continue;
+    first = first < 0 ? b : std::min(first, b);
+    last = std::max(last, b);
+  }
+  return {first, last};
+}
+
+}  // namespace
+
+// The candidates: none, selective on every block, full on every block, and
+// full on the fewest first blocks that fit with selective on the others.
+// Every candidate searches one space with one set of edge prices. Each
+// uniform choice's search without the cap comes first: its cost is a lower
+// bound of every plan of that choice that fits, so a choice whose bound is
+// not below the best plan that fits so far is not searched under the cap.
+// The fewest first blocks in full that fit are found by bisection (memory
+// falls as blocks are added), each under the cap.
+Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
+                            const PlanOptions& options) {
+  const auto [first, last] = block_range(graph);
+  const int64_t blocks = first < 0 ? 0 : last - first + 1;
+  const auto start = std::chrono::steady_clock::now();
+  int searches = 0;
+  auto training = [&](Recompute mode, int64_t k, Recompute rest) {
+    Cluster c = cluster;
+    c.training.recompute = mode;
+    c.training.recompute_blocks = k < 0 ? -1 : first + k;
+    c.training.recompute_rest = rest;
+    return c;
+  };
+  const auto finish = [&](Plan p) {
+    p.search.searches = searches;
+    p.search.time_s = seconds_since(start);
+    return p;
+  };
+  const Cluster none = training(Recompute::kNone, -1, Recompute::kNone);
+  Result<SearchSpace> space = prepare_space(graph, cluster, options);
+  const bool practice_cap =
+      blocks > 0 && cluster.memory_gib > 0 && cluster.cost_model == CostModel::kPractice;
+  if (!space || !practice_cap || bounded_instead(space->est, options) ||
+      space->est.peak_bytes > table_limit(options)) {
+    // Nothing to choose, or a space that plan_weighted() searches (or
+    // refuses) its own way: each choice planned in turn.
+    Result<Plan> p = plan_weighted(graph, none, options, StageWeights{});
+    if (p) p->training = none.training;
+    if (!p || !practice_cap) return p;
+    if (p->fits) return p;
+    std::optional<Plan> best;
+    for (Recompute mode : {Recompute::kSelective, Recompute::kFull}) {
+      const Cluster c = training(mode, -1, mode);
+      Result<Plan> q = plan_weighted(graph, c, options, StageWeights{});
+      if (!q && q.error().where != "cluster.memory_gib") return q;
+      if (q) q->training = c.training;
+      if (q && q->fits && (!best || q->cost < best->cost)) best = std::move(*q);
+      if (!best && mode == Recompute::kFull) return q;
+    }
+    return *best;
+  }
+  EdgePrices prices(graph, space->configs, ops::make_machine(cluster).near_devices(),
+                    kEdgePriceBudget);
+  const double cap = cluster.capacity_bytes();
+  const StageWeights plain;
+  auto once = [&](const Cluster& c, double cost_weight, double memory_weight) {
+    ++searches;
+    return search_once(graph, c, options, plain, *space, prices, cost_weight, memory_weight);
+  };
+  // Under the cap, from the search without it.
+  auto capped = [&](const Cluster& c, WeightedSearch free) -> Result<Plan> {
+    Result<Plan> p = search_space(graph, c, options, plain, *space, &prices, std::move(free));
+    if (p) {
+      searches += p->search.searches;
+      p->training = c.training;
+      p->search = space->est;
+      p->search.threads = std::max(1, options.threads);
+    }
+    return p;
+  };
+  // The best plan that fits; else what the most recomputed choice tried
+  // gave (its error, or its plan over the cap).
+  std::optional<Plan> best;
+  Result<Plan> unfit = Error{"no recomputation tried", "training.recompute"};
+  auto consider = [&](Result<Plan> p, bool full) -> std::optional<Error> {
+    if (!p && p.error().where != "cluster.memory_gib") return p.error();
+    if (p && p->fits) {
+      if (!best || p->cost < best->cost) best = std::move(*p);
+    } else if (full || !unfit) {
+      unfit = std::move(p);
+    }
+    return std::nullopt;
+  };
+
+  // Without recomputation: done when its least cost fits.
+  Result<WeightedSearch> free_none = once(none, 1, 0);
+  if (!free_none) return free_none.error();
+  if (free_none->plan.memory.total() <= cap) {
+    Result<Plan> p = capped(none, std::move(*free_none));
+    return p ? Result<Plan>(finish(std::move(*p))) : p;
+  }
+  struct Choice {
+    Cluster cluster;
+    WeightedSearch free;
+  };
+  std::vector<Choice> uniform;
+  uniform.push_back(Choice{none, std::move(*free_none)});
+  for (Recompute mode : {Recompute::kSelective, Recompute::kFull}) {
+    const Cluster c = training(mode, -1, mode);
+    Result<WeightedSearch> free = once(c, 1, 0);
+    if (!free) return free.error();
+    uniform.push_back(Choice{c, std::move(*free)});
+  }
+  const double selective_bound = uniform[1].free.plan.cost;
+  // Those that fit without the cap's search first (they cost no more
+  // searches and give the bound), then by their bounds.
+  std::stable_sort(uniform.begin(), uniform.end(), [&](const Choice& a, const Choice& b) {
+    const bool fa = a.free.plan.memory.total() <= cap, fb = b.free.plan.memory.total() <= cap;
+    return fa != fb ? fa : a.free.plan.cost < b.free.plan.cost;
+  });
+  bool full_unfit = false;  // full on every block searched, and over the cap
+  for (Choice& choice : uniform) {
+    if (best && choice.free.plan.cost >= best->cost) continue;
+    const bool full = choice.cluster.training.recompute == Recompute::kFull;
+    Result<Plan> p = capped(choice.cluster, std::move(choice.free));
+    if (full) full_unfit = !(p && p->fits);
+    if (std::optional<Error> e = consider(std::move(p), full)) return *e;
+  }
+  // Full on the first blocks, selective on the rest: never cheaper than
+  // selective on all without the cap, and over the cap when full on all is.
+  if (blocks > 1 && !full_unfit && (!best || selective_bound < best->cost)) {
+    int64_t lo = 0, hi = blocks;  // hi fits (all in full); lo: selective alone
+    std::optional<Plan> at_hi;
+    while (hi - lo > 1) {
+      const int64_t mid = (lo + hi) / 2;
+      const Cluster c = training(Recompute::kFull, mid, Recompute::kSelective);
+      Result<WeightedSearch> free = once(c, 1, 0);
+      if (!free) return free.error();
+      Result<Plan> p = capped(c, std::move(*free));
+      if (!p && p.error().where != "cluster.memory_gib") return p.error();
+      if (p && p->fits) {
+        hi = mid;
+        at_hi = std::move(*p);
+      } else {
+        lo = mid;
+      }
+    }
+    if (at_hi && (!best || at_hi->cost < best->cost)) best = std::move(*at_hi);
+  }
+  if (best) return finish(std::move(*best));
+  if (!unfit) return unfit.error();
+  return finish(std::move(*unfit));
+}
+
+}  // namespace pase

@@ -1,0 +1,220 @@
+// Repeated steps of the dynamic program (repeated_steps.hpp).
+#include "search/repeated_steps.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <utility>
+
+namespace pase::detail {
+
+namespace {
+
+// Interns keys of any comparable type as small ids, in order of first
+// appearance.
+template <class Key>
+int intern_key(std::map<Key, int>& ids, Key key) {
+  const int next = static_cast<int>(ids.size());
+  return ids.emplace(std::move(key), next).first->second;
+}
+
+std::vector<int64_t> classes_key(const DepClasses& dc) {
+  std::vector<int64_t> key;
+  auto add = [&](const std::vector<int>& v) {
+    key.push_back(-1 - static_cast<int64_t>(v.size()));
+    key.insert(key.end(), v.begin(), v.end());
+  };
+  for (const std::vector<int>& of : dc.of) add(of);
+  add(dc.count);
+  for (const std::vector<int>& first : dc.first) add(first);
+  add(dc.order);
+  add(dc.group_of);
+  add(dc.group_first);
+  return key;
+}
+
+}  // namespace
+
+std::vector<int> step_signatures(const Graph& g, const Ordering& ord, const TableClasses& classes,
+                                 const std::vector<std::vector<double>>& vcost,
+                                 const EdgePrices& prices, const EdgePairs& pairs) {
+  std::map<std::vector<double>, int> cost_ids;
+  std::map<std::vector<int64_t>, int> class_ids, edge_ids, step_ids;
+  std::vector<int> sig(ord.steps.size());
+  for (size_t i = 0; i < ord.steps.size(); ++i) {
+    const Step& st = ord.steps[i];
+    const int v = st.vertex;
+    std::vector<int64_t> key{intern_key(cost_ids, vcost[v]),
+                             intern_key(class_ids, classes_key(classes.steps[i])), -2};
+    for (int u : st.dep) key.push_back(u - v);
+    key.push_back(-3);
+    for (int j : st.consumed) key.push_back(static_cast<int64_t>(i) - j);
+    key.push_back(-4);
+    for (int u : st.new_neighbors) {
+      key.push_back(u - v);
+      std::vector<int64_t> edges;
+      for (int id : pairs.between(u, v)) {
+        edges.push_back(g.edges[id].src == u ? 1 : 0);
+        std::vector<int64_t> s = prices.signature(id);
+        edges.push_back(static_cast<int64_t>(s.size()));
+        edges.insert(edges.end(), s.begin(), s.end());
+      }
+      key.push_back(intern_key(edge_ids, std::move(edges)));
+    }
+    sig[i] = intern_key(step_ids, std::move(key));
+  }
+  return sig;
+}
+
+std::vector<RepeatedSteps> find_repeated_steps(const Ordering& ord, const std::vector<int>& sig,
+                                               const std::vector<double>& table_entries) {
+  const int n = static_cast<int>(sig.size());
+  // consumer[j]: the step that consumes table j (n: none, the last steps of
+  // their components).
+  std::vector<int> consumer(n, n);
+  for (int i = 0; i < n; ++i)
+    for (int j : ord.steps[i].consumed) consumer[j] = i;
+  // The one table crossing boundary p of the stretch [s, e), or -1.
+  auto crossing = [&](int p, int s, int e) {
+    int found = -1;
+    for (int j = 0; j < p; ++j) {
+      if (consumer[j] < p || (j < s && consumer[j] >= e)) continue;
+      if (found >= 0) return -1;
+      found = j;
+    }
+    return found;
+  };
+  // Candidates: for each period, the runs of steps i with sig[i] ==
+  // sig[i + period], each giving the stretch [a, a + run + period); each
+  // phase r of its windows in turn, the first whose boundaries each have one
+  // crossing table where it must be.
+  std::vector<RepeatedSteps> found;
+  for (int period = 1; 3 * period <= n; ++period) {
+    for (int a = 0; a + period < n;) {
+      // A stretch of a shorter period already covers a: its multiples
+      // would repeat too, with fewer windows.
+      bool inside = false;
+      for (const RepeatedSteps& f : found)
+        if (a >= f.start && a < f.start + f.windows * f.period) {
+          a = f.start + f.windows * f.period;
+          inside = true;
+        }
+      if (inside) continue;
+      int run = 0;
+      while (a + run + period < n && sig[a + run] == sig[a + run + period]) ++run;
+      if (run == 0) {
+        ++a;
+        continue;
+      }
+      const int length = run + period;
+      // Of the phases that allow it, the one of the smallest crossing
+      // tables (the fewest states to settle), then the most windows.
+      std::optional<RepeatedSteps> best;
+      for (int r = 0; r < period; ++r) {
+        const int windows = (length - r) / period;
+        if (windows < 3) break;
+        RepeatedSteps rs{a + r, period, windows, {}};
+        const int e = rs.start + windows * period;
+        bool ok = true;
+        for (int k = 0; k <= windows && ok; ++k) {
+          const int p = rs.start + k * period;
+          const int j = crossing(p, rs.start, e);
+          ok = j >= 0 && (k == 0 || j >= p - period) && (k == windows || consumer[j] < p + period);
+          rs.crossing.push_back(j);
+        }
+        if (ok && (!best || table_entries[rs.crossing[1]] < table_entries[best->crossing[1]]))
+          best = std::move(rs);
+      }
+      if (best) found.push_back(std::move(*best));
+      a += run;
+    }
+  }
+  // The longest first, each disjoint from those kept before it.
+  std::stable_sort(found.begin(), found.end(), [](const RepeatedSteps& x, const RepeatedSteps& y) {
+    return x.windows * x.period > y.windows * y.period;
+  });
+  std::vector<RepeatedSteps> kept;
+  for (RepeatedSteps& rs : found) {
+    const int e = rs.start + rs.windows * rs.period;
+    bool disjoint = true;
+    for (const RepeatedSteps& k : kept)
+      disjoint = disjoint && (e <= k.start || rs.start >= k.start + k.windows * k.period);
+    if (disjoint) kept.push_back(std::move(rs));
+  }
+  std::sort(kept.begin(), kept.end(),
+            [](const RepeatedSteps& x, const RepeatedSteps& y) { return x.start < y.start; });
+  return kept;
+}
+
+RepeatSkipper::RepeatSkipper(std::vector<RepeatedSteps> stretches, size_t steps)
+    : stretches_(std::move(stretches)), source_(steps) {
+  for (size_t i = 0; i < steps; ++i) source_[i] = static_cast<int>(i);
+}
+
+size_t RepeatSkipper::at(size_t i, std::vector<RawVector<double>>& tables) {
+  for (const RepeatedSteps& rs : stretches_) {
+    const int offset = static_cast<int>(i) - rs.start;
+    if (offset < 0 || offset % rs.period != 0 || offset / rs.period >= rs.windows) continue;
+    const int k = offset / rs.period;
+    if (k == 0) kept_.clear();
+    const RawVector<double>& cur = tables[rs.crossing[k]];
+    auto kept_at = [&](int boundary) -> const std::vector<double>* {
+      for (const auto& [b, table] : kept_)
+        if (b == boundary) return &table;
+      return nullptr;
+    };
+    for (int c = 1; c <= std::min(k, kMaxCycle); ++c) {
+      const std::vector<double>* before = kept_at(k - c);
+      double shift = 0;
+      if (!before || before->size() != cur.size() ||
+          !shifted_copy(before->data(), cur.data(), cur.size(), shift))
+        continue;
+      // Window k + j repeats window k - c + (j mod c); boundary
+      // (k - c + r) + m * c holds that boundary's table plus m shifts.
+      const int end = rs.start + rs.windows * rs.period;
+      for (int j = static_cast<int>(i); j < end; ++j) {
+        const int w = (j - rs.start) / rs.period, phase = (j - rs.start) % rs.period;
+        source_[j] = rs.start + (k - c + (w - k) % c) * rs.period + phase;
+      }
+      const int q = (rs.windows - k) / c, r = (rs.windows - k) % c;
+      const double* base = r == 0 ? cur.data() : kept_at(k - c + r)->data();
+      const double times = q + (r == 0 ? 0 : 1);
+      RawVector<double> last(cur.size());
+      for (size_t e = 0; e < cur.size(); ++e) last[e] = base[e] + times * shift;
+      tables[rs.crossing[k]].clear();
+      tables[rs.crossing[k]].shrink_to_fit();
+      tables[rs.crossing[rs.windows]] = std::move(last);
+      skipped_ += static_cast<uint64_t>(end) - i;
+      kept_.clear();
+      return static_cast<size_t>(end);
+    }
+    kept_.emplace_back(k, std::vector<double>(cur.begin(), cur.end()));
+    if (kept_.size() > static_cast<size_t>(kMaxCycle)) kept_.erase(kept_.begin());
+  }
+  return i;
+}
+
+bool shifted_copy(const double* prev, const double* cur, size_t n, double& shift) {
+  constexpr double kLimit = 0x1p51;
+  bool integers = true, any = false;
+  double scale = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isinf(prev[i]) || std::isinf(cur[i])) {
+      if (prev[i] != cur[i]) return false;
+      continue;
+    }
+    if (!any) shift = cur[i] - prev[i];
+    any = true;
+    scale = std::max({scale, std::abs(prev[i]), std::abs(cur[i])});
+    integers = integers && prev[i] == std::trunc(prev[i]) && cur[i] == std::trunc(cur[i]);
+  }
+  if (!any) return false;
+  integers = integers && scale <= kLimit;
+  const double tolerance = integers ? 0 : 1e-13 * scale;
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isinf(cur[i]) && std::abs(cur[i] - prev[i] - shift) > tolerance) return false;
+  return true;
+}
+
+}  // namespace pase::detail

@@ -1,0 +1,147 @@
+// Repeated blocks in the dynamic program (search/repeated_steps.hpp,
+// core/docs/performance.md "Repeated blocks"): the stretches found, the
+// shifted-table test, and run_dp skipping them to the plan of every step
+// run: the same to the bit on the paper's flat machine, within rounding on
+// the practice model and on nodes.
+#include "search/repeated_steps.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cost/configurations.hpp"
+#include "model/cost_model.hpp"
+#include "pase/models.hpp"
+#include "pase/plan.hpp"
+#include "pase/presets.hpp"
+#include "search/dynamic_program.hpp"
+#include "search/ordering.hpp"
+#include "test_util.hpp"
+
+using namespace pase;
+using namespace pase::testing;
+
+namespace {
+
+struct Prepared {
+  std::vector<ConfigSet> configs;
+  Ordering ord;
+  TableClasses classes;
+  ops::Machine machine;
+  SearchStats est;
+};
+
+Prepared prepare_search(const Graph& g, const Cluster& cluster) {
+  Result<std::vector<ConfigSet>> sets = enumerate_all(g, cluster.devices, {});
+  REQUIRE(sets.ok());
+  Prepared p;
+  p.configs = std::move(sets).value();
+  std::vector<size_t> counts;
+  for (const ConfigSet& c : p.configs) counts.push_back(c.size());
+  p.ord = make_ordering(g, Order::kGenSeq, counts);
+  p.machine = ops::make_machine(cluster);
+  p.classes = table_classes(g, p.configs, p.ord, p.machine.gpus_per_node);
+  p.est = estimate_dp(p.ord, p.configs, &p.classes);
+  return p;
+}
+
+// Each step's table entries, as run_dp counts them.
+std::vector<double> entries_of(const Prepared& p) {
+  std::vector<double> out(p.ord.steps.size(), 1);
+  for (size_t i = 0; i < out.size(); ++i)
+    for (int c : p.classes.steps[i].count) out[i] *= c;
+  return out;
+}
+
+// run_dp with and without the skip; returns the steps skipped.
+uint64_t compare_skip(const Graph& g, const Prepared& p, bool bitwise) {
+  DpTuning every_step;
+  every_step.repeat = false;
+  Result<DpResult> full = run_dp(g, p.configs, p.ord, p.classes, p.machine, p.est, {}, every_step);
+  Result<DpResult> skip = run_dp(g, p.configs, p.ord, p.classes, p.machine, p.est, {});
+  REQUIRE(full.ok());
+  REQUIRE(skip.ok());
+  CHECK(full->repeated_steps == 0);
+  if (bitwise) {
+    CHECK(skip->cost == full->cost);
+    CHECK(skip->choice == full->choice);
+  } else {
+    CHECK(std::abs(skip->cost - full->cost) <= 1e-12 * full->cost);
+  }
+  return skip->repeated_steps;
+}
+
+}  // namespace
+
+TEST_CASE("repeated steps: a table plus a constant, exactly on integers") {
+  const double inf = std::numeric_limits<double>::infinity();
+  double shift = 0;
+  const std::vector<double> a{1, 5, inf, 7}, b{4, 8, inf, 10};
+  CHECK(detail::shifted_copy(a.data(), b.data(), a.size(), shift));
+  CHECK(shift == 3);
+  const std::vector<double> off_by_one{4, 8, inf, 11};
+  CHECK_FALSE(detail::shifted_copy(a.data(), off_by_one.data(), a.size(), shift));
+  const std::vector<double> finite_there{4, 8, 9, 10};
+  CHECK_FALSE(detail::shifted_copy(a.data(), finite_there.data(), a.size(), shift));
+  // Fractions: equal within rounding of the largest magnitude.
+  const std::vector<double> x{0.1, 1e6 + 0.3}, y{0.1 + 2.5, 1e6 + 0.3 + 2.5};
+  CHECK(detail::shifted_copy(x.data(), y.data(), x.size(), shift));
+  const std::vector<double> z{0.1 + 2.5, 1e6 + 0.3 + 2.5 + 1e-3};
+  CHECK_FALSE(detail::shifted_copy(x.data(), z.data(), x.size(), shift));
+}
+
+TEST_CASE("repeated steps: GPT-2's blocks make one stretch and a chain none") {
+  Result<Graph> gpt2 = build_model("gpt2", 4, 16);
+  REQUIRE(gpt2.ok());
+  const Prepared p = prepare_search(*gpt2, Cluster{.devices = 4});
+  EdgePrices prices(*gpt2, p.configs, 0, kEdgePriceBudget);
+  EdgePairs pairs(*gpt2);
+  std::vector<std::vector<double>> vcost(gpt2->vertices.size());
+  for (size_t v = 0; v < vcost.size(); ++v)
+    vcost[v] = vertex_cost_vector(*gpt2, static_cast<int>(v), p.configs[v], p.machine);
+  const std::vector<detail::RepeatedSteps> found = detail::find_repeated_steps(
+      p.ord, detail::step_signatures(*gpt2, p.ord, p.classes, vcost, prices, pairs), entries_of(p));
+  REQUIRE(found.size() == 1);
+  // Twelve blocks; the first and the last join other layers' steps.
+  CHECK(found[0].windows >= 9);
+  CHECK(found[0].windows <= 12);
+  CHECK(found[0].crossing.size() == static_cast<size_t>(found[0].windows) + 1);
+  CHECK(found[0].period * 12 <= static_cast<int>(p.ord.steps.size()));
+
+  Result<Graph> alexnet = build_model("alexnet");
+  REQUIRE(alexnet.ok());
+  const Prepared a = prepare_search(*alexnet, Cluster{.devices = 4});
+  EdgePrices a_prices(*alexnet, a.configs, 0, kEdgePriceBudget);
+  std::vector<std::vector<double>> a_cost(alexnet->vertices.size());
+  for (size_t v = 0; v < a_cost.size(); ++v)
+    a_cost[v] = vertex_cost_vector(*alexnet, static_cast<int>(v), a.configs[v], a.machine);
+  CHECK(detail::find_repeated_steps(a.ord,
+                                    detail::step_signatures(*alexnet, a.ord, a.classes, a_cost,
+                                                            a_prices, EdgePairs(*alexnet)),
+                                    entries_of(a))
+            .empty());
+}
+
+TEST_CASE("repeated steps: skipped blocks give the plan of every step run") {
+  // The paper's flat machine prices in whole FLOP-equivalents: the same to
+  // the bit. The Transformer of the paper and GPT-2 repeat their blocks.
+  for (const char* name : {"transformer", "gpt2"}) {
+    CAPTURE(name);
+    Result<Graph> g = std::string(name) == "gpt2" ? build_model(name, 8, 64) : build_model(name);
+    REQUIRE(g.ok());
+    CHECK(compare_skip(*g, prepare_search(*g, Cluster{.devices = 8}), true) > 0);
+  }
+  // The practice model on nodes of H100s, and a memory weight as a capped
+  // plan searches with: within rounding.
+  Result<Graph> llama = build_model("llama3-8b", 8, 512);
+  REQUIRE(llama.ok());
+  Cluster h100 = apply_preset(Cluster{.devices = 16}, *find_preset("h100"));
+  h100.cost_model = CostModel::kPractice;
+  Prepared p = prepare_search(*llama, h100);
+  CHECK(compare_skip(*llama, p, false) > 0);
+  p.machine.memory_weight = 1e-3;
+  CHECK(compare_skip(*llama, p, false) > 0);
+}
