@@ -360,9 +360,21 @@ MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, con
   }
   // The views (the ops of no_cost) keep nothing of their own.
   if (model.cost == no_cost) return out;
-  for (size_t o = 0; o < v.outputs.size(); ++o)
-    out.activations += static_cast<double>(t.activation_bytes) *
-                       tensor_elements(v.outputs[o].shape, model.out_maps[o], c);
+  for (size_t o = 0; o < v.outputs.size(); ++o) {
+    double elements = tensor_elements(v.outputs[o].shape, model.out_maps[o], c);
+    if (mc.cost_model == CostModel::kPractice) {
+      // A result summed over split dimensions (a row-parallel product's) is
+      // kept reduced and sharded across the group that summed it, as a
+      // reduce-scatter leaves it; its partial sums are transient
+      // (core/docs/practice-model.md, "Memory").
+      std::vector<char> in_output(v.dom.size(), 0);
+      for (const std::vector<int>& dims : model.out_maps[o])
+        for (int pos : dims) in_output[pos] = 1;
+      for (size_t i = 0; i < v.dom.size(); ++i)
+        if (!in_output[i]) elements /= static_cast<double>(c[i]);
+    }
+    out.activations += static_cast<double>(t.activation_bytes) * elements;
+  }
   if (mc.cost_model == CostModel::kPractice) {
     if (attention_scores(g, v.id)) {
       // Fused attention keeps no scores: only each query row's log-sum-exp,
