@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "model/cost_model.hpp"
@@ -38,7 +39,10 @@ std::pair<int, int> block_range(const Graph& graph) {
 // falls as blocks are added), each under the cap.
 Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
                             const PlanOptions& options) {
-  const auto [first, last] = block_range(graph);
+  // Named, not bound: lambdas capture them (clang 14 cannot capture a
+  // structured binding).
+  const std::pair<int, int> range = block_range(graph);
+  const int first = range.first, last = range.second;
   const int64_t blocks = first < 0 ? 0 : last - first + 1;
   const auto start = std::chrono::steady_clock::now();
   int searches = 0;
