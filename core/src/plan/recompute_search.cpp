@@ -89,9 +89,13 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     ++searches;
     return search_once(graph, c, options, plain, *space, prices, cost_weight, memory_weight);
   };
+  // The memory weight of the latest search under the cap that gave its
+  // bound: the weight for the next choice's dual bound.
+  double lambda = 0;
   // Under the cap, from the search without it.
   auto capped = [&](const Cluster& c, WeightedSearch free) -> Result<Plan> {
-    Result<Plan> p = search_space(graph, c, options, plain, *space, &prices, std::move(free));
+    Result<Plan> p =
+        search_space(graph, c, options, plain, *space, &prices, std::move(free), &lambda);
     if (p) {
       searches += p->search.searches;
       p->training = c.training;
@@ -104,6 +108,17 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   // gave (its error, or its plan over the cap).
   std::optional<Plan> best;
   Result<Plan> unfit = Error{"no recomputation tried", "training.recompute"};
+  // Whether a choice can be left out: a lower bound of its plans that fit
+  // (its cost without the cap, then the dual at the latest weight, one
+  // search) not below the best plan that fits.
+  auto hopeless = [&](const Cluster& c, double free_cost) -> Result<bool> {
+    if (!best) return false;
+    if (free_cost >= best->cost) return true;
+    if (lambda <= 0) return false;
+    Result<WeightedSearch> at = once(c, 1, lambda);
+    if (!at) return at.error();
+    return at->objective - lambda * cap >= best->cost;
+  };
   auto consider = [&](Result<Plan> p, bool full) -> std::optional<Error> {
     if (!p && p.error().where != "cluster.memory_gib") return p.error();
     if (p && p->fits) {
@@ -142,7 +157,9 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   });
   bool full_unfit = false;  // full on every block searched, and over the cap
   for (Choice& choice : uniform) {
-    if (best && choice.free.plan.cost >= best->cost) continue;
+    Result<bool> skip = hopeless(choice.cluster, choice.free.plan.cost);
+    if (!skip) return skip.error();
+    if (*skip) continue;
     const bool full = choice.cluster.training.recompute == Recompute::kFull;
     Result<Plan> p = capped(choice.cluster, std::move(choice.free));
     if (full) full_unfit = !(p && p->fits);
@@ -150,24 +167,43 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   }
   // Full on the first blocks, selective on the rest: never cheaper than
   // selective on all without the cap, and over the cap when full on all is.
+  // The least memory a strategy reaches, without the working buffers that
+  // the search does not see, gives the fewest blocks that may fit (k0, by
+  // bisection, one search each); the others are searched under the cap, by
+  // bisection too.
   if (blocks > 1 && !full_unfit && (!best || selective_bound < best->cost)) {
+    auto mixed = [&](int64_t k) { return training(Recompute::kFull, k, Recompute::kSelective); };
     int64_t lo = 0, hi = blocks;  // hi fits (all in full); lo: selective alone
-    std::optional<Plan> at_hi;
     while (hi - lo > 1) {
       const int64_t mid = (lo + hi) / 2;
-      const Cluster c = training(Recompute::kFull, mid, Recompute::kSelective);
-      Result<WeightedSearch> free = once(c, 1, 0);
-      if (!free) return free.error();
-      Result<Plan> p = capped(c, std::move(*free));
-      if (!p && p.error().where != "cluster.memory_gib") return p.error();
-      if (p && p->fits) {
-        hi = mid;
-        at_hi = std::move(*p);
-      } else {
-        lo = mid;
-      }
+      Result<WeightedSearch> least = once(mixed(mid), 0, 1);
+      if (!least) return least.error();
+      (plain.bytes(least->plan.memory) <= cap ? hi : lo) = mid;
     }
-    if (at_hi && (!best || at_hi->cost < best->cost)) best = std::move(*at_hi);
+    Result<WeightedSearch> free = once(mixed(hi), 1, 0);
+    if (!free) return free.error();
+    Result<bool> skip = hopeless(mixed(hi), free->plan.cost);
+    if (!skip) return skip.error();
+    if (!*skip && hi < blocks) {
+      std::optional<Plan> at_hi;
+      std::optional<WeightedSearch> first = std::move(*free);
+      for (hi = blocks; hi - lo > 1;) {
+        const int64_t mid = first ? lo + 1 : (lo + hi) / 2;
+        Result<WeightedSearch> f =
+            first ? Result<WeightedSearch>(std::move(*first)) : once(mixed(mid), 1, 0);
+        first.reset();
+        if (!f) return f.error();
+        Result<Plan> p = capped(mixed(mid), std::move(*f));
+        if (!p && p.error().where != "cluster.memory_gib") return p.error();
+        if (p && p->fits) {
+          hi = mid;
+          at_hi = std::move(*p);
+        } else {
+          lo = mid;
+        }
+      }
+      if (at_hi && (!best || at_hi->cost < best->cost)) best = std::move(*at_hi);
+    }
   }
   if (best) return finish(std::move(*best));
   if (!unfit) return unfit.error();

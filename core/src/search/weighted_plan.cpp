@@ -112,7 +112,8 @@ Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
 
 Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                           const StageWeights& weights, const SearchSpace& space,
-                          EdgePrices* shared_prices, std::optional<WeightedSearch> first_search) {
+                          EdgePrices* shared_prices, std::optional<WeightedSearch> first_search,
+                          double* bound_lambda) {
   const ops::Machine machine = ops::make_machine(cluster);
   int searches = 0;
   // Edge prices for every search of this plan (they do not depend on the
@@ -177,7 +178,10 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
       if (!(lambda >= 0) || !std::isfinite(lambda)) break;
       Result<WeightedSearch> r = search(1, lambda);
       if (!r) return r.error();
-      bound = std::max(bound, r->objective - lambda * cap);
+      if (r->objective - lambda * cap > bound) {
+        bound = r->objective - lambda * cap;
+        if (bound_lambda) *bound_lambda = lambda;
+      }
       const double at_ends = std::min(value(lo) + lambda * lo_mem, value(hi) + lambda * hi_mem);
       if (fits(r->plan) && value(r->plan) < value(fitting)) fitting = r->plan;
       if (value(fitting) <= bound * (1 + 1e-12)) break;

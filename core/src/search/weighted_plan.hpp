@@ -105,9 +105,12 @@ Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
 // its Lagrangian loop. The Plan's search stats hold only `searches` (not
 // counting `first`). `prices`: edge prices made for space.configs, or null.
 // `first`: the search at (1, 0) when the caller has made it.
+// `bound_lambda`: set to the memory weight whose search gave the lower
+// bound, when one under the cap did.
 Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                           const StageWeights& weights, const SearchSpace& space, EdgePrices* prices,
-                          std::optional<WeightedSearch> first = std::nullopt);
+                          std::optional<WeightedSearch> first = std::nullopt,
+                          double* bound_lambda = nullptr);
 
 // The bounded search (core/docs/bounded-search.md) of `exact`, a space too
 // large to search exactly: rounds of the exact search over sub-spaces in
