@@ -305,11 +305,14 @@ test('page: uploads an example graph and plans it', { skip, timeout }, async () 
   await close();
 });
 
+// The Transformer at 256 devices: about 4 s in the module (its repeated
+// layers skipped, core/docs/performance.md "Repeated blocks"), long enough to
+// be in flight, under the page's 5 s announcement.
 test('page: cancels a long plan and stays responsive', { skip, timeout }, async () => {
   const { page, problems, close } = await openPage();
   await waitReady(page);
   await page.selectOption('#model-select', 'transformer');
-  await page.fill('#devices', '64');
+  await page.fill('#devices', '256');
   await page.click('#plan-button');
   // Progress arrives while the worker computes...
   await page.waitForFunction(() => document.getElementById('progress').value > 0, null, { timeout: 30_000 });
@@ -336,7 +339,7 @@ test('page: a new plan replaces the one in flight', { skip, timeout }, async () 
   const { page, close } = await openPage();
   await waitReady(page);
   await page.selectOption('#model-select', 'transformer');
-  await page.fill('#devices', '64');
+  await page.fill('#devices', '256');
   await page.click('#plan-button');
   await page.waitForFunction(() => document.getElementById('progress').value > 0, null, { timeout: 30_000 });
   await page.selectOption('#model-select', 'rnnlm');

@@ -32,11 +32,12 @@ std::pair<int, int> block_range(const Graph& graph) {
 // The candidates: none, selective on every block, full on every block, and
 // full on the fewest first blocks that fit with selective on the others.
 // Every candidate searches one space with one set of edge prices. Each
-// uniform choice's search without the cap comes first: its cost is a lower
-// bound of every plan of that choice that fits, so a choice whose bound is
-// not below the best plan that fits so far is not searched under the cap.
-// The fewest first blocks in full that fit are found by bisection (memory
-// falls as blocks are added), each under the cap.
+// uniform choice's search without the cap comes first; a choice is searched
+// under the cap only when a lower bound of its plans that fit (that cost,
+// or the dual at the latest memory weight) is below the best plan that fits
+// so far. The fewest first blocks in full that fit are found by bisection
+// (memory falls as blocks are added): on the least memory first, then under
+// the cap.
 Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
                             const PlanOptions& options) {
   // Named, not bound: lambdas capture them (clang 14 cannot capture a
@@ -186,12 +187,13 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     if (!skip) return skip.error();
     if (!*skip && hi < blocks) {
       std::optional<Plan> at_hi;
-      std::optional<WeightedSearch> first = std::move(*free);
+      // k0 first, from its search without the cap made above.
+      std::optional<WeightedSearch> at_k0 = std::move(*free);
       for (hi = blocks; hi - lo > 1;) {
-        const int64_t mid = first ? lo + 1 : (lo + hi) / 2;
+        const int64_t mid = at_k0 ? lo + 1 : (lo + hi) / 2;
         Result<WeightedSearch> f =
-            first ? Result<WeightedSearch>(std::move(*first)) : once(mixed(mid), 1, 0);
-        first.reset();
+            at_k0 ? Result<WeightedSearch>(std::move(*at_k0)) : once(mixed(mid), 1, 0);
+        at_k0.reset();
         if (!f) return f.error();
         Result<Plan> p = capped(mixed(mid), std::move(*f));
         if (!p && p.error().where != "cluster.memory_gib") return p.error();

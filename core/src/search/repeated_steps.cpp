@@ -86,9 +86,9 @@ std::vector<RepeatedSteps> find_repeated_steps(const Ordering& ord, const std::v
     return found;
   };
   // Candidates: for each period, the runs of steps i with sig[i] ==
-  // sig[i + period], each giving the stretch [a, a + run + period); each
-  // phase r of its windows in turn, the first whose boundaries each have one
-  // crossing table where it must be.
+  // sig[i + period], each giving the stretch [a, a + run + period), at a
+  // phase r of its windows whose boundaries each have one crossing table
+  // where it must be.
   std::vector<RepeatedSteps> found;
   for (int period = 1; 3 * period <= n; ++period) {
     for (int a = 0; a + period < n;) {
