@@ -367,11 +367,15 @@ MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, con
       // kept reduced and sharded across the group that summed it, as a
       // reduce-scatter leaves it; its partial sums are transient
       // (core/docs/practice-model.md, "Memory").
-      std::vector<char> in_output(v.dom.size(), 0);
-      for (const std::vector<int>& dims : model.out_maps[o])
-        for (int pos : dims) in_output[pos] = 1;
-      for (size_t i = 0; i < v.dom.size(); ++i)
-        if (!in_output[i]) elements /= static_cast<double>(c[i]);
+      // No allocation: this runs for every configuration of every vertex.
+      const TensorMap& map = model.out_maps[o];
+      for (size_t i = 0; i < v.dom.size(); ++i) {
+        bool in_output = false;
+        for (const std::vector<int>& dims : map)
+          in_output =
+              in_output || std::find(dims.begin(), dims.end(), static_cast<int>(i)) != dims.end();
+        if (!in_output) elements /= static_cast<double>(c[i]);
+      }
     }
     out.activations += static_cast<double>(t.activation_bytes) * elements;
   }

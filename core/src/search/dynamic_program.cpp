@@ -119,7 +119,9 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   for (size_t i = 0; i < n_steps; ++i) {
     // Skipped steps count as done; a skip may end at the first boundary of
     // the next stretch.
-    for (size_t next = i; !repeats.empty() && i < n_steps && (next = repeats.at(i, tables)) != i;) {
+    while (!repeats.empty() && i < n_steps) {
+      const size_t next = repeats.at(i, tables);
+      if (next == i) break;
       for (; i < next; ++i) {
         done_pairs += entries_of[i] * static_cast<double>(configs[ord.steps[i].vertex].size());
         ++steps_done;

@@ -135,11 +135,17 @@ struct DpTuning {
 // reports, which come from the calling thread only. Errors: "cancelled"
 // when options.cancel is set. Ties go to the configuration of v enumerated
 // first, as in run_dp_reference, so both return the same cost, bit for bit,
-// and the same strategy, whatever the threads and the tuning; the one
-// exception is a step with groups where two members' partial sums differ but
+// and the same strategy, whatever the threads and the tuning; two
+// exceptions: a step with groups where two members' partial sums differ but
 // round to the same total (a group is stood for by its member of least
-// partial sum), which can pick another strategy of the same cost. The
-// edges' prices come from `prices` (made with the same configurations and
+// partial sum), which can pick another strategy of the same cost; and
+// repeated blocks skipped (DpTuning::repeat, on by default) on tables that
+// are not whole numbers, where the cost agrees within 1e-13 of the tables'
+// scale and a tie within rounding may go to another strategy
+// (core/docs/performance.md, "Repeated blocks"; on whole numbers the skip
+// is exact). Time: that of the steps run; a skipped stretch costs only its
+// steps' signatures and the copy of its last crossing table. The edges'
+// prices come from `prices` (made with the same configurations and
 // m.gpus_per_node; several searches of one plan share it), or from prices
 // kept for this run alone when it is null.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
