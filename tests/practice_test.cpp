@@ -332,6 +332,20 @@ TEST_CASE("practice: eval --layout and a request's layout") {
   CHECK(r["pipeline"]["stages"] == 2);
   CHECK(r["throughput"]["mfu"].get<double>() > 0);
   CHECK(r["throughput"]["tokens"] == 16 * 256);
+  // Each vertex names the kernel the model priced, per device: layer0_q
+  // (tp=4 splits its heads; 2 micro-batches of 2 x 256 tokens, the batch split
+  // 2 ways) a product of 512 tokens x 4096 by 4096 x 1024.
+  for (const json& v : r["vertices"]) {
+    if (v["name"] == "layer0_q")
+      CHECK(v["kernel"] ==
+            json{{"class", "matmul"}, {"bpp", 1.0}, {"m", 512.0}, {"n", 1024.0}, {"k", 4096.0}});
+    if (v["name"] == "layer0_scores") {
+      CHECK(v["kernel"]["class"] == "attention");
+      CHECK(v["kernel"]["causal"] == true);
+    }
+    if (v["name"] == "layer0_context") CHECK(v["kernel"]["class"] == "fused");
+    if (v["name"] == "layer0_attn_norm") CHECK(v["kernel"]["class"] == "memory");
+  }
   json bad = json::parse(evaluate_json(
       R"({"model": "llama3-8b", "seq": 256, "preset": "h100", "cluster": {"devices": 16},
           "cost_model": "practice", "layout": "tp=3 pp=2 dp=2 gbs=16"})"));

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "api/entry.hpp"
+#include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/layout.hpp"
 #include "pase/models.hpp"
@@ -64,6 +65,27 @@ Json throughput_json(const Throughput& t) {
 }
 
 // The step's parts in seconds (pipeline.hpp, step_breakdown()).
+// The kernel the practice model priced a vertex as, per device
+// (core/docs/practice-model.md, "Compute by op class").
+Json kernel_json(const Graph& graph, const Vertex& vertex, const std::vector<int64_t>& config) {
+  if (!graph.model || config.size() != vertex.dom.size()) return Json();
+  const ops::PracticeKernel k = ops::practice_kernel(graph, vertex, config.data());
+  switch (k.kind) {
+    case ops::PracticeKernel::Kind::kMatmul:
+      return Json{{"class", "matmul"}, {"bpp", k.bpp}, {"m", k.m}, {"n", k.n}, {"k", k.k}};
+    case ops::PracticeKernel::Kind::kAttention:
+      return Json{{"class", "attention"}, {"bpp", k.bpp}, {"m", k.m}, {"n", k.n}, {"k", k.k},
+                  {"causal", k.causal}};
+    case ops::PracticeKernel::Kind::kFused:
+      return Json{{"class", "fused"}};
+    case ops::PracticeKernel::Kind::kMemory:
+      return Json{{"class", "memory"}, {"elements", k.elements}};
+    case ops::PracticeKernel::Kind::kNone:
+      break;
+  }
+  return Json{{"class", "none"}};
+}
+
 Json step_json(const Plan& plan, const PipelineInfo* pipeline, const Cluster& cluster) {
   const StepBreakdown b = step_breakdown(plan, pipeline, cluster.tflops);
   return Json{{"compute_s", b.compute_s},
@@ -125,6 +147,7 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan,
     if (cluster.cost_model == CostModel::kPractice) {
       v["recompute"] = cost.recompute;
       v["time_s"] = cost.total / (cluster.tflops * 1e12);
+      if (i < plan.strategy.size()) v["kernel"] = kernel_json(graph, vertex, plan.strategy[i]);
     }
     v["memory_bytes"] = i < plan.vertex_memory.size() ? plan.vertex_memory[i] : 0.0;
     vertices.push_back(std::move(v));

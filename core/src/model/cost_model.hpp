@@ -193,6 +193,20 @@ Recompute block_recompute(const Graph& g, int vertex, const Training& training);
 // (core/docs/practice-model.md; model/practice.cpp).
 LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m);
 
+// The kernel the practice model prices vertex `v` as at configuration `c`
+// (core/docs/practice-model.md, "Compute by op class"), per device: a matrix
+// product of `bpp` batch points of m x k by k x n; fused attention (on the
+// scores vertex: `bpp` batch points of m queries, n keys, head width k, with
+// or without the causal mask); the context product fused into it; a
+// memory-bound op touching `elements` elements; or nothing.
+struct PracticeKernel {
+  enum class Kind { kNone, kMatmul, kAttention, kFused, kMemory } kind = Kind::kNone;
+  double bpp = 1, m = 0, n = 0, k = 0;
+  bool causal = false;
+  double elements = 0;
+};
+PracticeKernel practice_kernel(const Graph& g, const Vertex& v, const int64_t* c);
+
 // The practice model's working buffers of vertex `v` at configuration `c`,
 // bytes of device 0 (core/docs/practice-model.md, "Memory"): the gradients
 // of its operands and results in the backward pass, and under ZeRO-3 its

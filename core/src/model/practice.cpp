@@ -81,6 +81,27 @@ double working_bytes(const Graph& g, const Vertex& v, const int64_t* c, const Ma
   return bytes;
 }
 
+PracticeKernel practice_kernel(const Graph& g, const Vertex& v, const int64_t* c) {
+  const VertexModel& model = model_of(g, v.id);
+  PracticeKernel out;
+  if (model.cost == no_cost) return out;
+  if (model.cost == gemm_cost && v.op != "Embedding") {
+    const GemmShape s = gemm_shape(v, model, c);
+    out.kind = attention_context(g, v.id)  ? PracticeKernel::Kind::kFused
+               : attention_scores(g, v.id) ? PracticeKernel::Kind::kAttention
+                                           : PracticeKernel::Kind::kMatmul;
+    out.bpp = s.bpp;
+    out.m = s.m;
+    out.n = s.n;
+    out.k = s.k;
+    out.causal = model.causal;
+    return out;
+  }
+  out.kind = PracticeKernel::Kind::kMemory;
+  out.elements = touched_elements(v, model, c);
+  return out;
+}
+
 bool attention_scores(const Graph& g, int vertex) {
   return model_of(g, vertex).attention == VertexModel::Attention::kScores;
 }
