@@ -16,6 +16,7 @@ import { ErrorBox } from './error-box.js';
 import { GraphSource } from './source.js';
 import { Planning } from './planning.js';
 import { Results } from './results.js';
+import { ExportMenu } from './export-menu.js';
 import { LongSearchDialog } from './long-search.js';
 import { DeviceSweep } from './sweep.js';
 import { PipelineOptions } from './pipeline-options.js';
@@ -28,6 +29,7 @@ const ui = {
   order: $('order'),
   search: $('search'),
   pow2Only: $('pow2-only'),
+  meshOnly: $('mesh-only'),
   maxMemory: $('max-memory'),
   planButton: $('plan-button'),
   cancelButton: $('cancel-button'),
@@ -117,6 +119,14 @@ const results = new Results({
   bound: $('plan-bound'),
 });
 
+// The Export menu (export-menu.js): the plan on display, evaluated again with
+// "emit" on the form's request.
+const exportMenu = new ExportMenu(
+  { select: $('export-target'), button: $('export-button'), note: $('export-note') },
+  { client: () => state.client, plan: () => results.plan, requestText: () => requestText({}, { pipeline: false }), errors },
+);
+results.onShow = () => exportMenu.enable(true);
+
 // The device sweep, in a worker of its own (sweep.js); its requests are the
 // plan's with the device count replaced.
 const sweep = new DeviceSweep(
@@ -199,6 +209,7 @@ function searchOptions({ pipeline = true } = {}) {
   const options = {};
   if (ui.search.value !== 'auto') options.search = ui.search.value;
   if (ui.pow2Only.checked) options.pow2_only = true;
+  if (ui.meshOnly.checked) options.mesh_only = true;
   const gib = numberValue(ui.maxMemory);
   // A negative value is sent as it is, for the core to refuse at max_memory.
   if (gib !== null) options.max_memory = Math.round(gib * 2 ** 30);
@@ -235,6 +246,7 @@ function pageState() {
     order: ui.order.value,
     search: ui.search.value,
     pow2Only: ui.pow2Only.checked,
+    meshOnly: ui.meshOnly.checked,
     maxMemory: numberValue(ui.maxMemory),
     pipeline: pipelineOptions.pageState(),
     embed: state.embed,
@@ -288,7 +300,7 @@ function wireControls() {
       if (event.key === 'Enter' && !ui.planButton.disabled) planning.start();
     });
   }
-  for (const input of [ui.order, ui.search, ui.pow2Only, ui.maxMemory]) {
+  for (const input of [ui.order, ui.search, ui.pow2Only, ui.meshOnly, ui.maxMemory]) {
     input.addEventListener(input === ui.maxMemory ? 'input' : 'change', () => {
       input.removeAttribute('aria-invalid');
       results.markStale();
@@ -328,10 +340,11 @@ async function init() {
   const search = [...ui.search.options].some((o) => o.value === initial.search) ? initial.search : 'auto';
   ui.search.value = search;
   ui.pow2Only.checked = initial.pow2Only;
+  ui.meshOnly.checked = initial.meshOnly;
   if (initial.maxMemory !== null) ui.maxMemory.value = String(initial.maxMemory);
   const piped = pipelineOptions.restore(initial.pipeline);
   // The search options folded away are shown when the link sets them.
-  if (search !== 'auto' || initial.pow2Only || initial.maxMemory !== null || piped) $('search-details').open = true;
+  if (search !== 'auto' || initial.pow2Only || initial.meshOnly || initial.maxMemory !== null || piped) $('search-details').open = true;
 
   state.client = new PlannerClient('worker.js');
   const examples = source.loadExamples();

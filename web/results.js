@@ -77,6 +77,8 @@ export function recomputeText(training) {
 export class Results {
   /** the result document on display, or null */
   plan = null;
+  /** called after a plan is shown (the Export menu follows it) */
+  onShow = () => {};
   #text = ''; // ... and its JSON for the download
   #label = ''; // ... and how the status line names its graph ("attention_block.json")
   #refused = null; // the refused choice the plan is not of (source.js), or null
@@ -168,6 +170,7 @@ export class Results {
     ui.planNote.textContent = `${linksText(c)} · ${plan.vertices.length} layers${parameters} · searched ${formatCount(s.table_entries)} table entries in ${formatSeconds(s.time_s)}${how}`;
     renderBound(ui.bound, plan);
     ui.downloadButton.disabled = false;
+    this.onShow();
     renderBreakdown(ui.breakdown, plan, { onSelect: (id) => this.#select(id) });
     renderMemory(ui.memory, plan);
     renderGraph(ui.graph, plan, { onSelect: (id) => this.#select(id) });

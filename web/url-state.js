@@ -14,9 +14,10 @@
 //                                             of memory bandwidth per GPU and full
 //                                             recomputation (the paper model, and no
 //                                             recomputation, when absent)
-//   ...&search=bounded&pow2=1&maxmem=8        search options: the search (exact or
+//   ...&search=bounded&pow2=1&mesh=1&maxmem=8 search options: the search (exact or
 //                                             bounded; auto when absent), powers of
-//                                             two only, a search table limit of 8 GiB
+//                                             two only, mesh splits only (their product
+//                                             divides the devices), a search table limit of 8 GiB
 //                                             (0: none)
 //   ...&stages=2&mb=auto&sched=gpipe          a pipeline: stages, micro-batches (a
 //                                             count or auto), the GPipe schedule
@@ -52,7 +53,7 @@ export const maxGraphFragment = 48 * 1024;
  *            memoryBandwidth: number|null, training: Training & {recompute: string|null},
  *            order: string|null,
  *            search: string|null ('auto', 'exact', 'bounded'; null: auto),
- *            pow2Only: boolean, maxMemory: number|null (GiB), pipeline: Pipeline,
+ *            pow2Only: boolean, meshOnly: boolean, maxMemory: number|null (GiB), pipeline: Pipeline,
  *            embed: boolean, hasPlanState: boolean}} PageState
  * @typedef {{stages: string|null, microbatches: string|null, schedule: string|null}} Pipeline
  *   the pipeline fields as typed ("2", "auto"); null: the default
@@ -104,6 +105,7 @@ export async function readState(href) {
     order: params.get('order'),
     search: textParam(params, 'search'),
     pow2Only: params.get('pow2') === '1',
+    meshOnly: params.get('mesh') === '1',
     maxMemory: numberParam(params, 'maxmem'),
     pipeline: { stages: textParam(params, 'stages'), microbatches: textParam(params, 'mb'), schedule: textParam(params, 'sched') },
     embed: params.get('embed') === '1',
@@ -155,6 +157,7 @@ export async function writeState(base, state) {
   if (state.order && state.order !== 'genseq') params.set('order', state.order);
   if (state.search && state.search !== 'auto') params.set('search', state.search);
   if (state.pow2Only) params.set('pow2', '1');
+  if (state.meshOnly) params.set('mesh', '1');
   if (state.maxMemory != null && state.maxMemory !== '') params.set('maxmem', String(state.maxMemory));
   const pipeline = state.pipeline ?? {};
   for (const [name, value, fallback] of [['stages', pipeline.stages, '1'], ['mb', pipeline.microbatches, '1'], ['sched', pipeline.schedule, '1f1b']]) {

@@ -34,13 +34,15 @@ std::string eval_usage() {
          "  --strategy FILE     the strategy ('-': standard input)\n"
          "  --layout L          a layout: tp, pp, dp, cp, ep, sp, zero, recompute, mbs,\n"
          "                      gbs, vpp as name=value items\n"
-         "  --format FORMAT     text (default) or json\n";
+         "  --format FORMAT     text (default) or json\n" +
+         std::string(kEmitHelp);
 }
 
 namespace {
 
 // pase eval --layout: the layout's strategy on the graph at its global batch.
-int run_layout(const Flags& flags, bool json, GraphSource source, const std::string& text) {
+int run_layout(const Flags& flags, const Args& args, bool json, GraphSource source,
+               const std::string& text) {
   pase::Result<pase::Layout> layout = pase::parse_layout(text);
   if (!layout) return input_error(layout.error());
   pase::Cluster cluster;
@@ -57,17 +59,25 @@ int run_layout(const Flags& flags, bool json, GraphSource source, const std::str
                                : plan_text(piped->graph, laid->cluster, piped->plan,
                                            PlanSource::kEvaluated, &piped->pipeline) +
                                      pad_right("layout", 17) + pase::layout_text(*layout) + "\n";
-  if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
-  return kExitOk;
+  return finish_planning(
+      flags, args,
+      pase::PlanView{&*graph, &piped->graph, &laid->cluster, &piped->plan, &piped->pipeline}, out,
+      json);
 }
 
 }  // namespace
 
 int run_eval(const Args& args) {
   Flags flags;
-  if (auto message = parse_planning_flags(
-          args, {{"--strategy", true}, {"--layout", true}, {"--format", true}}, flags))
+  if (auto message = parse_planning_flags(args,
+                                          {{"--strategy", true},
+                                           {"--layout", true},
+                                           {"--format", true},
+                                           {"--emit", true},
+                                           {"--output", true}},
+                                          flags))
     return usage_error("eval", *message);
+  if (std::optional<int> bad = check_emit_flag(flags, "eval")) return *bad;
   bool json = false;
   GraphSource source;
   pase::Cluster cluster;
@@ -77,7 +87,7 @@ int run_eval(const Args& args) {
   std::optional<std::string> layout_given = flags.get("--layout");
   if (strategy_path && layout_given)
     return usage_error("eval", "give --strategy or --layout, not both");
-  if (layout_given) return run_layout(flags, json, source, *layout_given);
+  if (layout_given) return run_layout(flags, args, json, source, *layout_given);
   if (!strategy_path) return usage_error("eval", "missing --strategy FILE (or --layout)");
   if (source.path == "-" && *strategy_path == "-") {
     return usage_error("eval", "--graph and --strategy cannot both read standard input");
@@ -98,8 +108,10 @@ int run_eval(const Args& args) {
                                              PlanSource::kEvaluated, &piped->pipeline) +
                                        pad_right("strategy", 17) + display_name(*strategy_path) +
                                        "\n";
-    if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
-    return kExitOk;
+    return finish_planning(
+        flags, args,
+        pase::PlanView{&*graph, &piped->graph, &cluster, &piped->plan, &piped->pipeline}, out,
+        json);
   }
   pase::Result<pase::Plan> result = pase::evaluate(*graph, cluster, strategy->configs);
   if (!result) return input_error(in_file(*strategy_path, result.error()));
@@ -108,8 +120,8 @@ int run_eval(const Args& args) {
                               ? pase::plan_to_json(*graph, cluster, *result)
                               : plan_text(*graph, cluster, *result, PlanSource::kEvaluated) +
                                     pad_right("strategy", 17) + display_name(*strategy_path) + "\n";
-  if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
-  return kExitOk;
+  return finish_planning(flags, args, pase::PlanView{&*graph, &*graph, &cluster, &*result, nullptr},
+                         out, json);
 }
 
 }  // namespace pase_cli

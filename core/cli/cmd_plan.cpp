@@ -100,7 +100,10 @@ std::string plan_usage() {
          std::string(kThreadsHelp) + std::string(kPipelineHelp) +
          "  --pow2-only         only power-of-two splits\n"
          "  --all-devices       only configurations that use every device\n"
-         "  --format FORMAT     text (default) or json (the plan-result document)\n";
+         "  --mesh-only         only splits whose product divides the devices (what a\n"
+         "                      device mesh expresses; on with --emit jax)\n"
+         "  --format FORMAT     text (default) or json (the plan-result document)\n" +
+         std::string(kEmitHelp);
 }
 
 int run_plan(const Args& args) {
@@ -111,14 +114,18 @@ int run_plan(const Args& args) {
                                            {"--search", true},
                                            {"--pow2-only", false},
                                            {"--all-devices", false},
+                                           {"--mesh-only", false},
                                            {"--threads", true},
                                            {"--format", true},
                                            {"--stages", true},
                                            {"--microbatches", true},
-                                           {"--schedule", true}},
+                                           {"--schedule", true},
+                                           {"--emit", true},
+                                           {"--output", true}},
                                           flags))
     return usage_error("plan", *message);
 
+  if (std::optional<int> bad = check_emit_flag(flags, "plan")) return *bad;
   pase::PlanOptions options;
   if (std::optional<std::string> order = flags.get("--order")) {
     pase::Result<pase::Order> parsed = pase::parse_order(*order);
@@ -145,6 +152,9 @@ int run_plan(const Args& args) {
   if (auto message = pipeline_from_flags(flags, pipeline)) return usage_error("plan", *message);
   options.enumeration.pow2_only = flags.has("--pow2-only");
   options.enumeration.all_devices = flags.has("--all-devices");
+  // A JAX program runs on a mesh: its splits must divide the devices.
+  const std::optional<std::string> emit = flags.get("--emit");
+  options.enumeration.mesh_only = flags.has("--mesh-only") || (emit && *emit == "jax");
   bool json = false;
   GraphSource source;
   pase::Cluster cluster;
@@ -165,8 +175,10 @@ int run_plan(const Args& args) {
                                  : plan_text(piped->graph, cluster, piped->plan,
                                              PlanSource::kSearched, &piped->pipeline) +
                                        search_text(piped->plan.search);
-    if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
-    return kExitOk;
+    return finish_planning(
+        flags, args,
+        pase::PlanView{&*graph, &piped->graph, &cluster, &piped->plan, &piped->pipeline}, out,
+        json);
   }
   pase::Result<pase::Plan> plan = pase::plan(*graph, cluster, options);
   progress.finish();
@@ -175,8 +187,8 @@ int run_plan(const Args& args) {
   const std::string out =
       json ? pase::plan_to_json(*graph, cluster, *plan)
            : plan_text(*graph, cluster, *plan, PlanSource::kSearched) + search_text(plan->search);
-  if (!write_stdout(out)) return input_error(pase::Error{"cannot write the output", ""});
-  return kExitOk;
+  return finish_planning(flags, args, pase::PlanView{&*graph, &*graph, &cluster, &*plan, nullptr},
+                         out, json);
 }
 
 }  // namespace pase_cli

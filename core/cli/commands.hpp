@@ -10,9 +10,12 @@
 // declarations here and one entry in main.cpp's table.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "flags.hpp"
+#include "pase/export.hpp"
 
 namespace pase_cli {
 
@@ -24,6 +27,22 @@ std::string plan_usage();
 int run_eval(const Args& args);
 std::string eval_usage();
 
+// pase emit: a saved plan as a JAX program, Megatron-LM arguments or
+// torchtitan TOML; and --emit of plan and eval (cmd_emit.cpp).
+int run_emit(const Args& args);
+std::string emit_usage();
+// The help of --emit and --output.
+extern const char* const kEmitHelp;
+// A plan result with the graph and cluster flags of `args` as its "source".
+std::string with_source(const std::string& json_text, const Args& args);
+// A bad --emit target, reported before any planning (the exit status), or
+// nullopt.
+std::optional<int> check_emit_flag(const Flags& flags, std::string_view command);
+// What plan and eval print: `plan_out` (the table or, with `json`, the
+// result with its source), or with --emit the export, to --output or
+// standard output (and then the plan is not printed).
+int finish_planning(const Flags& flags, const Args& args, const pase::PlanView& view,
+                    const std::string& plan_out, bool json);
 // pase export: a built-in network as a pase-graph/1 document (cmd_export.cpp).
 int run_export(const Args& args);
 std::string export_usage();

@@ -43,6 +43,7 @@ std::optional<std::string> parse_flags(const Args& args, const std::vector<FlagS
                                        Flags& flags, std::vector<std::string>* positional) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
+    if (arg == "-o") arg = "--output";  // the short form of --output
     if (arg.size() < 3 || arg.substr(0, 2) != "--") {
       if (positional == nullptr || (arg.size() > 1 && arg[0] == '-')) {
         return "unexpected argument '" + std::string(arg) + "'";

@@ -14,7 +14,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "pase/export.hpp"
 #include "pase/graph.hpp"
 #include "pase/import.hpp"
 #include "pase/pipeline.hpp"
@@ -38,6 +40,9 @@ struct PlanRequest {
   std::optional<Strategy> strategy;
   std::optional<PipelineOptions> pipeline;
   std::optional<PipelineStrategy> pipeline_strategy;
+  // "emit": "jax" or a list of "jax", "megatron", "torchtitan": the result
+  // carries "exports", each the plan as that target (core/docs/export.md).
+  std::vector<ExportTarget> emit;
 };
 
 Result<PlanRequest> parse_plan_request(std::string_view json_text);

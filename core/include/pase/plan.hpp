@@ -75,6 +75,10 @@ const char* order_name(Order order);
 struct EnumOptions {
   bool pow2_only = false;    // only power-of-two splits (not the paper's)
   bool all_devices = false;  // only configurations whose splits multiply to devices
+  // Only configurations a device mesh can express: splits whose product
+  // divides the devices, the rest replicated (what a JAX program runs,
+  // core/docs/export.md; --emit jax turns it on).
+  bool mesh_only = false;
 };
 
 // How plan() searches (core/docs/bounded-search.md). kExact: the exact

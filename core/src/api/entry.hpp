@@ -6,9 +6,12 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "pase/cluster.hpp"
+#include "pase/export.hpp"
 #include "pase/json_api.hpp"
+#include "pase/pipeline.hpp"
 #include "util/json_util.hpp"
 
 namespace pase::json_detail {
@@ -66,3 +69,17 @@ std::string guarded(Body body) {
 }
 
 }  // namespace pase::json_detail
+
+namespace pase {
+
+// The plan-result document of a plan with a pipeline (pipeline_plan_to_json()
+// of json_api.hpp, before it is written).
+json_detail::Json pipeline_plan_object(const Cluster& cluster, const PipelinePlan& result);
+
+// `result` with "exports": the plan of `view` as each target of `emit`
+// (export_json.cpp), written as a document; `result` alone when `emit` is
+// empty.
+std::string with_exports(json_detail::Json result, const std::vector<ExportTarget>& emit,
+                         const PlanView& view);
+
+}  // namespace pase

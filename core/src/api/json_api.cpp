@@ -228,6 +228,10 @@ std::string plan_to_json(const Graph& graph, const Cluster& cluster, const Plan&
 }
 
 std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& result) {
+  return json_detail::dump_pretty(pipeline_plan_object(cluster, result)) + "\n";
+}
+
+Json pipeline_plan_object(const Cluster& cluster, const PipelinePlan& result) {
   const PipelineInfo& p = result.pipeline;
   Json j = plan_object(result.graph, cluster, result.plan, &p);
   // The micro-batches' part of T (the pipeline's latency), and how much of
@@ -280,7 +284,7 @@ std::string pipeline_plan_to_json(const Cluster& cluster, const PipelinePlan& re
            {"no_pipeline_cost", p.no_pipeline_cost > 0 ? Json(p.no_pipeline_cost) : Json()},
            {"stage_plans", p.stage_plans}};
   if (p.virtual_stages > 1) j["pipeline"]["virtual_stages"] = p.virtual_stages;
-  return json_detail::dump_pretty(j) + "\n";
+  return j;
 }
 
 std::string error_to_json(const Error& error) {
@@ -354,11 +358,15 @@ std::string plan_json(std::string_view request_json,
       Result<PipelinePlan> piped =
           plan_pipeline(request->graph, request->cluster, *request->pipeline, request->options);
       if (!piped) return error_to_json(piped.error());
-      return pipeline_plan_to_json(request->cluster, *piped);
+      return with_exports(pipeline_plan_object(request->cluster, *piped), request->emit,
+                          PlanView{&request->graph, &piped->graph, &request->cluster, &piped->plan,
+                                   &piped->pipeline});
     }
     Result<Plan> result = plan(request->graph, request->cluster, request->options);
     if (!result) return error_to_json(result.error());
-    return plan_to_json(request->graph, request->cluster, *result);
+    return with_exports(
+        plan_object(request->graph, request->cluster, *result), request->emit,
+        PlanView{&request->graph, &request->graph, &request->cluster, &*result, nullptr});
   });
 }
 
@@ -370,14 +378,18 @@ std::string evaluate_json(std::string_view request_json) {
       Result<PipelinePlan> piped =
           evaluate_pipeline(request->graph, request->cluster, *request->pipeline_strategy);
       if (!piped) return error_to_json(piped.error());
-      return pipeline_plan_to_json(request->cluster, *piped);
+      return with_exports(pipeline_plan_object(request->cluster, *piped), request->emit,
+                          PlanView{&request->graph, &piped->graph, &request->cluster, &piped->plan,
+                                   &piped->pipeline});
     }
     if (!request->strategy) {
       return error_to_json(Error{"missing required field 'strategy'", "strategy"});
     }
     Result<Plan> result = evaluate(request->graph, request->cluster, *request->strategy);
     if (!result) return error_to_json(result.error());
-    return plan_to_json(request->graph, request->cluster, *result);
+    return with_exports(
+        plan_object(request->graph, request->cluster, *result), request->emit,
+        PlanView{&request->graph, &request->graph, &request->cluster, &*result, nullptr});
   });
 }
 

@@ -279,8 +279,8 @@ Result<PlanRequest> request_from_json(const Json& value) {
   if (!value.is_object()) return Error{"the request must be a JSON object", ""};
   ObjectReader reader(value, "");
   reader.allow_only({"graph", "model", "batch", "seq", "preset", "cluster", "training", "order",
-                     "max_memory", "search", "strategy", "pow2_only", "all_devices", "threads",
-                     "pipeline", "cost_model", "layout"});
+                     "max_memory", "search", "strategy", "pow2_only", "all_devices", "mesh_only",
+                     "threads", "pipeline", "cost_model", "layout", "emit"});
 
   PlanRequest request;
   const Json* graph = reader.find("graph");
@@ -333,6 +333,7 @@ Result<PlanRequest> request_from_json(const Json& value) {
   reader.read("search", request.options.search, search_from_json);
   reader.read("pow2_only", request.options.enumeration.pow2_only, json_detail::to_bool);
   reader.read("all_devices", request.options.enumeration.all_devices, json_detail::to_bool);
+  reader.read("mesh_only", request.options.enumeration.mesh_only, json_detail::to_bool);
   request.options.threads = default_threads();
   int64_t threads = 0;
   if (reader.read("threads", threads, json_detail::to_positive_int)) {
@@ -367,6 +368,25 @@ Result<PlanRequest> request_from_json(const Json& value) {
     } else {
       layout = *parsed;
       if (model != nullptr && batch == 0) batch = layout->gbs;
+    }
+  }
+  if (const Json* emit = reader.find("emit")) {
+    // One target or a list of them.
+    const Json list = emit->is_array() ? *emit : Json::array({*emit});
+    for (size_t i = 0; i < list.size() && reader.ok(); ++i) {
+      const std::string where = emit->is_array() ? "emit[" + std::to_string(i) + "]" : "emit";
+      if (!list[i].is_string()) {
+        reader.fail(Error{"must be \"jax\", \"megatron\" or \"torchtitan\"", where});
+        break;
+      }
+      Result<ExportTarget> target = parse_export_target(list[i].get<std::string>());
+      if (!target) {
+        reader.fail(Error{target.error().message, where});
+        break;
+      }
+      request.emit.push_back(*target);
+      // A JAX program runs on a mesh: a plan for it splits by divisors.
+      if (*target == ExportTarget::kJax) request.options.enumeration.mesh_only = true;
     }
   }
   if (!reader.ok()) return reader.error();

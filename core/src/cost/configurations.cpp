@@ -87,6 +87,8 @@ Result<ConfigSet> enumerate_vertex(const Graph& g, int vertex, int64_t devices,
     reach = exact_products(cand, divisors);
   }
   auto can_finish = [&](size_t k, int64_t prod) {
+    // A product that does not divide the devices never will, times more.
+    if (options.mesh_only && devices % prod != 0) return false;
     if (!options.all_devices) return true;
     if (devices % prod != 0) return false;
     const int64_t rest = devices / prod;

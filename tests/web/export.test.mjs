@@ -1,0 +1,111 @@
+// The Export menu (core/docs/export.md): the plan on display downloaded as a
+// JAX program, Megatron-LM arguments or torchtitan TOML, with the note on
+// what the export leaves out; and an export that cannot be made shown as an
+// error naming the feature.
+//
+//   node --test tests/web/export.test.mjs
+//
+// PASE_SITE overrides the site folder, PASE_CHROMIUM the browser. Without a
+// browser the tests are skipped, except under CI (CI=true).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { browserSkip, openSitePage, useSite, waitForCost } from './browser.mjs';
+
+const skip = browserSkip;
+const timeout = 180_000;
+const site = useSite();
+
+const openPage = (query = '') => openSitePage(site.browser, site.url + query);
+
+async function exported(page, target) {
+  await page.selectOption('#export-target', target);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-button')]);
+  return { name: download.suggestedFilename(), text: readFileSync(await download.path(), 'utf8') };
+}
+
+test('export: the plan on display as a JAX program and as Megatron-LM arguments', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage();
+  assert.equal(await page.isDisabled('#export-button'), true, 'nothing to export before a plan');
+  await page.selectOption('#model-select', 'gpt2');
+  await page.fill('#batch', '8');
+  await page.fill('#seq', '256');
+  await page.selectOption('#preset', 'h100');
+  await page.click('#plan-button');
+  await waitForCost(page);
+  assert.equal(await page.isDisabled('#export-button'), false);
+
+  const jax = await exported(page, 'jax');
+  assert.equal(jax.name, 'plan.py');
+  assert.match(jax.text, /^#!\/usr\/bin\/env python3\n# One training step of gpt2 as PaSE Planner planned it on 8 devices/);
+  // The program's data is the plan on display: its layers with their shardings.
+  const data = JSON.parse(jax.text.slice(jax.text.indexOf('r"""') + 4, jax.text.indexOf('""")')));
+  assert.equal(data.devices, 8);
+  assert.equal(data.cost_model, 'practice');
+  const shown = await page.evaluate(() => document.querySelectorAll('#strategy-table tbody tr').length);
+  assert.equal(data.variants.full.layers.length, shown);
+  await page.waitForSelector('#export-note', { state: 'visible' });
+  assert.match(await page.textContent('#export-note'), /Downloaded plan\.py\./);
+
+  const megatron = await exported(page, 'megatron');
+  assert.equal(megatron.name, 'megatron_args.sh');
+  assert.match(megatron.text, /--tensor-model-parallel-size \d+/);
+  assert.match(megatron.text, /--global-batch-size 8/);
+  const note = await page.textContent('#export-note');
+  assert.match(note, /Downloaded megatron_args\.sh\./);
+  assert.match(note, /Layout: tp=\d+|not uniform across the decoder blocks/);
+  assert.equal(await page.isVisible('#error'), false);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('export: a network without decoder blocks has no Megatron-LM arguments, and says why', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage();
+  await page.selectOption('#model-select', 'alexnet');
+  await page.fill('#batch', '64');
+  await page.click('#plan-button');
+  await waitForCost(page);
+  await page.selectOption('#export-target', 'torchtitan');
+  await page.click('#export-button');
+  await page.waitForSelector('#error', { state: 'visible', timeout: 30_000 });
+  assert.match(await page.textContent('#error-title'), /could not be exported/);
+  assert.equal(await page.textContent('#error-message code'), 'emit');
+  // A JAX program of the same plan is made.
+  await page.click('#error-close');
+  const jax = await exported(page, 'jax');
+  assert.match(jax.text, /"graph":"alexnet"/);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('export: a split no mesh expresses is refused, and Mesh splits only plans one that exports', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage();
+  await page.selectOption('#model-select', 'gpt2');
+  await page.fill('#batch', '8');
+  await page.fill('#seq', '64');
+  await page.selectOption('#preset', 'h100');
+  await page.click('#plan-button');
+  await waitForCost(page);
+  // This plan splits lm_head's e 3 ways on 8 devices (the module's plan, checked
+  // here so that the test fails loudly if the plan changes).
+  const threeWay = await page.evaluate(() => [...document.querySelectorAll('#strategy-table .dim.split')]
+    .some((dim) => /split 3 ways$/.test(dim.title)));
+  assert.ok(threeWay, 'the plan has a split of 3');
+  await page.selectOption('#export-target', 'jax');
+  await page.click('#export-button');
+  await page.waitForSelector('#error', { state: 'visible', timeout: 30_000 });
+  assert.match(await page.textContent('#error-message'), /3 ways on 8 devices.*Mesh splits only/s);
+  await page.click('#error-close');
+
+  await page.click('#search-details summary');
+  await page.check('#mesh-only');
+  assert.equal(new URL(page.url()).searchParams.get('mesh'), '1');
+  const before = await page.textContent('#total-cost');
+  await page.click('#plan-button');
+  await waitForCost(page, before);
+  const jax = await exported(page, 'jax');
+  assert.match(jax.text, /"graph":"gpt2"/);
+  assert.deepEqual(problems, []);
+  await close();
+});
