@@ -56,8 +56,9 @@ const char* const kEmitHelp =
     "                      is then not printed)\n";
 
 std::string with_source(const std::string& json_text, const Args& args) {
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(json_text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return json_text;
+  // Added as the document's last field, the rest of the text as written.
+  const size_t close = json_text.rfind('}');
+  if (close == std::string::npos || json_text.compare(0, 1, "{") != 0) return json_text;
   nlohmann::ordered_json kept = nlohmann::ordered_json::array();
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view name = args[i];
@@ -67,8 +68,9 @@ std::string with_source(const std::string& json_text, const Args& args) {
     kept.push_back(std::string(args[i]));
     if (eq == std::string_view::npos && i + 1 < args.size()) kept.push_back(std::string(args[++i]));
   }
-  doc["source"] = nlohmann::ordered_json{{"args", kept}};
-  return doc.dump(2) + "\n";
+  std::string head = json_text.substr(0, close);
+  while (!head.empty() && (head.back() == '\n' || head.back() == ' ')) head.pop_back();
+  return head + ",\n  \"source\": {\"args\": " + kept.dump() + "}\n}\n";
 }
 
 std::optional<int> check_emit_flag(const Flags& flags, std::string_view command) {
