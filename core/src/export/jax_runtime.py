@@ -452,7 +452,7 @@ def check():
     report["shardings"] = {"layers": len(LAYERS), "as_planned": len(LAYERS) - wrong}
 
     # The compiled step's collectives beside the planner's communication.
-    per_layer = {}
+    per_layer, layer_kinds = {}, {}
     unplaced = 0.0
     kinds = {}
     for kind, size, index in collectives(compiled.as_text()):
@@ -461,13 +461,16 @@ def check():
             unplaced += size
         else:
             per_layer[index] = per_layer.get(index, 0.0) + size
+            counts = layer_kinds.setdefault(index, {})
+            counts[kind] = counts.get(kind, 0) + 1
     rows = []
     for index, layer in enumerate(LAYERS):
         moved = per_layer.get(index, 0.0)
         predicted = layer["predicted_bytes"] * PLAN["microbatches"]
         if moved or predicted:
             rows.append({"layer": layer["name"], "xla_bytes": moved,
-                         "predicted_bytes": predicted})
+                         "predicted_bytes": predicted,
+                         "collectives": layer_kinds.get(index, {})})
     total_xla = sum(r["xla_bytes"] for r in rows) + unplaced
     total_pred = sum(r["predicted_bytes"] for r in rows)
     report["collectives"] = {"kinds": kinds, "layers": rows, "unattributed_bytes": unplaced,
@@ -489,16 +492,19 @@ def check():
     print("  shardings %d of %d layers as planned" % (len(LAYERS) - wrong, len(LAYERS)))
     print("  collectives (bytes per device, one step): %s"
           % (", ".join("%d %s" % (n, k) for k, n in sorted(kinds.items())) or "none"))
-    print("    %-28s %14s %14s %8s" % ("layer", "compiled", "predicted", "ratio"))
+    print("    %-28s %14s %14s %8s  %s" % ("layer", "compiled", "predicted", "ratio",
+                                         "the compiled collectives"))
     for r in rows:
         ratio = ("%8.2f" % (r["xla_bytes"] / r["predicted_bytes"])
                  if r["predicted_bytes"] else "       -")
-        print("    %-28s %14.0f %14.0f %s" % (r["layer"][:28], r["xla_bytes"],
-                                              r["predicted_bytes"], ratio))
+        what = ", ".join("%s x%d" % (k, n) if n > 1 else k
+                         for k, n in sorted(r["collectives"].items()))
+        print("    %-28s %14.0f %14.0f %s  %s" % (r["layer"][:28], r["xla_bytes"],
+                                                  r["predicted_bytes"], ratio, what))
     if unplaced:
         print("    %-28s %14.0f" % ("(no layer)", unplaced))
-    ratio = total_xla / total_pred if total_pred else float("nan")
-    print("    %-28s %14.0f %14.0f %8.2f" % ("step", total_xla, total_pred, ratio))
+    ratio = "%8.2f" % (total_xla / total_pred) if total_pred else "       -"
+    print("    %-28s %14.0f %14.0f %s" % ("step", total_xla, total_pred, ratio))
     if ARGS.report:
         import json as _json
         with open(ARGS.report, "w") as f:
