@@ -49,7 +49,16 @@ function cli(args) {
   assert.ok(haveCli, `native CLI not found at ${cliPath}`);
   // stderr carries the CLI's progress lines; only the JSON on stdout matters.
   const out = execFileSync(cliPath, [...args, '--format', 'json'], { stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
-  return JSON.parse(out);
+  // The CLI's result keeps the flags it was made with (its "source", for
+  // `pase emit`); a request's result has none.
+  const doc = JSON.parse(out);
+  if (args[0] === 'plan') {
+    // Its graph and cluster flags, as given.
+    assert.ok(doc.source.args.every((a) => args.includes(a)), JSON.stringify(doc.source));
+    assert.ok(doc.source.args.includes(args[2]), 'the model or graph');
+  }
+  delete doc.source;
+  return doc;
 }
 
 /** An error document whose `where` is `where` (a string or a RegExp). */
