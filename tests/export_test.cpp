@@ -134,23 +134,29 @@ TEST_CASE("export: a hand-made strategy's splits are sharded over axes of their 
   CHECK(export_layer(full, "fc3")["predicted_bytes"].get<double>() == 0);
 }
 
-TEST_CASE("export: an LSTM is refused at emit naming its layer") {
+TEST_CASE("export: an LSTM's weight follows its units and layers splits") {
   Result<Graph> g = build_model("rnnlm", 8, 16);
   REQUIRE_MESSAGE(g.ok(), testing::why(g));
   const Cluster c{.devices = 4};
-  Result<Plan> p = evaluate(*g, c, export_strategy(*g, {}));
+  // lstm1 (l, s, b, n, k): its batch split 2 and its output units 2.
+  const Strategy s = export_strategy(*g, {{"lstm1", {1, 1, 2, 2, 1}}});
+  Result<Plan> p = evaluate(*g, c, s);
   REQUIRE_MESSAGE(p.ok(), testing::why(p));
-  Result<Exported> e = export_plan(ExportTarget::kJax, PlanView{&*g, &*g, &c, &*p, nullptr});
-  REQUIRE_FALSE(e.ok());
-  CHECK(e.error().where == "emit");
-  CHECK(contains(e.error().message, "LSTM"));
-  CHECK(contains(e.error().message, "lstm1"));
-  // The CLI fails with it.
-  const testing::Run run = run_cli(
-      {"plan", "--model", "rnnlm", "--batch", "8", "--seq", "16", "--procs", "4", "--emit", "jax"});
-  CHECK(run.exit == 1);
-  CHECK(run.out.empty());
-  CHECK(contains(run.err, "LSTM (layer lstm1)"));
+  const json data =
+      export_embedded(export_ok(ExportTarget::kJax, PlanView{&*g, &*g, &c, &*p, nullptr}).text);
+  const json& full = data["variants"]["full"];
+  export_check_variant(export_axes(data), full);
+  const json& lstm = export_layer(full, "lstm1");
+  CHECK(lstm["op"] == "LSTM");
+  CHECK(lstm["layers"] == 2);
+  // (L, 2, u, 4, u): a gate's units (n) on one axis, the rest whole.
+  const json& w = lstm["weights"][0];
+  CHECK(w["shape"] == json::array({2, 2, 2048, 4, 2048}));
+  CHECK(w["spec"][0].empty());
+  CHECK(w["spec"][2].empty());
+  CHECK(w["spec"][4].size() == 1);
+  CHECK(lstm["out_specs"][0][2] == w["spec"][4]);  // the output's units as the weight's
+  CHECK(w["fan_in"] == 4096);
 }
 
 TEST_CASE("export: pase plan --emit writes the program to standard output or to -o") {

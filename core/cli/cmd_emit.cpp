@@ -121,7 +121,10 @@ int run_emit(const Args& args) {
   // flags, after the plan's own.
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string_view a = args[i];
-    if ((a == "--plan" || a == "--to" || a == "--output" || a == "-o") && i + 1 < args.size()) {
+    const bool own_flag = a == "--plan" || a == "--to" || a == "--output" || a == "-o";
+    if (own_flag && i + 1 >= args.size())
+      return usage_error("emit", std::string(a) + " needs a value");
+    if (own_flag) {
       own.add(a == "-o" ? std::string_view("--output") : a, std::string(args[++i]));
       continue;
     }

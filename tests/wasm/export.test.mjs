@@ -48,7 +48,7 @@ test('module export: the same program as the native CLI', { skip: !existsSync(cl
   assert.equal(module, native);
 });
 
-test('module export: errors name emit, and a CNN has no Megatron-LM arguments', () => {
+test('module export: errors name emit, a CNN has no Megatron-LM arguments, a split of 3 on 8 devices no mesh', () => {
   const bad = JSON.parse(pase.plan(JSON.stringify({ model: 'gpt2', batch: 8, seq: 64, emit: 'pytorch' })));
   assert.equal(bad.error.where, 'emit');
   assert.match(bad.error.message, /known: jax, megatron, torchtitan/);
@@ -57,6 +57,16 @@ test('module export: errors name emit, and a CNN has no Megatron-LM arguments', 
   assert.equal(cnn.exports[0].error.where, 'emit');
   assert.match(cnn.exports[0].error.message, /'alexnet' is not one/);
   assert.equal(cnn.exports[1].file, 'plan.py');
-  const lstm = JSON.parse(pase.plan(JSON.stringify({ model: 'rnnlm', batch: 8, seq: 16, emit: 'jax' })));
-  assert.match(lstm.exports[0].error.message, /LSTM \(layer lstm1\)/);
+  // A split no mesh expresses (the CLI's plans for a mesh; this strategy is made so).
+  const gpt2 = JSON.parse(pase.plan(JSON.stringify({ model: 'gpt2', batch: 8, seq: 64, cluster: { devices: 8 } })));
+  const threeWay = gpt2.vertices.map((v) => v.config.map(() => 1));
+  const head = gpt2.vertices.find((v) => v.name === 'lm_head');
+  const e = head.dims.indexOf('e');
+  threeWay[head.id][e] = 3;
+  const refused = JSON.parse(pase.evaluate(JSON.stringify({
+    model: 'gpt2', batch: 8, seq: 64, cluster: { devices: 8 }, strategy: threeWay, emit: 'jax',
+  })));
+  assert.equal(refused.error, undefined, JSON.stringify(refused.error));
+  assert.equal(refused.exports[0].error.where, 'emit');
+  assert.match(refused.exports[0].error.message, /layer lm_head splits its dimension e 3 ways on 8 devices/);
 });

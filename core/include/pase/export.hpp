@@ -8,9 +8,10 @@
 //   Result<Exported> e = export_plan(ExportTarget::kJax, view);
 //   write e->text to e->file_name; run `python plan.py --check`.
 //
-// ERRORS name the op or the feature that cannot be exported, at "emit"
-// ("emit: LSTM (layer lstm1) cannot be exported to JAX"), or at "emit" for
-// an unknown target.
+// ERRORS name the layer or the feature that cannot be exported, at "emit"
+// ("layer lm_head splits its dimension e 3 ways on 8 devices: no axes of the
+// JAX mesh (2 x 2 x 2) multiply to that split ..."; "Megatron-LM export
+// needs a language model's graph ..."), or an unknown target.
 #pragma once
 
 #include <optional>

@@ -129,6 +129,10 @@ std::vector<JaxWeight> jax_implicit_weights(const LayerSpec& l, const Vertex& v)
       out.push_back({l.filter, {{6}, {1}, {4}, {5}}, fan});
   } else if (l.op == "Embedding") {
     out.push_back({{l.vocab, l.dim}, {{3}, {2}}, 1});
+  } else if (l.op == "LSTM") {
+    // (L, 2, u, 4, u): dimensions (l, s, b, n, k); the state's and the
+    // input's u are k, a gate's u is n.
+    out.push_back({{l.layers, 2, l.units, 4, l.units}, {{0}, {}, {4}, {}, {3}}, 2 * l.units});
   }
   return out;
 }
@@ -150,7 +154,8 @@ Json jax_attributes(const LayerSpec& l) {
   Json j = Json::object();
   j["name"] = l.name;
   j["op"] = l.op;
-  if (l.op == "FC") j["units"] = l.units;
+  if (l.op == "FC" || l.op == "LSTM") j["units"] = l.units;
+  if (l.op == "LSTM") j["layers"] = l.layers;
   if (l.pw != 0) j["pw"] = l.pw;
   if (l.op == "Einsum") j["equation"] = l.equation;
   if (l.op == "Embedding") {

@@ -344,11 +344,6 @@ Result<Exported> export_jax(const PlanView& view) {
   if (!g.model || !g.model->spec)
     return Error{"this graph has no pase-graph document to export", "emit"};
   const GraphSpec& spec = *g.model->spec;
-  for (const LayerSpec& l : spec.layers)
-    if (l.op == "LSTM")
-      return Error{"LSTM (layer " + l.name +
-                       ") cannot be exported to JAX: its recurrence has no op of the export yet",
-                   "emit"};
   if (plan.strategy.size() != g.vertices.size())
     return Error{"the plan does not cover the graph", "emit"};
   const Cluster& cluster = *view.cluster;

@@ -100,6 +100,28 @@ def op_conv(layer, xs, ws):
     return [jax.nn.relu(y) if layer.get("pw", 0) else y]
 
 
+def op_lstm(layer, xs, ws):
+    """`layers` stacked LSTM layers over x of (b, s, u); the weight of each
+    layer is (2, u, 4, u): the input's and the state's part, the four gates
+    (input, forget, cell, output) apart, so that a split of the units splits
+    every gate alike."""
+    x, weight = xs[0], ws[0]
+    batch, units = x.shape[0], x.shape[2]
+    for w in weight:
+        def step(carry, xt, w=w):
+            h, c = carry
+            gates = (jnp.einsum("bu,ugv->bgv", xt, w[0]) +
+                     jnp.einsum("bu,ugv->bgv", h, w[1]))
+            i, f, g, o = (gates[:, j] for j in range(4))
+            c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+            h = jax.nn.sigmoid(o) * jnp.tanh(c)
+            return (h, c), h
+        zero = jnp.zeros((batch, units), x.dtype)
+        _, ys = jax.lax.scan(step, (zero, zero), jnp.swapaxes(x, 0, 1))
+        x = jnp.swapaxes(ys, 0, 1)
+    return [x]
+
+
 def op_pool(layer, xs, ws):
     r, s = layer["window"]
     ph, pw = layer["pad"]
@@ -170,7 +192,7 @@ OPS = {
     "Norm": op_norm, "ReduceMean": op_reduce_mean, "Softmax": op_softmax,
     "SoftmaxCrossEntropy": op_cross_entropy, "Reshape": op_reshape,
     "Transpose": op_transpose, "Concat": op_concat, "Split": op_split, "Stack": op_stack,
-    "Unstack": op_unstack,
+    "Unstack": op_unstack, "LSTM": op_lstm,
 }
 
 
