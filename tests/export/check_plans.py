@@ -11,6 +11,7 @@ table of every plan's collectives against the planner's prediction (bytes
 per device, summed over the step); exits 1 when any check found a mismatch.
 """
 
+import gc
 import json
 import os
 import runpy
@@ -65,6 +66,9 @@ def main():
             if not isinstance(e.code, int) and e.code is not None:
                 print(e.code)
         seconds = time.time() - start
+        # The programs' compiled steps and arrays are of no use to the next.
+        jax.clear_caches()
+        gc.collect()
         report = {}
         if os.path.getsize(report_path):
             with open(report_path) as f:
