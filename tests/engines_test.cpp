@@ -29,12 +29,6 @@ using pase::testing::contains;
 
 namespace {
 
-Cluster engines_h100(int64_t devices) {
-  Cluster c = apply_preset(Cluster{.devices = devices}, *find_preset("h100"));
-  c.cost_model = CostModel::kPractice;
-  return c;
-}
-
 // A layout's strategy evaluated on the model at the layout's global batch,
 // as `pase eval --layout` does, with the graph and cluster it was priced on.
 struct EnginesLaidOut {
@@ -61,7 +55,7 @@ EnginesLaidOut engines_lay_out(const char* model, int64_t seq, int64_t devices,
     g = build_graph(*spec);
   }
   REQUIRE_MESSAGE(g.ok(), testing::why(g));
-  Result<LayoutStrategy> s = layout_strategy(*g, engines_h100(devices), *l);
+  Result<LayoutStrategy> s = layout_strategy(*g, pase::testing::practice_h100(devices), *l);
   REQUIRE_MESSAGE(s.ok(), testing::why(s));
   if (training != nullptr) s->cluster.training = *training;
   Result<PipelinePlan> p = evaluate_pipeline(*g, s->cluster, s->strategy);
@@ -193,7 +187,7 @@ TEST_CASE("engines: a config.json model's shape is read back from its graph") {
 }
 
 TEST_CASE("engines: full recomputation of the first blocks is Megatron-LM's block method") {
-  Training t = engines_h100(16).training;
+  Training t = pase::testing::practice_h100(16).training;
   t.recompute = Recompute::kFull;
   t.recompute_blocks = 12;
   t.recompute_rest = Recompute::kSelective;
@@ -218,7 +212,7 @@ TEST_CASE("engines: full recomputation of the first blocks is Megatron-LM's bloc
 
 TEST_CASE("engines: a plan that is not uniform names its layers and the nearest layout") {
   const Graph g = testing::model("gpt2", 8);
-  const Cluster c = engines_h100(8);
+  const Cluster c = pase::testing::practice_h100(8);
   Result<Plan> p = plan(g, c);
   REQUIRE_MESSAGE(p.ok(), testing::why(p));
   const PlanView view{&g, &g, &c, &*p, nullptr};

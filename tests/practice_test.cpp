@@ -24,14 +24,9 @@ using namespace pase;
 using pase::testing::close_to;
 using pase::testing::contains;
 using pase::testing::model;
+using pase::testing::practice_h100;
 
 namespace {
-
-Cluster practice_h100(int64_t devices) {
-  Cluster c = apply_preset(Cluster{.devices = devices}, *find_preset("h100"));
-  c.cost_model = CostModel::kPractice;
-  return c;
-}
 
 // x (4096, 4096) -> FC of 4096 units: one matrix product of 4096 x 4096 x 4096.
 Graph one_fc() {

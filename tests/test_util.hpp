@@ -19,9 +19,17 @@
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "pase/presets.hpp"
 #include "pase/result.hpp"
 
 namespace pase::testing {
+
+// `devices` H100s of the h100 preset under the practice cost model.
+inline Cluster practice_h100(int64_t devices) {
+  Cluster c = apply_preset(Cluster{.devices = devices}, *find_preset("h100"));
+  c.cost_model = CostModel::kPractice;
+  return c;
+}
 
 // A layer of `op` named `name` whose operands are the named tensors `inputs`.
 inline LayerSpec layer(std::string name, std::string op, std::vector<std::string> inputs) {

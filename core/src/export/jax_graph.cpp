@@ -26,14 +26,14 @@ constexpr int64_t kJaxReducedBatch = 8;
 
 int64_t jax_lcm(int64_t a, int64_t b) { return a / std::gcd(a, b) * b; }
 
-// Whether `small` builds to vertices of the dimensions of `g` that the
-// strategy divides; `why` says what fails.
-bool jax_same_structure(const GraphSpec& small, const Graph& g, const Strategy& s,
-                        std::string& why) {
+// `small` built, when it builds to vertices of the dimensions of `g` that
+// the strategy divides; else nullopt, and `why` says what fails.
+std::optional<Graph> jax_same_structure(const GraphSpec& small, const Graph& g, const Strategy& s,
+                                        std::string& why) {
   Result<Graph> built = build_graph(small);
   if (!built) {
     why = built.error().message;
-    return false;
+    return std::nullopt;
   }
   bool same = built->vertices.size() == g.vertices.size();
   for (size_t v = 0; same && v < g.vertices.size(); ++v) {
@@ -41,8 +41,11 @@ bool jax_same_structure(const GraphSpec& small, const Graph& g, const Strategy& 
     same = a.dims == g.vertices[v].dims;
     for (size_t p = 0; same && p < a.dom.size(); ++p) same = a.dom[p] % s[v][p] == 0;
   }
-  if (!same) why = "the plan's splits do not divide the reduced sizes";
-  return same;
+  if (!same) {
+    why = "the plan's splits do not divide the reduced sizes";
+    return std::nullopt;
+  }
+  return std::move(*built);
 }
 
 // The graph reduced for a CPU (--reduce), or nullopt with `note` saying why
@@ -53,8 +56,8 @@ bool jax_same_structure(const GraphSpec& small, const Graph& g, const Strategy& 
 // batch alone: the graph inputs' first size, and a Reshape's that equals it.
 }  // namespace
 
-std::optional<GraphSpec> jax_reduced_spec(const GraphSpec& spec, const Graph& g, const Strategy& s,
-                                          std::string& note) {
+std::optional<Graph> jax_reduced_graph(const GraphSpec& spec, const Graph& g, const Strategy& s,
+                                       std::string& note) {
   std::map<int64_t, int64_t> splits;  // size -> lcm of its splits
   for (const Vertex& v : g.vertices)
     for (size_t p = 0; p < v.dom.size(); ++p) {
@@ -85,12 +88,13 @@ std::optional<GraphSpec> jax_reduced_spec(const GraphSpec& spec, const Graph& g,
       for (int64_t& d : o.weight_shape) d = reduce(d);
   }
   std::string why;
-  if (!to.empty() && jax_same_structure(small, g, s, why)) {
+  std::optional<Graph> built;
+  if (!to.empty() && (built = jax_same_structure(small, g, s, why))) {
     note = "every size above " + std::to_string(kJaxReducedSize) +
            " becomes the least multiple of its splits from " + std::to_string(kJaxReducedSize) +
            " on:";
     for (const auto& [from, r] : to) note += " " + std::to_string(from) + "->" + std::to_string(r);
-    return small;
+    return built;
   }
   // The batch alone.
   if (spec.inputs.empty() || spec.inputs[0].second.empty()) {
@@ -107,10 +111,10 @@ std::optional<GraphSpec> jax_reduced_spec(const GraphSpec& spec, const Graph& g,
   for (LayerSpec& layer : small.layers)
     if (!layer.shape.empty() && layer.shape[0] == batch) layer.shape[0] = b;
   std::string why_batch;
-  if (b < batch && jax_same_structure(small, g, s, why_batch)) {
+  if (b < batch && (built = jax_same_structure(small, g, s, why_batch))) {
     note = "the batch " + std::to_string(batch) + "->" + std::to_string(b) +
            " (the other sizes depend on each other: " + why + ")";
-    return small;
+    return built;
   }
   note = "no reduction keeps the graph valid: " + (why.empty() ? why_batch : why);
   return std::nullopt;

@@ -375,10 +375,9 @@ Result<Exported> export_jax(const PlanView& view) {
   if (!full) return full.error();
   std::string note;
   Json reduced;
-  if (std::optional<GraphSpec> small = jax_reduced_spec(spec, g, plan.strategy, note)) {
-    Result<Graph> built = build_graph(*small);
-    if (!built) return built.error();
-    Result<Json> r = jax_variant(*small, *built, mesh_cluster, plan.strategy, axes, mesh);
+  if (std::optional<Graph> small = jax_reduced_graph(spec, g, plan.strategy, note)) {
+    Result<Json> r =
+        jax_variant(*small->model->spec, *small, mesh_cluster, plan.strategy, axes, mesh);
     if (!r) return r.error();
     reduced = std::move(*r);
   }

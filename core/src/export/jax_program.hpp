@@ -16,15 +16,16 @@ namespace pase {
 
 Result<Exported> export_jax(const PlanView& view);
 
-// The graph reduced for a CPU (a program's --reduce), or nullopt: `spec`
+// The graph reduced for a CPU (a program's --reduce; its document is its
+// model->spec), or nullopt: `spec`
 // with every size above 32 replaced, the same size by the same value (the
 // least multiple of every split of a dimension of that size from 32 on, at
 // most the size); when that breaks the graph (sizes that depend on each
 // other: a CNN's channels and images), the batch alone (to 8). It must build
 // to vertices of `g`'s dimensions that `strategy` divides. `note` says what
 // changed, or why there is no reduction (jax_graph.cpp).
-std::optional<GraphSpec> jax_reduced_spec(const GraphSpec& spec, const Graph& g,
-                                          const Strategy& strategy, std::string& note);
+std::optional<Graph> jax_reduced_graph(const GraphSpec& spec, const Graph& g,
+                                       const Strategy& strategy, std::string& note);
 
 // The op's own weights of a layer (not its {"shape"} operands: FC's, Conv's,
 // Embedding's), with the positions of the vertex each of their dimensions
