@@ -45,7 +45,7 @@ Search prepare(const Graph& g, const Cluster& cluster, Order order) {
   for (const ConfigSet& c : s.configs) counts.push_back(c.size());
   s.ord = make_ordering(g, order, counts);
   s.machine = ops::make_machine(cluster);
-  s.classes = table_classes(g, s.configs, s.ord, s.machine.gpus_per_node);
+  s.classes = table_classes(g, s.configs, s.ord, EndView::of(s.machine));
   return s;
 }
 
@@ -104,7 +104,7 @@ SearchStats check_same(const Graph& g, const Search& s, double cost_weight = 1,
     }
   // Without groups (the table's own order, rows over the configurations):
   // the same again.
-  const TableClasses no_groups = table_classes(g, s.configs, s.ord, m.gpus_per_node, false);
+  const TableClasses no_groups = table_classes(g, s.configs, s.ord, EndView::of(m), false);
   Result<DpResult> plain =
       run_dp(g, s.configs, s.ord, no_groups, m, estimate_dp(s.ord, s.configs, &no_groups),
              PlanOptions{}, every_step);
@@ -150,18 +150,24 @@ std::vector<char> covered(const Graph& g, const Ordering& ord, size_t i) {
 
 // ---- The classes ---------------------------------------------------------------------------
 
-TEST_CASE("classes: configurations of one class cost the same on every edge to the covered part") {
-  // For every step i and u in D(i), two configurations of u in one class
-  // must price every edge between u and a vertex covered by T_i alike,
-  // against every configuration of that vertex; and class 0 holds
-  // configuration 0, each class numbered by its least configuration.
+namespace {
+
+// For every step i and u in D(i), two configurations of u in one class must
+// price every edge between u and a vertex covered by T_i alike, against
+// every configuration of that vertex; and class 0 holds configuration 0,
+// each class numbered by its least configuration. Random graphs on 4 or 8
+// devices, flat or on nodes of 2, of the paper model or (`practice`) the
+// practice model, which prices an edge both ways.
+void check_classes_price_alike(bool practice) {
   RandomGraphs gen(4242);
   std::mt19937 rng(3);
   int tested = 0, merged = 0;
   for (int attempt = 0; tested < 40 && attempt < 400; ++attempt) {
     Result<Graph> g = build_graph(gen.next(3 + static_cast<int>(rng() % 6)));
     REQUIRE_MESSAGE(g.ok(), why(g));
-    Cluster cluster{.devices = rng() % 2 ? 4 : 8};
+    const int64_t devices = rng() % 2 ? 4 : 8;
+    Cluster cluster = practice ? practice_h100(devices) : Cluster{.devices = devices};
+    cluster.gpus_per_node = 0;
     if (rng() % 2) {
       cluster.gpus_per_node = 2;
       cluster.intra_node_gbps = 100;
@@ -211,6 +217,16 @@ TEST_CASE("classes: configurations of one class cost the same on every edge to t
   CHECK(merged > 20);  // the classes do merge configurations
 }
 
+}  // namespace
+
+TEST_CASE("classes: configurations of one class cost the same on every edge to the covered part") {
+  check_classes_price_alike(false);
+}
+
+TEST_CASE("classes: under the practice model too, which prices an edge both ways") {
+  check_classes_price_alike(true);
+}
+
 TEST_CASE(
     "classes: the Transformer's search shrinks by a quarter at 64 devices, by half with groups") {
   // Flat, 64 devices (core/docs/performance.md, "Equivalence classes" and
@@ -225,8 +241,7 @@ TEST_CASE(
   CHECK(est->raw_pairs == 1538342680.0);
   CHECK(est->pairs == 731705713.0);
   Search s = prepare(*g, Cluster{.devices = 64}, Order::kGenSeq);
-  const TableClasses no_groups =
-      table_classes(*g, s.configs, s.ord, s.machine.gpus_per_node, false);
+  const TableClasses no_groups = table_classes(*g, s.configs, s.ord, EndView::of(s.machine), false);
   CHECK(estimate_dp(s.ord, s.configs, &no_groups).pairs == 1150109524.0);
   CHECK(est->largest_table == 592704.0);  // 84^3, as on raw configurations
   CHECK(est->table_entries == 5528265.0);

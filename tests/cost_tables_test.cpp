@@ -263,7 +263,7 @@ void check_kept_matrices(const Cluster& cluster, double budget) {
   auto configs = enumerate_all(*g, cluster.devices, {});
   REQUIRE(configs.ok());
   const ops::Machine m = ops::make_machine(cluster);
-  EdgePrices prices(*g, *configs, m.near_devices(), kEdgePriceBudget);
+  EdgePrices prices(*g, *configs, EndView::of(m), kEdgePriceBudget);
   PairMatrices kept(*g, *configs, m, prices, budget);
   int compared = 0;
   for (int pass = 0; pass < 2; ++pass)

@@ -230,7 +230,7 @@ TEST_CASE("plan: the memory guard refuses and names the size it needs") {
   std::vector<size_t> counts;
   for (const ConfigSet& s : *sets) counts.push_back(s.size());
   const Ordering ord = make_ordering(g, Order::kBfs, counts);
-  const TableClasses classes = table_classes(g, *sets, ord, 0);
+  const TableClasses classes = table_classes(g, *sets, ord, EndView{});
   SearchStats est = estimate_dp(ord, *sets, &classes);
   REQUIRE(est.peak_bytes > static_cast<double>(options.max_memory));
 

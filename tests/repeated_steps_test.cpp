@@ -43,7 +43,7 @@ Prepared prepare_search(const Graph& g, const Cluster& cluster) {
   for (const ConfigSet& c : p.configs) counts.push_back(c.size());
   p.ord = make_ordering(g, Order::kGenSeq, counts);
   p.machine = ops::make_machine(cluster);
-  p.classes = table_classes(g, p.configs, p.ord, p.machine.gpus_per_node);
+  p.classes = table_classes(g, p.configs, p.ord, EndView::of(p.machine));
   p.est = estimate_dp(p.ord, p.configs, &p.classes);
   return p;
 }
@@ -97,7 +97,7 @@ TEST_CASE("repeated steps: GPT-2's blocks make one stretch and a chain none") {
   Result<Graph> gpt2 = build_model("gpt2", 4, 16);
   REQUIRE(gpt2.ok());
   const Prepared p = prepare_search(*gpt2, Cluster{.devices = 4});
-  EdgePrices prices(*gpt2, p.configs, 0, kEdgePriceBudget);
+  EdgePrices prices(*gpt2, p.configs, EndView::of(p.machine), kEdgePriceBudget);
   EdgePairs pairs(*gpt2);
   std::vector<std::vector<double>> vcost(gpt2->vertices.size());
   for (size_t v = 0; v < vcost.size(); ++v)
@@ -114,7 +114,7 @@ TEST_CASE("repeated steps: GPT-2's blocks make one stretch and a chain none") {
   Result<Graph> alexnet = build_model("alexnet");
   REQUIRE(alexnet.ok());
   const Prepared a = prepare_search(*alexnet, Cluster{.devices = 4});
-  EdgePrices a_prices(*alexnet, a.configs, 0, kEdgePriceBudget);
+  EdgePrices a_prices(*alexnet, a.configs, EndView::of(a.machine), kEdgePriceBudget);
   std::vector<std::vector<double>> a_cost(alexnet->vertices.size());
   for (size_t v = 0; v < a_cost.size(); ++v)
     a_cost[v] = vertex_cost_vector(*alexnet, static_cast<int>(v), a.configs[v], a.machine);

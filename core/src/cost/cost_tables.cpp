@@ -84,8 +84,10 @@ Placement placement(const Shape& shape, const TensorMap& map, const int64_t* c, 
   return p;
 }
 
-// The hierarchical edge cost: the flat edge's words, priced by the share
-// `phi` of the missing data that lives off device 0's node.
+// One way of the hierarchical edge cost (the paper model counts it twice,
+// forward and backward; the practice model adds the way back, from the
+// consumer's placement to the producer's box): the flat edge's words, priced
+// by the share `phi` of the missing data that lives off device 0's node.
 // `box` is device 0's box under the consumer's configuration t, per tensor
 // dimension: shape[i] / t[i].
 // `one_node`: whether the consumer's group (its first q devices, q the
@@ -93,8 +95,8 @@ Placement placement(const Shape& shape, const TensorMap& map, const int64_t* c, 
 // data when device 0's needed box lies in its own cell (need = own) but the
 // flat words are not 0: the consumer splits the tensor more than the
 // producer, and the words go to the group's other devices.
-double hierarchical_edge(const Shape& shape, const Placement& src, const int64_t* t,
-                         const double* box, bool one_node, const ops::Machine& m) {
+double one_way(const Shape& shape, const Placement& src, const int64_t* t, const double* box,
+               bool one_node, const ops::Machine& m) {
   const double x =
       ops::redistribution_words(shape, src.split.data(), t, m.cost_model == CostModel::kPractice);
   if (x == 0) return 0;
@@ -115,7 +117,28 @@ double hierarchical_edge(const Shape& shape, const Placement& src, const int64_t
   const double missing = need - own;
   const double phi =
       missing > 0 ? (src.all_near ? 0 : (need - own - near) / missing) : (one_node ? 0 : 1);
-  return 2 * x * (m.r1 * (1 - phi) + m.r * phi);
+  return x * (m.r1 * (1 - phi) + m.r * phi);
+}
+
+// The hierarchical edge: twice the way forward (the paper model), or the way
+// forward plus the gradient's way back (the practice model: `dst`, the
+// consumer's placement, given).
+double hierarchical_edge(const Shape& shape, const Placement& src, const Placement* dst,
+                         const int64_t* t, const double* box, bool one_node,
+                         const ops::Machine& m) {
+  const double forward = one_way(shape, src, t, box, one_node, m);
+  if (dst == nullptr) return 2 * forward;
+  return forward + one_way(shape, *dst, src.split.data(), src.width.data(), src.all_near, m);
+}
+
+// The flat edge's elements: twice the way forward (the paper model), or the
+// way forward plus the gradient's way back, replication-aware (the practice
+// model, core/docs/practice-model.md, "Communication").
+double flat_edge(const Shape& shape, const int64_t* s, const int64_t* t, const ops::Machine& m) {
+  if (m.cost_model != CostModel::kPractice)
+    return m.words(2 * ops::redistribution_words(shape, s, t, false));
+  return m.words(ops::redistribution_words(shape, s, t, true) +
+                 ops::redistribution_words(shape, t, s, true));
 }
 
 // 1 when a layer at configuration `c` (n dimensions) runs on devices that
@@ -148,10 +171,13 @@ double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int6
     const Placement src =
         placement(shape, out, c_src, g.vertices[e.src].dom.size(), m.near_devices());
     const bool one_node = group_on_node(c_dst, g.vertices[e.dst].dom.size(), m.near_devices()) != 0;
-    return hierarchical_edge(shape, src, t.data(), box_of(shape, t.data()).data(), one_node, m);
+    std::optional<Placement> dst;
+    if (EndView::of(m).consumer_placed())
+      dst = placement(shape, in, c_dst, g.vertices[e.dst].dom.size(), m.near_devices());
+    return hierarchical_edge(shape, src, dst ? &*dst : nullptr, t.data(),
+                             box_of(shape, t.data()).data(), one_node, m);
   }
-  return m.words(2 * ops::redistribution_words(shape, s.data(), t.data(),
-                                               m.cost_model == CostModel::kPractice));
+  return flat_edge(shape, s.data(), t.data(), m);
 }
 
 std::vector<PairEdges> group_edges(const Graph& g) {
@@ -210,16 +236,17 @@ void distinct_tensor_configs(const TensorMap& map, const ConfigSet& set,
 }  // namespace
 
 std::vector<int> edge_end_ids(const Graph& g, const ConfigSet& set, const Edge& e, bool producer,
-                              int64_t gpus_per_node) {
+                              EndView view) {
   std::vector<std::vector<int64_t>> unique;
   std::vector<int> ids;
-  if (!producer) {
+  if (!producer && !view.consumer_placed()) {
     distinct_tensor_configs(model_of(g, e.dst).in_maps[e.dst_slot], set, unique, ids,
-                            gpus_per_node);
+                            view.gpus_per_node);
     return ids;
   }
-  const TensorMap& map = model_of(g, e.src).out_maps[e.src_output];
-  if (gpus_per_node == 0) {
+  const TensorMap& map =
+      producer ? model_of(g, e.src).out_maps[e.src_output] : model_of(g, e.dst).in_maps[e.dst_slot];
+  if (view.gpus_per_node == 0) {
     distinct_tensor_configs(map, set, unique, ids);
     return ids;
   }
@@ -227,7 +254,7 @@ std::vector<int> edge_end_ids(const Graph& g, const ConfigSet& set, const Edge& 
   std::map<Placement, int> seen;
   ids.resize(set.size());
   for (size_t i = 0; i < set.size(); ++i)
-    ids[i] = seen.emplace(placement(shape, map, set.at(i), set.dims, gpus_per_node),
+    ids[i] = seen.emplace(placement(shape, map, set.at(i), set.dims, view.gpus_per_node),
                           static_cast<int>(seen.size()))
                  .first->second;
   return ids;
@@ -239,6 +266,9 @@ std::vector<int> edge_end_ids(const Graph& g, const ConfigSet& set, const Edge& 
 struct EdgePrices::Entry {
   std::vector<int> src_ids, dst_ids;
   std::vector<Placement> placements;  // hierarchical: the producer's distinct ends
+  // hierarchical and both ways: the consumer's distinct ends (each with its
+  // `ud`, the placement's split and all_near)
+  std::vector<Placement> dst_placements;
   // us: flat, the producer's ends; ud: the consumer's (with nodes, each ends
   // with group_on_node() of its configurations).
   std::vector<std::vector<int64_t>> us, ud;
@@ -286,22 +316,23 @@ const std::vector<int>& EndIds::of(const Edge& e, bool producer) {
   const TensorMap& map = producer ? model_of(g_, e.src).out_maps[e.src_output]
                                   : model_of(g_, e.dst).in_maps[e.dst_slot];
   std::vector<int64_t> key = {set_id_[v], producer ? 1 : 0};
-  if (producer && per_node_ > 0) {
+  if ((producer && view_.gpus_per_node > 0) || (!producer && view_.consumer_placed())) {
     const Shape& shape = g_.vertices[e.src].outputs[e.src_output].shape;
     key.push_back(-1);
     key.insert(key.end(), shape.begin(), shape.end());
   }
   append_map(key, map);
   auto [it, fresh] = kept_.try_emplace(std::move(key));
-  if (fresh) it->second = edge_end_ids(g_, configs_[v], e, producer, per_node_);
+  if (fresh) it->second = edge_end_ids(g_, configs_[v], e, producer, view_);
   return it->second;
 }
 
-EdgePrices::EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, int64_t gpus_per_node,
+EdgePrices::EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, EndView view,
                        double budget_bytes)
     : g_(g),
       configs_(configs),
-      per_node_(gpus_per_node),
+      view_(view),
+      per_node_(view.gpus_per_node),
       budget_(budget_bytes),
       set_id_(config_set_ids(configs)) {}
 
@@ -329,7 +360,24 @@ EdgePrices::Entry& EdgePrices::entry(int edge_id, std::unique_ptr<Entry>& scratc
   }
   auto made = std::make_unique<Entry>();
   Entry& en = *made;
-  distinct_tensor_configs(in_map, configs_[e.dst], en.ud, en.dst_ids, per_node_);
+  if (view_.consumer_placed()) {
+    const ConfigSet& set = configs_[e.dst];
+    std::map<Placement, int> seen;
+    en.dst_ids.resize(set.size());
+    for (size_t i = 0; i < set.size(); ++i) {
+      auto [it, fresh] = seen.emplace(placement(shape, in_map, set.at(i), set.dims, per_node_),
+                                      static_cast<int>(seen.size()));
+      en.dst_ids[i] = it->second;
+    }
+    en.dst_placements.resize(seen.size());
+    for (auto& [p, id] : seen) en.dst_placements[id] = p;
+    for (const Placement& p : en.dst_placements) {
+      en.ud.push_back(p.split);
+      en.ud.back().push_back(p.all_near ? 1 : 0);
+    }
+  } else {
+    distinct_tensor_configs(in_map, configs_[e.dst], en.ud, en.dst_ids, per_node_);
+  }
   if (per_node_ > 0) {
     const ConfigSet& set = configs_[e.src];
     std::map<Placement, int> seen;
@@ -383,11 +431,11 @@ void EdgePrices::price(Entry& en, int edge_id, const std::vector<char>& need_src
       for (size_t b = 0; b < en.n_dst; ++b) {
         if (!need_dst[b] || !std::isnan(row[b])) continue;
         if (per_node_ > 0)
-          row[b] = hierarchical_edge(shape, en.placements[a], en.ud[b].data(), en.boxes[b].data(),
-                                     en.ud[b].back() != 0, m);
+          row[b] = hierarchical_edge(shape, en.placements[a],
+                                     en.dst_placements.empty() ? nullptr : &en.dst_placements[b],
+                                     en.ud[b].data(), en.boxes[b].data(), en.ud[b].back() != 0, m);
         else
-          row[b] = m.words(2 * ops::redistribution_words(shape, en.us[a].data(), en.ud[b].data(),
-                                                         m.cost_model == CostModel::kPractice));
+          row[b] = flat_edge(shape, en.us[a].data(), en.ud[b].data(), m);
       }
     }
   };
@@ -408,7 +456,7 @@ PairMatrix pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
   PairMatrix out(n_outer * n_inner);
   if (edge_ids.empty()) std::fill(out.begin(), out.end(), 0.0);
   std::optional<EdgePrices> own;
-  if (prices == nullptr) prices = &own.emplace(g, configs, m.near_devices(), 0);
+  if (prices == nullptr) prices = &own.emplace(g, configs, EndView::of(m), 0);
   const bool large = static_cast<double>(n_outer) * static_cast<double>(n_inner) >= (1 << 17);
   for (size_t k = 0; k < edge_ids.size(); ++k) {
     const int id = edge_ids[k];

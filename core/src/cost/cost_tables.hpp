@@ -58,6 +58,21 @@ class EdgePairs {
   std::vector<int> none_;
 };
 
+// How the search tells an edge's ends apart (edge_end_ids): the devices of
+// device 0's node from device 0 on (Machine::near_devices(), 0 on a flat
+// machine), and whether the edge is priced both ways, forward and the
+// gradient back, as the practice model prices it (core/docs/
+// practice-model.md, "Communication"); on a machine of nodes, the backward
+// half sees the consumer through its placement too.
+struct EndView {
+  int64_t gpus_per_node = 0;
+  bool both_ways = false;
+  static EndView of(const ops::Machine& m) {
+    return EndView{m.near_devices(), m.cost_model == CostModel::kPractice};
+  }
+  bool consumer_placed() const { return both_ways && gpus_per_node > 0; }
+};
+
 // One id per vertex, shared by the vertices whose configurations are equal
 // (compared by content).
 std::vector<int> config_set_ids(const std::vector<ConfigSet>& configs);
@@ -66,18 +81,18 @@ std::vector<int> config_set_ids(const std::vector<ConfigSet>& configs);
 // content, its tensor map, which end, and for a producer on a machine of
 // nodes the tensor's shape), so that the repeated blocks of a network
 // compute each once. One EndIds serves one set of configurations and one
-// gpus_per_node; not thread-safe.
+// EndView; not thread-safe.
 class EndIds {
  public:
-  EndIds(const Graph& g, const std::vector<ConfigSet>& configs, int64_t gpus_per_node)
-      : g_(g), configs_(configs), per_node_(gpus_per_node), set_id_(config_set_ids(configs)) {}
+  EndIds(const Graph& g, const std::vector<ConfigSet>& configs, EndView view)
+      : g_(g), configs_(configs), view_(view), set_id_(config_set_ids(configs)) {}
   // The ids of edge e's end at its producer (`producer`) or its consumer.
   const std::vector<int>& of(const Edge& e, bool producer);
 
  private:
   const Graph& g_;
   const std::vector<ConfigSet>& configs_;
-  int64_t per_node_;
+  EndView view_;
   std::vector<int> set_id_;
   std::map<std::vector<int64_t>, std::vector<int>> kept_;
 };
@@ -95,7 +110,7 @@ class EndIds {
 // machine (its rates) and one set of configurations; not thread-safe.
 class EdgePrices {
  public:
-  EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, int64_t gpus_per_node,
+  EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, EndView view,
              double budget_bytes);
   ~EdgePrices();
   EdgePrices(const EdgePrices&) = delete;
@@ -118,6 +133,7 @@ class EdgePrices {
  private:
   const Graph& g_;
   const std::vector<ConfigSet>& configs_;
+  EndView view_;
   int64_t per_node_;
   double budget_;
   double bytes_ = 0;
@@ -191,11 +207,12 @@ constexpr double kPairMatrixBudget = 512.0 * (1 << 20);
 // configuration, and on a machine of nodes also through whether its devices
 // lie on device 0's node; the producer through its tensor configuration on a
 // flat machine and through its placement on node 0 on a machine of nodes
-// (`gpus_per_node` > 0: the devices of device 0's node from device 0 on,
-// Machine::near_devices(); core/docs/cluster.md). Ids are numbered in order of
-// first appearance. Time O(|set| * tensor rank), times gpus_per_node for a
-// hierarchical producer.
+// (`view.gpus_per_node` > 0: the devices of device 0's node from device 0 on,
+// Machine::near_devices(); core/docs/cluster.md). An edge priced both ways on
+// a machine of nodes sees the consumer through its placement too. Ids are
+// numbered in order of first appearance. Time O(|set| * tensor rank), times
+// gpus_per_node for a hierarchical end.
 std::vector<int> edge_end_ids(const Graph& g, const ConfigSet& set, const Edge& e, bool producer,
-                              int64_t gpus_per_node);
+                              EndView view);
 
 }  // namespace pase

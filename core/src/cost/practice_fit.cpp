@@ -22,13 +22,14 @@ constexpr Fit kFits[] = {
     {{"v100", ""}, 0.78, 64, 0.35, 0.75, 10, 20, 0.8, 1.0},
     // Fitted to the nine A100 runs of examples/published-runs.json by
     // `pase bench --published examples/published-runs.json --fit` (Megatron-LM
-    // 2021-22 on Selene), run from the previous row's values: products at 72%
-    // of 312 TFLOP/s, half rate at 97 per device dimension; attention at 19%
-    // (those runs had no fused attention: FlashAttention came later), no
-    // overlap of the gradient all-reduce with the backward pass (Megatron-LM
-    // then reduced after it), collectives at 92% of the links, memory-bound
-    // ops at 62% of 2,039 GB/s. Latencies: NCCL's published per-step figures.
-    {{"a100-40gb", "a100-80gb"}, 0.722, 96.9, 0.186, 0.621, 8, 15, 0.0, 0.923},
+    // 2021-22 on Selene), run from the previous fit's values after the
+    // re-distributions were priced both ways: products at 73% of 312
+    // TFLOP/s, half rate at 77 per device dimension; attention at 16% (those
+    // runs had no fused attention: FlashAttention came later), no overlap of
+    // the gradient all-reduce with the backward pass (Megatron-LM then
+    // reduced after it), collectives at 79% of the links, memory-bound ops at
+    // 63% of 2,039 GB/s. Latencies: NCCL's published per-step figures.
+    {{"a100-40gb", "a100-80gb"}, 0.726, 76.6, 0.163, 0.629, 8, 15, 0.0, 0.790},
     // BF16 products reach about 700-750 of 989 TFLOP/s; FlashAttention 3
     // (Shah et al., 2024) 500-600 TFLOP/s forward, less backward; the H200
     // is the same chip with more and faster memory. One published run only

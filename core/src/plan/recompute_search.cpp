@@ -82,7 +82,7 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     }
     return *best;
   }
-  EdgePrices prices(graph, space->configs, ops::make_machine(cluster).near_devices(),
+  EdgePrices prices(graph, space->configs, EndView::of(ops::make_machine(cluster)),
                     kEdgePriceBudget);
   const double cap = cluster.capacity_bytes();
   const StageWeights plain;

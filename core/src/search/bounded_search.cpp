@@ -74,7 +74,7 @@ Relaxation relax(const Graph& g, const std::vector<ConfigSet>& configs, const op
   std::vector<std::vector<double>> own = vc;
   Relaxation r;
   r.star = vc;
-  EdgePrices prices(g, configs, m.near_devices(), kEdgePriceBudget);
+  EdgePrices prices(g, configs, EndView::of(m), kEdgePriceBudget);
   for (const PairEdges& pe : group_edges(g)) {
     const size_t na = configs[pe.a].size(), nb = configs[pe.b].size();
     if (static_cast<double>(na) * static_cast<double>(nb) > kRelaxationEntries) continue;

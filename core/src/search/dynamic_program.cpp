@@ -40,14 +40,14 @@ bool is_identity(const std::vector<int>& map) {
 
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const ops::Machine& m, const SearchStats& est, const PlanOptions& options) {
-  return run_dp(g, configs, ord, table_classes(g, configs, ord, m.near_devices()), m, est, options);
+  return run_dp(g, configs, ord, table_classes(g, configs, ord, EndView::of(m)), m, est, options);
 }
 
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
                         const PlanOptions& options, const DpTuning& tuning, EdgePrices* prices) {
   std::optional<EdgePrices> own;
-  if (prices == nullptr) prices = &own.emplace(g, configs, m.near_devices(), kEdgePriceBudget);
+  if (prices == nullptr) prices = &own.emplace(g, configs, EndView::of(m), kEdgePriceBudget);
   PairMatrices kept_matrices(g, configs, m, *prices, kPairMatrixBudget);
   detail::SortedRowsCache kept_rows(kSortedRowsBudget);
   size_t n_steps = ord.steps.size();

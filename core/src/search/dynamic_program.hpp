@@ -46,12 +46,13 @@ struct DepClasses {
 // key made of (a) its class in every table T_j that step i consumes and that
 // has u in D(j), and (b) for each edge between v(i) and u, the id of u's end
 // (edge_end_ids: the consumer's tensor configuration, the producer's tensor
-// configuration on a flat machine or its placement on a machine of nodes).
+// configuration on a flat machine or its placement on a machine of nodes, and
+// the consumer's placement too for edges priced both ways).
 // Classes are the distinct keys, numbered by their least configuration, so
 // class 0 holds configuration 0. Configurations of one class give every
 // entry of T_i the same value and the same arg-min, bit for bit (the terms
 // of the recurrence read the same numbers in the same order). Depends on the
-// machine only through gpus_per_node. Time O(sum over steps and u in D of
+// machine only through `view` (EndView::of). Time O(sum over steps and u in D of
 // |configs(u)| * (consumed tables + edges)), plus the edge ids.
 //
 // Each step also gets its iteration order and its groups: the innermost
@@ -65,7 +66,7 @@ struct TableClasses {
   double bytes = 0;               // memory held by the class maps
 };
 TableClasses table_classes(const Graph& g, const std::vector<ConfigSet>& configs,
-                           const Ordering& ord, int64_t gpus_per_node, bool groups = true);
+                           const Ordering& ord, EndView view, bool groups = true);
 
 // What a run will need, computed before anything is allocated: the size
 // fields of SearchStats (max_dependent_set, table_entries, largest_table,
@@ -131,7 +132,7 @@ struct DpTuning {
 };
 
 // Runs the program on tables indexed by `classes` (from table_classes() with
-// m.gpus_per_node), on options.threads threads. `est` scales the progress
+// EndView::of(m)), on options.threads threads. `est` scales the progress
 // reports, which come from the calling thread only. Errors: "cancelled"
 // when options.cancel is set. Ties go to the configuration of v enumerated
 // first, as in run_dp_reference, so both return the same cost, bit for bit,
@@ -146,7 +147,7 @@ struct DpTuning {
 // is exact). Time: that of the steps run; a skipped stretch costs only its
 // steps' signatures and the copy of its last crossing table. The edges'
 // prices come from `prices` (made with the same configurations and
-// m.gpus_per_node; several searches of one plan share it), or from prices
+// EndView::of(m); several searches of one plan share it), or from prices
 // kept for this run alone when it is null.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,

@@ -146,9 +146,9 @@ void choose_order(const Graph& g, const std::vector<ConfigSet>& configs, const O
 }  // namespace
 
 TableClasses table_classes(const Graph& g, const std::vector<ConfigSet>& configs,
-                           const Ordering& ord, int64_t gpus_per_node, bool groups) {
+                           const Ordering& ord, EndView view, bool groups) {
   EdgePairs pairs(g);
-  EndIds ends(g, configs, gpus_per_node);
+  EndIds ends(g, configs, view);
   TableClasses out;
   out.steps.resize(ord.steps.size());
   for (size_t i = 0; i < ord.steps.size(); ++i) {

@@ -39,7 +39,7 @@ Result<SearchSpace> prepare_space(const Graph& graph, const Cluster& cluster,
 void finish_space(const Graph& graph, const Cluster& cluster, SearchSpace& p) {
   uint64_t configurations = 0;
   for (const ConfigSet& c : p.configs) configurations += c.size();
-  p.classes = table_classes(graph, p.configs, p.ord, ops::make_machine(cluster).near_devices());
+  p.classes = table_classes(graph, p.configs, p.ord, EndView::of(ops::make_machine(cluster)));
   p.est = estimate_dp(p.ord, p.configs, &p.classes);
   p.est.configurations = configurations;
   p.est.order = p.order;
@@ -121,7 +121,7 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
   std::optional<EdgePrices> own_prices;
   EdgePrices* prices = shared_prices;
   if (prices == nullptr)
-    prices = &own_prices.emplace(graph, space.configs, machine.near_devices(), kEdgePriceBudget);
+    prices = &own_prices.emplace(graph, space.configs, EndView::of(machine), kEdgePriceBudget);
   // One search with the objective cost_weight * cost + memory_weight * memory.
   auto search = [&](double cost_weight, double memory_weight) -> Result<WeightedSearch> {
     ++searches;
