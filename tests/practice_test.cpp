@@ -319,6 +319,12 @@ TEST_CASE("practice: eval --layout and a request's layout") {
                  "tp=4 pp=2 dp=2 recompute=full gbs=16"});
   CHECK(run.exit != 0);
   CHECK(contains(run.err, "training.recompute"));  // needs the practice model
+  // A config.json is built at the layout's global batch too.
+  const std::string config = std::string(PASE_SOURCE_DIR) + "/examples/hf/tiny-llama/config.json";
+  run = run_cli({"eval", "--graph", config, "--procs", "4", "--preset", "h100", "--layout",
+                 "tp=2 dp=2 mbs=2 gbs=12"});
+  REQUIRE_MESSAGE(run.exit == 0, run.err);
+  CHECK(contains(run.out, "gbs=12 vpp=1\n"));
 
   json r = json::parse(evaluate_json(
       R"({"model": "llama3-8b", "seq": 256, "preset": "h100", "cluster": {"devices": 16},

@@ -26,7 +26,8 @@ std::string eval_usage() {
          "plan-result document (as written by 'pase plan --format json'); or a\n"
          "language model's layout in Megatron-LM's degrees, such as\n"
          "  --layout \"tp=8 pp=8 dp=16 cp=1 sp=on zero=1 recompute=selective mbs=1 gbs=1536\"\n"
-         "(core/docs/practice-model.md; gbs builds a --model at that batch).\n\n" +
+         "(core/docs/practice-model.md; gbs builds a --model or a config.json at that\n"
+         "batch).\n\n" +
          std::string(kGraphHelp) + std::string(kClusterHelp) +
          "  --memory GIB        memory of one device in GiB: says whether the strategy\n"
          "                      fits (default: no limit; 0: none)\n" +
@@ -47,7 +48,10 @@ int run_layout(const Flags& flags, const Args& args, bool json, GraphSource sour
   if (!layout) return input_error(layout.error());
   pase::Cluster cluster;
   if (auto failure = cluster_from_flags(flags, cluster)) return failure->report("eval");
-  if (!source.model.empty() && source.batch == 0) source.batch = layout->gbs;
+  // A built-in model or a Hugging Face config is built at the layout's
+  // global batch unless --batch says otherwise.
+  const bool built = !source.model.empty() || (!source.path.empty() && is_config_file(source.path));
+  if (built && source.batch == 0) source.batch = layout->gbs;
   pase::Result<pase::Graph> graph = load_source(source);
   if (!graph) return input_error(graph.error());
   pase::Result<pase::LayoutStrategy> laid = pase::layout_strategy(*graph, cluster, *layout);
