@@ -59,6 +59,12 @@ double touched_elements(const Vertex& v, const VertexModel& model, const int64_t
   return total;
 }
 
+// A product priced by its shape (fused attention's scores and context among
+// them): a vertex of the product formula but an embedding, a gather.
+bool priced_as_product(const Vertex& v, const VertexModel& model) {
+  return model.cost == gemm_cost && v.op != "Embedding";
+}
+
 }  // namespace
 
 double working_bytes(const Graph& g, const Vertex& v, const int64_t* c, const Machine& m) {
@@ -85,7 +91,7 @@ PracticeKernel practice_kernel(const Graph& g, const Vertex& v, const int64_t* c
   const VertexModel& model = model_of(g, v.id);
   PracticeKernel out;
   if (model.cost == no_cost) return out;
-  if (model.cost == gemm_cost && v.op != "Embedding") {
+  if (priced_as_product(v, model)) {
     const GemmShape s = gemm_shape(v, model, c);
     out.kind = attention_context(g, v.id)  ? PracticeKernel::Kind::kFused
                : attention_scores(g, v.id) ? PracticeKernel::Kind::kAttention
@@ -145,7 +151,7 @@ LayerCost practice_cost(const Graph& g, const Vertex& v, const int64_t* c, const
   // A product's collectives are its own (below); every other op's are the
   // paper formula's on the practice machine, whose element costs are
   // already the practice model's (make_machine).
-  const bool product = model.cost == gemm_cost && v.op != "Embedding";
+  const bool product = priced_as_product(v, model);
   const LayerCost paper = product ? LayerCost{} : model.cost(v, model, c, m);
   const DeviceProfile& d = m.device;
   const double peak = m.tflops * 1e12;  // FLOP/s: one second costs `peak`
