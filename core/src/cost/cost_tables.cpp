@@ -165,7 +165,6 @@ EdgePrices::EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, En
     : g_(g),
       configs_(configs),
       view_(view),
-      per_node_(view.gpus_per_node),
       budget_(budget_bytes),
       set_id_(config_set_ids(configs)) {}
 
@@ -194,16 +193,18 @@ EdgePrices::Entry& EdgePrices::entry(int edge_id, std::unique_ptr<Entry>& scratc
   auto made = std::make_unique<Entry>();
   Entry& en = *made;
   if (view_.consumer_placed()) {
-    en.dst_placements = distinct_placements(shape, in_map, configs_[e.dst], per_node_, en.dst_ids);
+    en.dst_placements =
+        distinct_placements(shape, in_map, configs_[e.dst], view_.gpus_per_node, en.dst_ids);
     for (const Placement& p : en.dst_placements) {
       en.ud.push_back(p.split);
       en.ud.back().push_back(p.all_near ? 1 : 0);
     }
   } else {
-    distinct_tensor_configs(in_map, configs_[e.dst], en.ud, en.dst_ids, per_node_);
+    distinct_tensor_configs(in_map, configs_[e.dst], en.ud, en.dst_ids, view_.gpus_per_node);
   }
-  if (per_node_ > 0) {
-    en.placements = distinct_placements(shape, out_map, configs_[e.src], per_node_, en.src_ids);
+  if (view_.gpus_per_node > 0) {
+    en.placements =
+        distinct_placements(shape, out_map, configs_[e.src], view_.gpus_per_node, en.src_ids);
     en.n_src = en.placements.size();
   } else {
     distinct_tensor_configs(out_map, configs_[e.src], en.us, en.src_ids);
@@ -227,7 +228,7 @@ void EdgePrices::price(Entry& en, int edge_id, const std::vector<char>& need_src
                        const std::vector<char>& need_dst, const ops::Machine& m, int threads) {
   const Edge& e = g_.edges[edge_id];
   const Shape& shape = g_.vertices[e.src].outputs[e.src_output].shape;
-  if (per_node_ > 0)
+  if (view_.gpus_per_node > 0)
     for (size_t b = 0; b < en.n_dst; ++b)
       if (need_dst[b] && en.boxes[b].empty()) en.boxes[b] = box_of(shape, en.ud[b].data());
   // Each row by one thread; counted first, so that a matrix already priced
@@ -245,7 +246,7 @@ void EdgePrices::price(Entry& en, int edge_id, const std::vector<char>& need_src
       double* row = en.price.data() + a * en.n_dst;
       for (size_t b = 0; b < en.n_dst; ++b) {
         if (!need_dst[b] || !std::isnan(row[b])) continue;
-        if (per_node_ > 0)
+        if (view_.gpus_per_node > 0)
           row[b] = hierarchical_edge(shape, en.placements[a],
                                      en.dst_placements.empty() ? nullptr : &en.dst_placements[b],
                                      en.ud[b].data(), en.boxes[b].data(), en.ud[b].back() != 0, m);

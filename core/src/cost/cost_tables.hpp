@@ -134,7 +134,6 @@ class EdgePrices {
   const Graph& g_;
   const std::vector<ConfigSet>& configs_;
   EndView view_;
-  int64_t per_node_;
   double budget_;
   double bytes_ = 0;
   uint64_t hits_ = 0;

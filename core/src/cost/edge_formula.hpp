@@ -51,8 +51,7 @@ std::vector<Placement> distinct_placements(const Shape& shape, const TensorMap& 
 // paper model), or the way forward plus the gradient's way back when `dst`,
 // the consumer's placement, is given (the practice model).
 double hierarchical_edge(const Shape& shape, const Placement& src, const Placement* dst,
-                         const int64_t* t, const double* box, bool one_node,
-                         const ops::Machine& m);
+                         const int64_t* t, const double* box, bool one_node, const ops::Machine& m);
 
 // The flat edge between tensor configurations s and t, priced on `m`: twice
 // the way forward (the paper model), or both ways, replication-aware (the
