@@ -72,17 +72,66 @@ TEST_CASE("export: gpt2's plan on 8 devices is a JAX program whose shardings fit
   CHECK(embed["implicit"] == json::array({0}));
   CHECK(embed["weights"][0]["shape"] == json({50257, 768}));
 
-  // The reduced variant: the same layers at sizes of at most 32, said so.
+  // The reduced variant: sizes of at most 32 and, the plan's 12 blocks
+  // being alike, the first two blocks; said so.
   const json& reduced = data["variants"]["reduced"];
   REQUIRE(reduced.is_object());
-  CHECK(contains(data["reduced_note"].get<std::string>(), "768->32"));
-  REQUIRE(reduced["layers"].size() == spec.layers.size());
+  const std::string note = data["reduced_note"].get<std::string>();
+  CHECK(contains(note, "768->32"));
+  CHECK(contains(note, "decoder blocks 0-1 of 12 kept"));
   export_check_variant(sizes, reduced);
   CHECK(reduced["inputs"][0]["shape"] == json({32, 32}));
-  for (size_t i = 0; i < spec.layers.size(); ++i) {
-    CAPTURE(spec.layers[i].name);
-    CHECK(reduced["layers"][i]["out_specs"] == full["layers"][i]["out_specs"]);
+  std::map<std::string, json> full_specs;
+  for (const json& l : full["layers"]) full_specs[l["name"]] = l["out_specs"];
+  size_t per_block = 0;
+  for (const LayerSpec& l : spec.layers) per_block += l.name.rfind("layer0_", 0) == 0 ? 1 : 0;
+  for (const json& l : reduced["layers"]) {
+    const std::string name = l["name"];
+    CAPTURE(name);
+    REQUIRE(full_specs.count(name) == 1);
+    CHECK(l["out_specs"] == full_specs[name]);
+    CHECK((name.rfind("layer", 0) != 0 || name.rfind("layer0_", 0) == 0 ||
+           name.rfind("layer1_", 0) == 0));
   }
+  CHECK(per_block > 0);
+  CHECK(reduced["layers"].size() == spec.layers.size() - 10 * per_block);
+  // The final norm reads the last block kept.
+  CHECK(export_layer(full, "final_norm")["operands"] == json::array({"layer11_mlp_add"}));
+  CHECK(export_layer(reduced, "final_norm")["operands"] == json::array({"layer1_mlp_add"}));
+}
+
+TEST_CASE("export: the reduced program keeps the first two blocks of each run of blocks alike") {
+  const Graph g = testing::model("gpt2");
+  const Cluster c{.devices = 4};
+  Result<Plan> p = plan(g, c);
+  REQUIRE_MESSAGE(p.ok(), testing::why(p));
+  // Block 5 unsplit: runs 0-4, 5, 6-11 (and block 6 follows one unlike it).
+  Plan changed = *p;
+  bool split = false;
+  for (const Vertex& v : g.vertices)
+    if (v.name.rfind("layer5_", 0) == 0)
+      for (int64_t& x : changed.strategy[v.id]) {
+        split = split || x > 1;
+        x = 1;
+      }
+  REQUIRE(split);
+  const Exported e = export_ok(ExportTarget::kJax, PlanView{&g, &g, &c, &changed, nullptr});
+  const json data = export_embedded(e.text);
+  CHECK(contains(data["reduced_note"].get<std::string>(), "decoder blocks 0-1, 5-7 of 12 kept"));
+  const json& reduced = data["variants"]["reduced"];
+  std::set<std::string> blocks;
+  for (const json& l : reduced["layers"]) {
+    const std::string name = l["name"];
+    if (name.rfind("layer", 0) == 0) blocks.insert(name.substr(0, name.find('_')));
+  }
+  CHECK(blocks == std::set<std::string>{"layer0", "layer1", "layer5", "layer6", "layer7"});
+  // Block 5 reads block 1's output in place of block 4's, and the final
+  // norm block 7's in place of block 11's.
+  CHECK(export_layer(data["variants"]["full"], "layer5_attn_norm")["operands"] ==
+        json::array({"layer4_mlp_add"}));
+  CHECK(export_layer(reduced, "layer5_attn_norm")["operands"] == json::array({"layer1_mlp_add"}));
+  CHECK(export_layer(reduced, "final_norm")["operands"] == json::array({"layer7_mlp_add"}));
+  export_check_variant(export_axes(data), reduced);
 }
 
 TEST_CASE("export: a hand-made strategy's splits are sharded over axes of their sizes") {

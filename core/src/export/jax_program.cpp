@@ -375,9 +375,15 @@ Result<Exported> export_jax(const PlanView& view) {
   if (!full) return full.error();
   std::string note;
   Json reduced;
-  if (std::optional<Graph> small = jax_reduced_graph(spec, g, plan.strategy, note)) {
-    Result<Json> r =
-        jax_variant(*small->model->spec, *small, mesh_cluster, plan.strategy, axes, mesh);
+  if (std::optional<JaxReduced> small = jax_reduced_graph(spec, g, plan.strategy, note)) {
+    const JaxAxes small_axes(small->graph, small->strategy, mesh);
+    if (small_axes.failed_vertex() >= 0)
+      return Error{"the reduced graph's layer " +
+                       small->graph.vertices[small_axes.failed_vertex()].name +
+                       " finds no mesh axes for its splits",
+                   "emit"};
+    Result<Json> r = jax_variant(*small->graph.model->spec, small->graph, mesh_cluster,
+                                 small->strategy, small_axes, mesh);
     if (!r) return r.error();
     reduced = std::move(*r);
   }

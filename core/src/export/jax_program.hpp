@@ -23,9 +23,16 @@ Result<Exported> export_jax(const PlanView& view);
 // most the size); when that breaks the graph (sizes that depend on each
 // other: a CNN's channels and images), the batch alone (to 8). It must build
 // to vertices of `g`'s dimensions that `strategy` divides. `note` says what
-// changed, or why there is no reduction (jax_graph.cpp).
-std::optional<Graph> jax_reduced_graph(const GraphSpec& spec, const Graph& g,
-                                       const Strategy& strategy, std::string& note);
+// changed, or why there is no reduction (jax_graph.cpp). Then, of a run of
+// consecutive decoder blocks ("layer<N>_...") alike in sizes and
+// configurations, only the first two: `strategy` is then the plan's
+// configurations of the vertices kept.
+struct JaxReduced {
+  Graph graph;
+  Strategy strategy;
+};
+std::optional<JaxReduced> jax_reduced_graph(const GraphSpec& spec, const Graph& g,
+                                            const Strategy& strategy, std::string& note);
 
 // The op's own weights of a layer (not its {"shape"} operands: FC's, Conv's,
 // Embedding's), with the positions of the vertex each of their dimensions

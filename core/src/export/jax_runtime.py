@@ -502,6 +502,8 @@ def check():
           % (PLAN["graph"], PLAN["devices"], dict(zip(PLAN["mesh"]["axes"],
                                                       PLAN["mesh"]["shape"])),
              report["variant"]))
+    if ARGS.reduce:
+        print("  reduced   " + PLAN["reduced_note"])
     print("  loss      sharded %.8g, unsharded %.8g (relative error %.2g)"
           % (loss, ref_loss, err))
     print("  gradients %d tensors, largest relative error %.2g" % (len(errors), worst))
