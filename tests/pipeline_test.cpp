@@ -364,3 +364,42 @@ TEST_CASE("pipeline: progress rises to 1, half of it over the plan without a pip
   CHECK(first_half);
   CHECK(second_half);
 }
+
+TEST_CASE("pipeline: a language model's stages start between decoder blocks, a ResNet's anywhere") {
+  // Among the positions the fewest tensors cross: GPT-2's 12 blocks give
+  // 0, one cut before each block and after the last, and the end; without
+  // the rule the residual stream inside each block (after the attention's
+  // add) is crossed by as few.
+  Result<Graph> gpt2 = build_model("gpt2");
+  REQUIRE(gpt2.ok());
+  const std::vector<int> cuts = pipeline_detail::allowed_boundaries(*gpt2);
+  const int n = static_cast<int>(gpt2->vertices.size());
+  REQUIRE(cuts.size() >= 2);
+  CHECK(cuts.front() == 0);
+  CHECK(cuts.back() == n);
+  int blocks_started = 0;
+  for (size_t i = 1; i + 1 < cuts.size(); ++i) {
+    const Vertex& before = gpt2->vertices[cuts[i] - 1];
+    const Vertex& after = gpt2->vertices[cuts[i]];
+    CAPTURE(before.name);
+    CAPTURE(after.name);
+    const bool block_starts =
+        after.name.rfind("layer", 0) == 0 && after.name.find("_attn_norm") != std::string::npos;
+    CHECK((block_starts || before.name.rfind("layer11_", 0) == 0));
+    blocks_started += block_starts ? 1 : 0;
+  }
+  CHECK(blocks_started >= 11);
+  CHECK(cuts.size() <= 15);
+  // ResNet-101's stages (named layer1_ to layer4_) are not alike: its cuts
+  // fall between bottlenecks inside them too.
+  Result<Graph> resnet = build_model("resnet101");
+  REQUIRE(resnet.ok());
+  int inside = 0;
+  const std::vector<int> resnet_cuts = pipeline_detail::allowed_boundaries(*resnet);
+  for (size_t i = 1; i + 1 < resnet_cuts.size(); ++i) {
+    const Vertex& before = resnet->vertices[resnet_cuts[i] - 1];
+    const Vertex& after = resnet->vertices[resnet_cuts[i]];
+    inside += before.name.rfind("layer3_", 0) == 0 && after.name.rfind("layer3_", 0) == 0 ? 1 : 0;
+  }
+  CHECK(inside >= 20);
+}

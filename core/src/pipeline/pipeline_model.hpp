@@ -50,7 +50,8 @@ struct Sender {
 
 // Positions a stage may start or end at: 0, n, and between: any position of
 // a graph of at most 64 vertices; else the positions crossed by the fewest
-// distinct tensors (pipeline_ranges.cpp).
+// distinct tensors, and of a language model's (decoder blocks alike) those
+// between its blocks (pipeline_ranges.cpp).
 std::vector<int> allowed_boundaries(const Graph& g);
 
 // Everything a vertex's prices depend on, as numbers: two ranges whose

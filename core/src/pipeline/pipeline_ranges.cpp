@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,27 @@
 #include "pipeline/pipeline_model.hpp"
 
 namespace pase::pipeline_detail {
+
+namespace {
+
+// Whether the graph's decoder blocks (vertices named "layer<N>_...") are
+// at least two and alike: the same layers, named alike, in each (a language
+// model's; a ResNet's stages, also named "layer<N>_", differ).
+bool blocks_alike(const Graph& g) {
+  std::map<int, std::vector<std::string>> roles;
+  for (const Vertex& v : g.vertices) {
+    const int b = model_of(g, v.id).block;
+    if (b < 0) continue;
+    const std::string prefix = "layer" + std::to_string(b) + "_";
+    roles[b].push_back(v.name.rfind(prefix, 0) == 0 ? v.name.substr(prefix.size()) : v.name);
+  }
+  if (roles.size() < 2) return false;
+  for (const auto& [b, r] : roles)
+    if (r != roles.begin()->second) return false;
+  return true;
+}
+
+}  // namespace
 
 std::vector<int> allowed_boundaries(const Graph& g) {
   const int n = static_cast<int>(g.vertices.size());
@@ -39,9 +61,13 @@ std::vector<int> allowed_boundaries(const Graph& g) {
   }
   int fewest = std::numeric_limits<int>::max();
   for (int b = 1; b < n; ++b) fewest = std::min(fewest, crossing[b]);
+  // Of a language model's, those between decoder blocks (not inside a
+  // block, after its attention's residual add).
+  const bool between_blocks = blocks_alike(g);
+  const auto block = [&g](int v) { return model_of(g, v).block; };
   out.push_back(0);
   for (int b = 1; b < n; ++b)
-    if (crossing[b] == fewest) out.push_back(b);
+    if (crossing[b] == fewest && (!between_blocks || block(b - 1) != block(b))) out.push_back(b);
   out.push_back(n);
   return out;
 }
