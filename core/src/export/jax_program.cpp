@@ -421,7 +421,7 @@ Result<Exported> export_jax(const PlanView& view) {
       "#   python plan.py            one step on the machine's devices\n"
       "#   python plan.py --check    on CPU with virtual devices: sharded against unsharded,\n"
       "#                             the layers' shardings, the collectives against the plan\n"
-      "#   python plan.py --reduce   the graph with its large sizes reduced (with --check)\n";
+      "#   python plan.py --reduce   large sizes and repeated blocks reduced (with --check)\n";
   for (const std::string& n : out.notes) text += "# " + n + "\n";
   text += "import json\n\nPLAN = json.loads(r\"\"\"\n";
   // One line per layer: readable, and diffable between plans.
