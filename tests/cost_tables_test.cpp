@@ -307,3 +307,49 @@ TEST_CASE("edges: kept pair matrices are pair_matrix()'s, shared by equal signat
   }
   SUBCASE("nothing kept") { check_kept_matrices(Cluster{.devices = 8}, 0); }
 }
+
+// EdgePrices::bind(): prices kept from one graph serve another's edges of
+// the same signatures (configuration sets compared by content, not by the
+// graph's vertex ids), as a pipeline's stage plans on one machine share
+// them; every matrix is pair_matrix()'s without kept prices, bit for bit.
+namespace {
+
+void check_bound_prices(const Cluster& cluster) {
+  const ops::Machine m = ops::make_machine(cluster);
+  EdgePrices prices(EndView::of(m), kEdgePriceBudget);
+  uint64_t hits_before_second = 0;
+  int graph = 0;
+  // The same network twice (equal signatures: the second finds them kept),
+  // then with other configuration sets of the same shapes (a cutoff of 1:
+  // more splits, so sets that the first graph's ids would confuse), then at
+  // another batch (other shapes).
+  for (auto [batch, cutoff] :
+       {std::pair(8, 4), std::pair(8, 4), std::pair(8, 1), std::pair(16, 4)}) {
+    Result<Graph> g = build_model("transformer", batch);
+    REQUIRE(g.ok());
+    g->cutoff = cutoff;
+    auto configs = enumerate_all(*g, cluster.devices, {});
+    REQUIRE(configs.ok());
+    prices.bind(*g, *configs);
+    for (const PairEdges& pe : group_edges(*g))
+      for (auto [outer, inner] : {std::pair(pe.a, pe.b), std::pair(pe.b, pe.a)}) {
+        PairMatrix got = pair_matrix(*g, *configs, pe.edges, outer, inner, m, nullptr, &prices);
+        PairMatrix want = pair_matrix(*g, *configs, pe.edges, outer, inner, m);
+        REQUIRE(got.size() == want.size());
+        for (size_t k = 0; k < want.size(); ++k) REQUIRE(got[k] == want[k]);
+      }
+    if (++graph == 1) hits_before_second = prices.hits();
+    if (graph == 2) CHECK(prices.hits() > 2 * hits_before_second);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("edges: prices bound to another graph are its own prices") {
+  SUBCASE("flat, paper") { check_bound_prices(Cluster{.devices = 8}); }
+  SUBCASE("nodes, practice") {
+    Cluster c = practice_h100(8);
+    c.gpus_per_node = 4;
+    check_bound_prices(c);
+  }
+}

@@ -162,29 +162,46 @@ const std::vector<int>& EndIds::of(const Edge& e, bool producer) {
 
 EdgePrices::EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, EndView view,
                        double budget_bytes)
-    : g_(g),
-      configs_(configs),
-      view_(view),
-      budget_(budget_bytes),
-      set_id_(config_set_ids(configs)) {}
+    : view_(view), budget_(budget_bytes) {
+  bind(g, configs);
+}
+
+EdgePrices::EdgePrices(EndView view, double budget_bytes) : view_(view), budget_(budget_bytes) {}
+
+void EdgePrices::bind(const Graph& g, const std::vector<ConfigSet>& configs) {
+  g_ = &g;
+  configs_ = &configs;
+  set_id_.assign(configs.size(), -1);
+  for (size_t v = 0; v < configs.size(); ++v) {
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t x : configs[v].data) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
+    auto& same = sets_[{configs[v].dims, h}];
+    for (const auto& [data, id] : same)
+      if (data == configs[v].data) set_id_[v] = id;
+    if (set_id_[v] < 0) {
+      set_id_[v] = next_set_++;
+      same.emplace_back(configs[v].data, set_id_[v]);
+    }
+  }
+}
 
 EdgePrices::~EdgePrices() = default;
 
 std::vector<int64_t> EdgePrices::signature(int edge_id) const {
-  const Edge& e = g_.edges[edge_id];
-  const Shape& shape = g_.vertices[e.src].outputs[e.src_output].shape;
+  const Edge& e = g_->edges[edge_id];
+  const Shape& shape = g_->vertices[e.src].outputs[e.src_output].shape;
   std::vector<int64_t> key = {set_id_[e.src], set_id_[e.dst], -1};
   key.insert(key.end(), shape.begin(), shape.end());
-  append_map(key, model_of(g_, e.src).out_maps[e.src_output]);
-  append_map(key, model_of(g_, e.dst).in_maps[e.dst_slot]);
+  append_map(key, model_of(*g_, e.src).out_maps[e.src_output]);
+  append_map(key, model_of(*g_, e.dst).in_maps[e.dst_slot]);
   return key;
 }
 
 EdgePrices::Entry& EdgePrices::entry(int edge_id, std::unique_ptr<Entry>& scratch) {
-  const Edge& e = g_.edges[edge_id];
-  const Shape& shape = g_.vertices[e.src].outputs[e.src_output].shape;
-  const TensorMap& out_map = model_of(g_, e.src).out_maps[e.src_output];
-  const TensorMap& in_map = model_of(g_, e.dst).in_maps[e.dst_slot];
+  const Edge& e = g_->edges[edge_id];
+  const Shape& shape = g_->vertices[e.src].outputs[e.src_output].shape;
+  const TensorMap& out_map = model_of(*g_, e.src).out_maps[e.src_output];
+  const TensorMap& in_map = model_of(*g_, e.dst).in_maps[e.dst_slot];
   std::vector<int64_t> key = signature(edge_id);
   if (auto it = entries_.find(key); it != entries_.end()) {
     ++hits_;
@@ -194,20 +211,20 @@ EdgePrices::Entry& EdgePrices::entry(int edge_id, std::unique_ptr<Entry>& scratc
   Entry& en = *made;
   if (view_.consumer_placed()) {
     en.dst_placements =
-        distinct_placements(shape, in_map, configs_[e.dst], view_.gpus_per_node, en.dst_ids);
+        distinct_placements(shape, in_map, (*configs_)[e.dst], view_.gpus_per_node, en.dst_ids);
     for (const Placement& p : en.dst_placements) {
       en.ud.push_back(p.split);
       en.ud.back().push_back(p.all_near ? 1 : 0);
     }
   } else {
-    distinct_tensor_configs(in_map, configs_[e.dst], en.ud, en.dst_ids, view_.gpus_per_node);
+    distinct_tensor_configs(in_map, (*configs_)[e.dst], en.ud, en.dst_ids, view_.gpus_per_node);
   }
   if (view_.gpus_per_node > 0) {
     en.placements =
-        distinct_placements(shape, out_map, configs_[e.src], view_.gpus_per_node, en.src_ids);
+        distinct_placements(shape, out_map, (*configs_)[e.src], view_.gpus_per_node, en.src_ids);
     en.n_src = en.placements.size();
   } else {
-    distinct_tensor_configs(out_map, configs_[e.src], en.us, en.src_ids);
+    distinct_tensor_configs(out_map, (*configs_)[e.src], en.us, en.src_ids);
     en.n_src = en.us.size();
   }
   en.n_dst = en.ud.size();
@@ -226,8 +243,8 @@ EdgePrices::Entry& EdgePrices::entry(int edge_id, std::unique_ptr<Entry>& scratc
 
 void EdgePrices::price(Entry& en, int edge_id, const std::vector<char>& need_src,
                        const std::vector<char>& need_dst, const ops::Machine& m, int threads) {
-  const Edge& e = g_.edges[edge_id];
-  const Shape& shape = g_.vertices[e.src].outputs[e.src_output].shape;
+  const Edge& e = g_->edges[edge_id];
+  const Shape& shape = g_->vertices[e.src].outputs[e.src_output].shape;
   if (view_.gpus_per_node > 0)
     for (size_t b = 0; b < en.n_dst; ++b)
       if (need_dst[b] && en.boxes[b].empty()) en.boxes[b] = box_of(shape, en.ud[b].data());

@@ -107,14 +107,25 @@ class EndIds {
 // when a matrix first needs it. Entries are kept while their total stays
 // under `budget_bytes` (class map and price per pair of distinct ends);
 // past it, an edge is priced for its one use. One EdgePrices serves one
-// machine (its rates) and one set of configurations; not thread-safe.
+// machine (its rates) and one graph with its configurations at a time;
+// bind() moves it to another (a pipeline's stage graphs on one machine), and
+// the entries kept serve the new graph's edges of the same signatures, the
+// configuration sets being compared by content across graphs. Not
+// thread-safe.
 class EdgePrices {
  public:
   EdgePrices(const Graph& g, const std::vector<ConfigSet>& configs, EndView view,
              double budget_bytes);
+  // Bound to no graph yet: bind() before use.
+  EdgePrices(EndView view, double budget_bytes);
   ~EdgePrices();
   EdgePrices(const EdgePrices&) = delete;
   EdgePrices& operator=(const EdgePrices&) = delete;
+
+  // Prices `g`'s edges from now on, `configs` its vertices' configurations
+  // (both kept by reference until the next bind()).
+  void bind(const Graph& g, const std::vector<ConfigSet>& configs);
+  EndView view() const { return view_; }
 
   struct Entry;
   // What edge `edge_id`'s prices depend on besides the machine: equal
@@ -131,13 +142,17 @@ class EdgePrices {
   uint64_t hits() const { return hits_; }  // entries found already made
 
  private:
-  const Graph& g_;
-  const std::vector<ConfigSet>& configs_;
+  const Graph* g_ = nullptr;
+  const std::vector<ConfigSet>* configs_ = nullptr;
   EndView view_;
   double budget_;
   double bytes_ = 0;
   uint64_t hits_ = 0;
   std::vector<int> set_id_;
+  // Every configuration set bound so far, by its dimensions and a hash of
+  // its content: a copy of the content and its id.
+  std::map<std::pair<int, uint64_t>, std::vector<std::pair<std::vector<int64_t>, int>>> sets_;
+  int next_set_ = 0;
   std::map<std::vector<int64_t>, std::unique_ptr<Entry>> entries_;
 };
 

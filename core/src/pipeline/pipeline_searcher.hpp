@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -153,6 +155,32 @@ struct Searcher {
 
   // A stage plan of [a, b): the least M * F + sync_weight * W under cs's cap
   // (sync_weight 0: the least F).
+  // Edge prices kept across stage plans, by the stage's devices and its
+  // first device's place in its node (what the prices depend on besides the
+  // graph), the most recently used few.
+  struct KeptPrices {
+    int64_t devices = 0, align = 0;
+    std::unique_ptr<EdgePrices> prices;
+  };
+  std::vector<KeptPrices> kept_prices{};
+  static constexpr size_t kKeptPrices = 4;
+
+  EdgePrices* prices_for(const Cluster& cs) {
+    auto it = std::find_if(kept_prices.begin(), kept_prices.end(), [&](const KeptPrices& k) {
+      return k.devices == cs.devices && k.align == cs.first_device;
+    });
+    if (it == kept_prices.end()) {
+      if (kept_prices.size() == kKeptPrices) kept_prices.pop_back();
+      kept_prices.insert(kept_prices.begin(),
+                         KeptPrices{cs.devices, cs.first_device,
+                                    std::make_unique<EdgePrices>(EndView::of(ops::make_machine(cs)),
+                                                                 kEdgePriceBudget)});
+    } else {
+      std::rotate(kept_prices.begin(), it, std::next(it));
+    }
+    return kept_prices.front().prices.get();
+  }
+
   Result<StagePlan> search(const Graph& micro, int a, int b, const Cluster& cs,
                            int64_t microbatches, int64_t k, double sync_weight = 1) {
     const Graph sub = stage_graph(micro, a, b);
@@ -164,8 +192,8 @@ struct Searcher {
     // The least F alone (sync_weight 0) needs no ties to the smaller A.
     const double m = static_cast<double>(microbatches);
     const double tie = whole || sync_weight != 1 ? 0.0 : 1e-13 * m;
-    Result<Plan> r =
-        plan_weighted(sub, cs, o, StageWeights{m, static_cast<double>(k), tie, sync_weight});
+    Result<Plan> r = plan_weighted(
+        sub, cs, o, StageWeights{m, static_cast<double>(k), tie, sync_weight}, prices_for(cs));
     done += 1;
     report(0);
     StagePlan sp;

@@ -57,7 +57,7 @@ double table_limit(const PlanOptions& options) {
 }
 
 Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
-                           const StageWeights& weights) {
+                           const StageWeights& weights, EdgePrices* shared) {
   auto start = std::chrono::steady_clock::now();
   auto prep = prepare_space(graph, cluster, options);
   if (!prep) return prep.error();
@@ -76,7 +76,13 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
                      "or the bounded search (search \"auto\" or \"bounded\")",
                  "max_memory"};
   }
-  Result<Plan> p = search_space(graph, cluster, options, weights, *prep, nullptr);
+  const EndView view = EndView::of(ops::make_machine(cluster));
+  if (shared != nullptr && shared->view().gpus_per_node == view.gpus_per_node &&
+      shared->view().both_ways == view.both_ways)
+    shared->bind(graph, prep->configs);
+  else
+    shared = nullptr;
+  Result<Plan> p = search_space(graph, cluster, options, weights, *prep, shared);
   if (!p) return p.error();
   const int searches = p->search.searches;
   p->search = est;

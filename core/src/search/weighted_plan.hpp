@@ -61,9 +61,11 @@ struct StageWeights {
 // plan() minimising StageWeights::value() of a plan, under Cluster::memory_gib
 // for StageWeights::bytes(). The Plan is evaluate()'s (its cost and memory
 // are one micro-batch's, with one copy of the activations); lower_bound is in
-// the units of value().
+// the units of value(). `shared`: edge prices of this cluster's machine kept
+// from plans of other graphs (a pipeline's stages), bound to this one's
+// exact search; unused when its view is not this machine's.
 Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
-                           const StageWeights& weights);
+                           const StageWeights& weights, EdgePrices* shared = nullptr);
 
 // What one search runs on: every vertex's configurations, the vertex order
 // with its dependent sets, the tables' classes and their sizes.
