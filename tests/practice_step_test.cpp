@@ -17,6 +17,7 @@
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
 #include "pase/presets.hpp"
+#include "plan/recompute_search.hpp"
 #include "test_util.hpp"
 
 using json = nlohmann::json;
@@ -383,4 +384,34 @@ TEST_CASE(
   Result<Plan> before = evaluate(*g, paper, s->strategy.configs);
   REQUIRE(before.ok());
   CHECK(before->edge_costs[edge] > 0);
+}
+
+// The recomputation search's bisection for the fewest blocks in full reads
+// the least memory without a search: each vertex at its least is the
+// optimum of a search that weighs memory alone (plan/recompute_search.hpp).
+TEST_CASE("practice: the least memory without a search is the memory-only search's") {
+  const Graph g = testing::model("gpt2");
+  Cluster c = practice_preset("h100", 16);
+  c.gpus_per_node = 4;
+  c.training.zero = 1;
+  Result<SearchSpace> space = prepare_space(g, c, PlanOptions{});
+  REQUIRE(space.ok());
+  EdgePrices prices(g, space->configs, EndView::of(ops::make_machine(c)), kEdgePriceBudget);
+  double previous = 0;
+  for (int64_t k : {0, 3, 6, 12}) {
+    CAPTURE(k);
+    Cluster mixed = c;
+    mixed.training.recompute = Recompute::kFull;
+    mixed.training.recompute_blocks = k;
+    mixed.training.recompute_rest = Recompute::kSelective;
+    Result<WeightedSearch> searched =
+        search_once(g, mixed, PlanOptions{}, StageWeights{}, *space, prices, 0, 1);
+    REQUIRE(searched.ok());
+    const double want = StageWeights{}.bytes(searched->plan.memory);
+    const double got = least_memory(g, mixed, *space);
+    CHECK(got == doctest::Approx(want).epsilon(1e-12));
+    // More blocks in full keep less.
+    if (k > 0) CHECK(got < previous);
+    previous = got;
+  }
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -28,6 +29,29 @@ std::pair<int, int> block_range(const Graph& graph) {
 }
 
 }  // namespace
+
+double least_memory(const Graph& graph, const Cluster& c, const SearchSpace& space) {
+  const ops::Machine m = ops::make_machine(c);
+  MemoryBytes sum;
+  for (size_t v = 0; v < graph.vertices.size(); ++v) {
+    const ConfigSet& set = space.configs[v];
+    MemoryBytes least;
+    double least_bytes = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < set.size(); ++i) {
+      const MemoryBytes b = ops::vertex_memory(graph, graph.vertices[v], set.at(i), m);
+      const double bytes = b.params + b.grads + b.optimizer + b.activations;
+      if (bytes < least_bytes) {
+        least_bytes = bytes;
+        least = b;
+      }
+    }
+    sum.params += least.params;
+    sum.grads += least.grads;
+    sum.optimizer += least.optimizer;
+    sum.activations += least.activations;
+  }
+  return StageWeights{}.bytes(sum);
+}
 
 // The candidates: none, selective on every block, full on every block, and
 // full on the fewest first blocks that fit with selective on the others.
@@ -170,16 +194,14 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   // selective on all without the cap, and over the cap when full on all is.
   // The least memory a strategy reaches, without the working buffers that
   // the search does not see, gives the fewest blocks that may fit (k0, by
-  // bisection, one search each); the others are searched under the cap, by
-  // bisection too.
+  // bisection, each vertex at its least: no search); the others are
+  // searched under the cap, by bisection too.
   if (blocks > 1 && !full_unfit && (!best || selective_bound < best->cost)) {
     auto mixed = [&](int64_t k) { return training(Recompute::kFull, k, Recompute::kSelective); };
     int64_t lo = 0, hi = blocks;  // hi fits (all in full); lo: selective alone
     while (hi - lo > 1) {
       const int64_t mid = (lo + hi) / 2;
-      Result<WeightedSearch> least = once(mixed(mid), 0, 1);
-      if (!least) return least.error();
-      (plain.bytes(least->plan.memory) <= cap ? hi : lo) = mid;
+      (least_memory(graph, mixed(mid), *space) <= cap ? hi : lo) = mid;
     }
     Result<WeightedSearch> free = once(mixed(hi), 1, 0);
     if (!free) return free.error();
