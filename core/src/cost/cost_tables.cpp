@@ -123,25 +123,21 @@ void append_map(std::vector<int64_t>& key, const TensorMap& map) {
 
 }  // namespace
 
+int ConfigSetIds::id(const ConfigSet& set) {
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t x : set.data) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
+  std::vector<std::pair<std::vector<int64_t>, int>>& same = sets_[{set.dims, h}];
+  for (const auto& [data, id] : same)
+    if (data == set.data) return id;
+  same.emplace_back(set.data, next_);
+  return next_++;
+}
+
 std::vector<int> config_set_ids(const std::vector<ConfigSet>& configs) {
-  // Compared by content, grouped by a hash first.
-  std::vector<int> set_id(configs.size());
-  std::map<std::pair<int, uint64_t>, std::vector<int>> by_hash;
-  int next = 0;
-  for (size_t v = 0; v < configs.size(); ++v) {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t x : configs[v].data) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
-    std::vector<int>& same = by_hash[{configs[v].dims, h}];
-    int id = -1;
-    for (int w : same)
-      if (configs[w].data == configs[v].data) id = set_id[w];
-    if (id < 0) {
-      id = next++;
-      same.push_back(static_cast<int>(v));
-    }
-    set_id[v] = id;
-  }
-  return set_id;
+  ConfigSetIds ids;
+  std::vector<int> out(configs.size());
+  for (size_t v = 0; v < configs.size(); ++v) out[v] = ids.id(configs[v]);
+  return out;
 }
 
 const std::vector<int>& EndIds::of(const Edge& e, bool producer) {
@@ -171,18 +167,8 @@ EdgePrices::EdgePrices(EndView view, double budget_bytes) : view_(view), budget_
 void EdgePrices::bind(const Graph& g, const std::vector<ConfigSet>& configs) {
   g_ = &g;
   configs_ = &configs;
-  set_id_.assign(configs.size(), -1);
-  for (size_t v = 0; v < configs.size(); ++v) {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t x : configs[v].data) h = (h ^ static_cast<uint64_t>(x)) * 1099511628211ull;
-    auto& same = sets_[{configs[v].dims, h}];
-    for (const auto& [data, id] : same)
-      if (data == configs[v].data) set_id_[v] = id;
-    if (set_id_[v] < 0) {
-      set_id_[v] = next_set_++;
-      same.emplace_back(configs[v].data, set_id_[v]);
-    }
-  }
+  set_id_.resize(configs.size());
+  for (size_t v = 0; v < configs.size(); ++v) set_id_[v] = sets_.id(configs[v]);
 }
 
 EdgePrices::~EdgePrices() = default;

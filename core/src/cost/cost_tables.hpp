@@ -71,6 +71,20 @@ struct EndView {
     return EndView{m.near_devices(), m.cost_model == CostModel::kPractice};
   }
   bool consumer_placed() const { return both_ways && gpus_per_node > 0; }
+  bool operator==(const EndView&) const = default;
+};
+
+// Ids of configuration sets compared by content: equal sets, equal ids,
+// over every set given to one ConfigSetIds (it keeps a copy of each
+// distinct set).
+class ConfigSetIds {
+ public:
+  int id(const ConfigSet& set);
+
+ private:
+  // By dimensions and a hash of the content: each distinct set and its id.
+  std::map<std::pair<int, uint64_t>, std::vector<std::pair<std::vector<int64_t>, int>>> sets_;
+  int next_ = 0;
 };
 
 // One id per vertex, shared by the vertices whose configurations are equal
@@ -149,10 +163,7 @@ class EdgePrices {
   double bytes_ = 0;
   uint64_t hits_ = 0;
   std::vector<int> set_id_;
-  // Every configuration set bound so far, by its dimensions and a hash of
-  // its content: a copy of the content and its id.
-  std::map<std::pair<int, uint64_t>, std::vector<std::pair<std::vector<int64_t>, int>>> sets_;
-  int next_set_ = 0;
+  ConfigSetIds sets_;  // every configuration set bound so far
   std::map<std::vector<int64_t>, std::unique_ptr<Entry>> entries_;
 };
 

@@ -207,10 +207,10 @@ std::vector<std::string> engine_differences(const PlanView& view, const Pipeline
   std::vector<Group> groups;
   for (int v : differing) {
     const std::string& name = view.plan_graph->vertices[v].name;
-    const int block = model_of(*view.plan_graph, v).block;
-    const std::string prefix = "layer" + std::to_string(block) + "_";
-    const bool in_block = block >= 0 && name.rfind(prefix, 0) == 0;
-    Group g{in_block ? name.substr(prefix.size()) : name, engine_difference(view, s, v), {}};
+    std::string role;
+    const int block = ops::decoder_block(name, &role);
+    const bool in_block = block >= 0;
+    Group g{in_block ? role : name, engine_difference(view, s, v), {}};
     auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& x) {
       return in_block && !x.blocks.empty() && x.role == g.role && x.how == g.how;
     });

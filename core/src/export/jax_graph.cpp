@@ -58,106 +58,6 @@ std::optional<Graph> jax_same_structure(const GraphSpec& small, const Graph& g, 
 // the graph's sizes depend on each other (a CNN's channels and images), the
 // batch alone: the graph inputs' first size, and a Reshape's that equals it.
 std::optional<Graph> jax_reduced_sizes(const GraphSpec& spec, const Graph& g, const Strategy& s,
-                                       std::string& note);
-
-// The decoder block of a layer's name ("layer12_q" -> 12, and its role
-// "q"), or -1.
-int jax_block_of(const std::string& name, std::string* role = nullptr) {
-  if (name.rfind("layer", 0) != 0) return -1;
-  size_t i = 5;
-  int block = 0;
-  while (i < name.size() && name[i] >= '0' && name[i] <= '9' && block < 1000000)
-    block = block * 10 + (name[i++] - '0');
-  if (i == 5 || i >= name.size() || name[i] != '_') return -1;
-  if (role != nullptr) *role = name.substr(i + 1);
-  return block;
-}
-
-// `spec` (reduced in size, built to vertices of `g`'s dimensions) with the
-// decoder blocks a check needs: of every run of consecutive blocks that
-// have the same layers, sizes and configurations, the first two (so that
-// both a block and the edge from one like it are checked); the layers that
-// read a dropped block read the last kept block before it, of the same run.
-// nullopt when no block is dropped; else `kept` says which are kept.
-std::optional<JaxReduced> jax_fewer_blocks(const GraphSpec& spec, const Graph& g, const Strategy& s,
-                                           std::string& kept) {
-  // Each block's vertices, in graph order, as (role, sizes, configuration).
-  using Entry = std::tuple<std::string, Shape, Config>;
-  std::map<int, std::vector<Entry>> blocks;
-  for (const Vertex& v : g.vertices) {
-    std::string role;
-    const int b = jax_block_of(v.name, &role);
-    if (b >= 0) blocks[b].emplace_back(role, v.dom, s[v.id]);
-  }
-  if (blocks.size() < 3) return std::nullopt;
-  std::set<int> keep;
-  int run = 0;  // blocks in the current run so far
-  const std::vector<Entry>* last = nullptr;
-  for (const auto& [b, entries] : blocks) {
-    run = last != nullptr && entries == *last ? run + 1 : 1;
-    if (run <= 2) keep.insert(b);
-    last = &entries;
-  }
-  if (keep.size() == blocks.size()) return std::nullopt;
-  // A dropped block's reader reads the last kept block at or before it.
-  const auto kept_at = [&keep](int b) { return *std::prev(keep.upper_bound(b)); };
-  GraphSpec fewer = spec;
-  fewer.layers.clear();
-  for (const LayerSpec& l : spec.layers) {
-    const int b = jax_block_of(l.name);
-    if (b >= 0 && keep.count(b) == 0) continue;
-    LayerSpec copy = l;
-    for (Operand& o : copy.inputs) {
-      std::string role;
-      const int from = o.is_weight() ? -1 : jax_block_of(o.name, &role);
-      if (from >= 0 && keep.count(from) == 0)
-        o.name = "layer" + std::to_string(kept_at(from)) + "_" + role;
-    }
-    fewer.layers.push_back(std::move(copy));
-  }
-  Result<Graph> built = build_graph(fewer);
-  if (!built) return std::nullopt;
-  std::map<std::string, int> of_name;
-  for (const Vertex& v : g.vertices) of_name[v.name] = v.id;
-  Strategy mapped;
-  for (const Vertex& v : built->vertices) {
-    const auto found = of_name.find(v.name);
-    if (found == of_name.end() || g.vertices[found->second].dims != v.dims) return std::nullopt;
-    const Config& c = s[found->second];
-    for (size_t p = 0; p < v.dom.size(); ++p)
-      if (p >= c.size() || v.dom[p] % c[p] != 0) return std::nullopt;
-    mapped.push_back(c);
-  }
-  // "decoder blocks 0-1 of 80 (the others are configured as block 1)"
-  std::string list;
-  for (auto it = keep.begin(); it != keep.end();) {
-    auto end = it;
-    while (std::next(end) != keep.end() && *std::next(end) == *end + 1) ++end;
-    list += (list.empty() ? "" : ", ") + std::to_string(*it) +
-            (end == it ? "" : "-" + std::to_string(*end));
-    it = std::next(end);
-  }
-  kept = "decoder blocks " + list + " of " + std::to_string(blocks.size()) +
-         " kept (a run of blocks alike in sizes and splits is checked by its first two)";
-  return JaxReduced{std::move(*built), std::move(mapped)};
-}
-
-}  // namespace
-
-std::optional<JaxReduced> jax_reduced_graph(const GraphSpec& spec, const Graph& g,
-                                            const Strategy& s, std::string& note) {
-  std::optional<Graph> sized = jax_reduced_sizes(spec, g, s, note);
-  if (!sized) return std::nullopt;
-  std::string kept;
-  std::optional<JaxReduced> fewer = jax_fewer_blocks(*sized->model->spec, g, s, kept);
-  if (!fewer) return JaxReduced{std::move(*sized), s};
-  note += "; " + kept;
-  return fewer;
-}
-
-namespace {
-
-std::optional<Graph> jax_reduced_sizes(const GraphSpec& spec, const Graph& g, const Strategy& s,
                                        std::string& note) {
   std::map<int64_t, int64_t> splits;  // size -> lcm of its splits
   for (const Vertex& v : g.vertices)
@@ -221,7 +121,87 @@ std::optional<Graph> jax_reduced_sizes(const GraphSpec& spec, const Graph& g, co
   return std::nullopt;
 }
 
+// `spec` (reduced in size, built to vertices of `g`'s dimensions) with the
+// decoder blocks a check needs: of every run of consecutive blocks that
+// have the same layers, sizes and configurations, the first two (so that
+// both a block and the edge from one like it are checked); the layers that
+// read a dropped block read the last kept block before it, of the same run.
+// nullopt when no block is dropped; else `kept` says which are kept.
+std::optional<JaxReduced> jax_fewer_blocks(const GraphSpec& spec, const Graph& g, const Strategy& s,
+                                           std::string& kept) {
+  // Each block's vertices, in graph order, as (role, sizes, configuration).
+  using Entry = std::tuple<std::string, Shape, Config>;
+  std::map<int, std::vector<Entry>> blocks;
+  for (const Vertex& v : g.vertices) {
+    std::string role;
+    const int b = ops::decoder_block(v.name, &role);
+    if (b >= 0) blocks[b].emplace_back(role, v.dom, s[v.id]);
+  }
+  if (blocks.size() < 3) return std::nullopt;
+  std::set<int> keep;
+  int run = 0;  // blocks in the current run so far
+  const std::vector<Entry>* last = nullptr;
+  for (const auto& [b, entries] : blocks) {
+    run = last != nullptr && entries == *last ? run + 1 : 1;
+    if (run <= 2) keep.insert(b);
+    last = &entries;
+  }
+  if (keep.size() == blocks.size()) return std::nullopt;
+  // A dropped block's reader reads the last kept block at or before it.
+  const auto kept_at = [&keep](int b) { return *std::prev(keep.upper_bound(b)); };
+  GraphSpec fewer = spec;
+  fewer.layers.clear();
+  for (const LayerSpec& l : spec.layers) {
+    const int b = ops::decoder_block(l.name);
+    if (b >= 0 && keep.count(b) == 0) continue;
+    LayerSpec copy = l;
+    for (Operand& o : copy.inputs) {
+      std::string role;
+      const int from = o.is_weight() ? -1 : ops::decoder_block(o.name, &role);
+      if (from >= 0 && keep.count(from) == 0)
+        o.name = "layer" + std::to_string(kept_at(from)) + "_" + role;
+    }
+    fewer.layers.push_back(std::move(copy));
+  }
+  Result<Graph> built = build_graph(fewer);
+  if (!built) return std::nullopt;
+  std::map<std::string, int> of_name;
+  for (const Vertex& v : g.vertices) of_name[v.name] = v.id;
+  Strategy mapped;
+  for (const Vertex& v : built->vertices) {
+    const auto found = of_name.find(v.name);
+    if (found == of_name.end() || g.vertices[found->second].dims != v.dims) return std::nullopt;
+    const Config& c = s[found->second];
+    for (size_t p = 0; p < v.dom.size(); ++p)
+      if (p >= c.size() || v.dom[p] % c[p] != 0) return std::nullopt;
+    mapped.push_back(c);
+  }
+  // "decoder blocks 0-1, 5-7 of 12 kept (...)"
+  std::string list;
+  for (auto it = keep.begin(); it != keep.end();) {
+    auto end = it;
+    while (std::next(end) != keep.end() && *std::next(end) == *end + 1) ++end;
+    list += (list.empty() ? "" : ", ") + std::to_string(*it) +
+            (end == it ? "" : "-" + std::to_string(*end));
+    it = std::next(end);
+  }
+  kept = "decoder blocks " + list + " of " + std::to_string(blocks.size()) +
+         " kept (a run of blocks alike in sizes and splits is checked by its first two)";
+  return JaxReduced{std::move(*built), std::move(mapped)};
+}
+
 }  // namespace
+
+std::optional<JaxReduced> jax_reduced_graph(const GraphSpec& spec, const Graph& g,
+                                            const Strategy& s, std::string& note) {
+  std::optional<Graph> sized = jax_reduced_sizes(spec, g, s, note);
+  if (!sized) return std::nullopt;
+  std::string kept;
+  std::optional<JaxReduced> fewer = jax_fewer_blocks(*sized->model->spec, g, s, kept);
+  if (!fewer) return JaxReduced{std::move(*sized), s};
+  note += "; " + kept;
+  return fewer;
+}
 
 std::vector<JaxWeight> jax_implicit_weights(const LayerSpec& l, const Vertex& v) {
   std::vector<JaxWeight> out;

@@ -176,6 +176,9 @@ bool attention_context(const Graph& g, int vertex);
 // The decoder block of a vertex named "layer<N>_..." (the language models'
 // graphs, core/docs/llm.md): N; else -1.
 int decoder_block(const Vertex& v);
+// The same of a layer's or a vertex's name, and its role in the block (the
+// rest of the name: "layer12_q" -> 12, "q") when `role` is given.
+int decoder_block(const std::string& name, std::string* role = nullptr);
 
 // Whether vertex `vertex` is recomputed in the backward pass rather than
 // kept (core/docs/practice-model.md, "Recomputation"): with full, every

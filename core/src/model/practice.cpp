@@ -116,8 +116,7 @@ bool attention_context(const Graph& g, int vertex) {
   return model_of(g, vertex).attention == VertexModel::Attention::kContext;
 }
 
-int decoder_block(const Vertex& v) {
-  const std::string& name = v.name;
+int decoder_block(const std::string& name, std::string* role) {
   if (name.rfind("layer", 0) != 0) return -1;
   size_t i = 5;
   int block = 0;
@@ -125,8 +124,12 @@ int decoder_block(const Vertex& v) {
     block = block * 10 + (name[i] - '0');
     ++i;
   }
-  return i > 5 && i < name.size() && name[i] == '_' ? block : -1;
+  if (i == 5 || i >= name.size() || name[i] != '_') return -1;
+  if (role != nullptr) *role = name.substr(i + 1);
+  return block;
 }
+
+int decoder_block(const Vertex& v) { return decoder_block(v.name); }
 
 Recompute block_recompute(const Graph& g, int vertex, const Training& t) {
   const int block = model_of(g, vertex).block;

@@ -21,10 +21,9 @@ namespace {
 bool blocks_alike(const Graph& g) {
   std::map<int, std::vector<std::string>> roles;
   for (const Vertex& v : g.vertices) {
-    const int b = model_of(g, v.id).block;
-    if (b < 0) continue;
-    const std::string prefix = "layer" + std::to_string(b) + "_";
-    roles[b].push_back(v.name.rfind(prefix, 0) == 0 ? v.name.substr(prefix.size()) : v.name);
+    std::string role;
+    const int b = ops::decoder_block(v.name, &role);
+    if (b >= 0) roles[b].push_back(std::move(role));
   }
   if (roles.size() < 2) return false;
   for (const auto& [b, r] : roles)

@@ -153,8 +153,6 @@ struct Searcher {
     return &c->second;
   }
 
-  // A stage plan of [a, b): the least M * F + sync_weight * W under cs's cap
-  // (sync_weight 0: the least F).
   // Edge prices kept across stage plans, by the stage's devices and its
   // first device's place in its node (what the prices depend on besides the
   // graph), the most recently used few.
@@ -181,6 +179,8 @@ struct Searcher {
     return kept_prices.front().prices.get();
   }
 
+  // A stage plan of [a, b): the least M * F + sync_weight * W under cs's cap
+  // (sync_weight 0: the least F).
   Result<StagePlan> search(const Graph& micro, int a, int b, const Cluster& cs,
                            int64_t microbatches, int64_t k, double sync_weight = 1) {
     const Graph sub = stage_graph(micro, a, b);

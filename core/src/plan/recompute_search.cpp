@@ -32,6 +32,7 @@ std::pair<int, int> block_range(const Graph& graph) {
 
 double least_memory(const Graph& graph, const Cluster& c, const SearchSpace& space) {
   const ops::Machine m = ops::make_machine(c);
+  const StageWeights plain;
   MemoryBytes sum;
   for (size_t v = 0; v < graph.vertices.size(); ++v) {
     const ConfigSet& set = space.configs[v];
@@ -39,7 +40,7 @@ double least_memory(const Graph& graph, const Cluster& c, const SearchSpace& spa
     double least_bytes = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < set.size(); ++i) {
       const MemoryBytes b = ops::vertex_memory(graph, graph.vertices[v], set.at(i), m);
-      const double bytes = b.params + b.grads + b.optimizer + b.activations;
+      const double bytes = plain.bytes(b);
       if (bytes < least_bytes) {
         least_bytes = bytes;
         least = b;
@@ -50,7 +51,7 @@ double least_memory(const Graph& graph, const Cluster& c, const SearchSpace& spa
     sum.optimizer += least.optimizer;
     sum.activations += least.activations;
   }
-  return StageWeights{}.bytes(sum);
+  return plain.bytes(sum);
 }
 
 // The candidates: none, selective on every block, full on every block, and

@@ -76,9 +76,7 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
                      "or the bounded search (search \"auto\" or \"bounded\")",
                  "max_memory"};
   }
-  const EndView view = EndView::of(ops::make_machine(cluster));
-  if (shared != nullptr && shared->view().gpus_per_node == view.gpus_per_node &&
-      shared->view().both_ways == view.both_ways)
+  if (shared != nullptr && shared->view() == EndView::of(ops::make_machine(cluster)))
     shared->bind(graph, prep->configs);
   else
     shared = nullptr;
