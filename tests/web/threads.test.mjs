@@ -82,10 +82,13 @@ test('threads: an isolated page plans on every core, and the same plan as on one
   await single.close();
 });
 
-/** Starts the Transformer at 64 devices, waits for progress, cancels, then plans AlexNet. */
+/** Starts the Transformer at 256 devices, waits for progress, cancels, then
+ *  plans AlexNet. At 256 devices the plan takes seconds, so it is still in
+ *  flight when Cancel is clicked (at 64 it took half a second, and could end
+ *  between the progress seen and the click). */
 async function progressCancelAndPlanAgain(page) {
   await page.selectOption('#model-select', 'transformer');
-  await page.fill('#devices', '64');
+  await page.fill('#devices', '256');
   await page.click('#plan-button');
   await page.waitForFunction(() => {
     const value = document.getElementById('progress').value;
