@@ -389,7 +389,9 @@ TEST_CASE(
 // The recomputation search's bisection for the fewest blocks in full reads
 // the least memory without a search: each vertex at its least is the
 // optimum of a search that weighs memory alone (plan/recompute_search.hpp).
-TEST_CASE("practice: the least memory without a search is the memory-only search's") {
+TEST_CASE(
+    "practice: the least memory without a search is the memory-only search's (plain and stage "
+    "weights)") {
   const Graph g = testing::model("gpt2");
   Cluster c = practice_preset("h100", 16);
   c.gpus_per_node = 4;
@@ -414,4 +416,16 @@ TEST_CASE("practice: the least memory without a search is the memory-only search
     if (k > 0) CHECK(got < previous);
     previous = got;
   }
+  // A pipeline stage's weights (activations of 3 micro-batches kept): the
+  // strategy read off (what the search under a cap starts from under the
+  // practice model) keeps what that stage's memory-only search keeps.
+  StageWeights stage;
+  stage.activation_copies = 3;
+  Result<WeightedSearch> searched = search_once(g, c, PlanOptions{}, stage, *space, prices, 0, 1);
+  REQUIRE(searched.ok());
+  const LeastMemory least = least_memory_strategy(g, c, *space, stage);
+  Result<Plan> evaluated = evaluate(g, c, least.strategy);
+  REQUIRE(evaluated.ok());
+  CHECK(least.bytes == doctest::Approx(stage.bytes(searched->plan.memory)).epsilon(1e-12));
+  CHECK(stage.bytes(evaluated->memory) == doctest::Approx(least.bytes).epsilon(1e-12));
 }

@@ -93,6 +93,77 @@ TEST_CASE("repeated steps: a table plus a constant, exactly on integers") {
   CHECK_FALSE(detail::shifted_copy(x.data(), z.data(), x.size(), shift));
 }
 
+TEST_CASE("repeated steps: tables that grow alike entry by entry, exactly on integers") {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> growth;
+  const std::vector<double> t0{0, 10, inf}, t1{2, 11, inf}, t2{4, 12, inf};
+  CHECK(detail::same_growth(t0.data(), t1.data(), t2.data(), t0.size(), growth));
+  CHECK(growth == std::vector<double>{2, 1, 0});
+  const std::vector<double> bent{4, 13, inf};
+  CHECK_FALSE(detail::same_growth(t0.data(), t1.data(), bent.data(), t0.size(), growth));
+  const std::vector<double> finite_there{4, 12, 1};
+  CHECK_FALSE(detail::same_growth(t0.data(), t1.data(), finite_there.data(), t0.size(), growth));
+  CHECK(detail::same_entries(t1.data(), t1.data(), t1.size()));
+  CHECK_FALSE(detail::same_entries(t1.data(), t2.data(), t1.size()));
+}
+
+namespace {
+
+// A stretch of `windows` windows of one step each, each a min-plus product
+// with `a` (row: the entry read; column: the entry made), driven through
+// RepeatSkipper as run_dp drives it; step 0 makes the first crossing table.
+// Returns the last crossing table and the steps skipped.
+std::pair<std::vector<double>, uint64_t> run_windows(const std::vector<std::vector<double>>& a,
+                                                     const std::vector<double>& first, int windows,
+                                                     bool skip) {
+  detail::RepeatedSteps rs{1, 1, windows, {}};
+  for (int k = 0; k <= windows; ++k) rs.crossing.push_back(k);
+  const size_t steps = static_cast<size_t>(windows) + 1;
+  std::vector<RawVector<double>> tables(steps);
+  detail::RepeatSkipper repeats(
+      skip ? std::vector<detail::RepeatedSteps>{rs} : std::vector<detail::RepeatedSteps>{}, steps);
+  tables[0].assign(first.begin(), first.end());
+  int runs = 0;
+  for (size_t i = 1; i <= steps; ++i) {
+    while (!repeats.empty()) {
+      const size_t next = repeats.at(i, tables);
+      if (next == i) break;
+      i = next;
+    }
+    if (i == steps) break;
+    REQUIRE(++runs < 4 * windows);  // no endless undoing
+    const RawVector<double>& in = tables[i - 1];
+    REQUIRE(in.size() == first.size());
+    RawVector<double> out(first.size(), std::numeric_limits<double>::infinity());
+    for (size_t r = 0; r < a.size(); ++r)
+      for (size_t c = 0; c < a.size(); ++c) out[c] = std::min(out[c], in[r] + a[r][c]);
+    tables[i] = std::move(out);
+    tables[i - 1].clear();
+  }
+  return {std::vector<double>(tables[windows].begin(), tables[windows].end()), repeats.skipped()};
+}
+
+}  // namespace
+
+TEST_CASE("repeated steps: a skip by growth per entry, and one undone where a path overtakes") {
+  const double inf = std::numeric_limits<double>::infinity();
+  // Entries 0 and 1 each grow on their own (by 2 and by 1 a window); entry
+  // 2 reads both, and from window 20 on the slower one is its cheaper path;
+  // entry 3 is entry 2 of the window before (so a skip that took entry 2
+  // along the wrong line shows in the last table).
+  const std::vector<std::vector<double>> a{
+      {2, inf, 2, inf}, {inf, 1, 1, inf}, {inf, inf, inf, 0}, {inf, inf, inf, inf}};
+  const std::vector<double> first{0, 20, 2, 2};
+  for (int windows : {12, 40}) {
+    CAPTURE(windows);
+    const auto [every, none_skipped] = run_windows(a, first, windows, false);
+    CHECK(none_skipped == 0);
+    const auto [skipped, count] = run_windows(a, first, windows, true);
+    CHECK(skipped == every);
+    CHECK(count > 0);
+  }
+}
+
 TEST_CASE("repeated steps: GPT-2's blocks make one stretch and a chain none") {
   Result<Graph> gpt2 = build_model("gpt2", 4, 16);
   REQUIRE(gpt2.ok());

@@ -31,27 +31,7 @@ std::pair<int, int> block_range(const Graph& graph) {
 }  // namespace
 
 double least_memory(const Graph& graph, const Cluster& c, const SearchSpace& space) {
-  const ops::Machine m = ops::make_machine(c);
-  const StageWeights plain;
-  MemoryBytes sum;
-  for (size_t v = 0; v < graph.vertices.size(); ++v) {
-    const ConfigSet& set = space.configs[v];
-    MemoryBytes least;
-    double least_bytes = std::numeric_limits<double>::infinity();
-    for (size_t i = 0; i < set.size(); ++i) {
-      const MemoryBytes b = ops::vertex_memory(graph, graph.vertices[v], set.at(i), m);
-      const double bytes = plain.bytes(b);
-      if (bytes < least_bytes) {
-        least_bytes = bytes;
-        least = b;
-      }
-    }
-    sum.params += least.params;
-    sum.grads += least.grads;
-    sum.optimizer += least.optimizer;
-    sum.activations += least.activations;
-  }
-  return plain.bytes(sum);
+  return least_memory_strategy(graph, c, space, StageWeights{}).bytes;
 }
 
 // The candidates: none, selective on every block, full on every block, and

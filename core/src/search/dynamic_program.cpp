@@ -116,12 +116,23 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   // not in it. Allocated once and cleared per step, so that a step costs its
   // own size, not the graph's.
   std::vector<int> level_of(g.vertices.size(), 0);
-  for (size_t i = 0; i < n_steps; ++i) {
+  // Up to i == n_steps: a stretch may end there, and a skip tried in it
+  // is confirmed (or undone) at its end.
+  for (size_t i = 0; i <= n_steps; ++i) {
     // Skipped steps count as done; a skip may end at the first boundary of
     // the next stretch.
-    while (!repeats.empty() && i < n_steps) {
+    while (!repeats.empty()) {
       const size_t next = repeats.at(i, tables);
       if (next == i) break;
+      if (next < i) {
+        // A skip undone: the steps from `next` run after all.
+        for (size_t j = next; j < i; ++j) {
+          done_pairs -= entries_of[j] * static_cast<double>(configs[ord.steps[j].vertex].size());
+          --steps_done;
+        }
+        i = next;
+        continue;
+      }
       for (; i < next; ++i) {
         done_pairs += entries_of[i] * static_cast<double>(configs[ord.steps[i].vertex].size());
         ++steps_done;

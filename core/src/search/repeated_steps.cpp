@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -148,12 +150,23 @@ std::vector<RepeatedSteps> find_repeated_steps(const Ordering& ord, const std::v
 }
 
 RepeatSkipper::RepeatSkipper(std::vector<RepeatedSteps> stretches, size_t steps)
-    : stretches_(std::move(stretches)), source_(steps) {
+    : stretches_(std::move(stretches)),
+      source_(steps),
+      failures_(stretches_.size(), 0),
+      not_at_(stretches_.size(), -1) {
   for (size_t i = 0; i < steps; ++i) source_[i] = static_cast<int>(i);
 }
 
 size_t RepeatSkipper::at(size_t i, std::vector<RawVector<double>>& tables) {
-  for (const RepeatedSteps& rs : stretches_) {
+  if (tried_) {
+    const RepeatedSteps& rs = stretches_[tried_->stretch];
+    if (i == static_cast<size_t>(rs.start + (tried_->target + 1) * rs.period)) {
+      const size_t go = settle_tried(i, tables);
+      if (go != i) return go;
+    }
+  }
+  for (size_t s = 0; s < stretches_.size(); ++s) {
+    const RepeatedSteps& rs = stretches_[s];
     const int offset = static_cast<int>(i) - rs.start;
     if (offset < 0 || offset % rs.period != 0 || offset / rs.period >= rs.windows) continue;
     const int k = offset / rs.period;
@@ -161,18 +174,16 @@ size_t RepeatSkipper::at(size_t i, std::vector<RawVector<double>>& tables) {
     const RawVector<double>& cur = tables[rs.crossing[k]];
     auto kept_at = [&](int boundary) -> const std::vector<double>* {
       for (const auto& [b, table] : kept_)
-        if (b == boundary) return &table;
+        if (b == boundary && table.size() == cur.size()) return &table;
       return nullptr;
     };
+    const int end = rs.start + rs.windows * rs.period;
     for (int c = 1; c <= std::min(k, kMaxCycle); ++c) {
       const std::vector<double>* before = kept_at(k - c);
       double shift = 0;
-      if (!before || before->size() != cur.size() ||
-          !shifted_copy(before->data(), cur.data(), cur.size(), shift))
-        continue;
+      if (!before || !shifted_copy(before->data(), cur.data(), cur.size(), shift)) continue;
       // Window k + j repeats window k - c + (j mod c); boundary
       // (k - c + r) + m * c holds that boundary's table plus m shifts.
-      const int end = rs.start + rs.windows * rs.period;
       for (int j = static_cast<int>(i); j < end; ++j) {
         const int w = (j - rs.start) / rs.period, phase = (j - rs.start) % rs.period;
         source_[j] = rs.start + (k - c + (w - k) % c) * rs.period + phase;
@@ -189,16 +200,99 @@ size_t RepeatSkipper::at(size_t i, std::vector<RawVector<double>>& tables) {
       kept_.clear();
       return static_cast<size_t>(end);
     }
+    // Growth per entry: skip to the last window first, on its extrapolated
+    // crossing table (settle_tried() confirms it, or tries a nearer one).
+    const int last = rs.windows - 1;
+    const std::vector<double>*t1 = kept_at(k - 1), *t0 = kept_at(k - 2);
+    std::vector<double> growth;
+    if (failures_[s] < kMaxFailures && not_at_[s] != k && last - k >= 1 && t0 && t1 &&
+        same_growth(t0->data(), t1->data(), cur.data(), cur.size(), growth)) {
+      tried_ =
+          Tried{s, k, last, std::vector<double>(cur.begin(), cur.end()), std::move(growth), kept_};
+      tables[rs.crossing[k]].clear();
+      tables[rs.crossing[k]].shrink_to_fit();
+      return jump(tables);
+    }
     kept_.emplace_back(k, std::vector<double>(cur.begin(), cur.end()));
     if (kept_.size() > static_cast<size_t>(kMaxCycle)) kept_.erase(kept_.begin());
   }
   return i;
 }
 
-bool shifted_copy(const double* prev, const double* cur, size_t n, double& shift) {
+std::vector<double> RepeatSkipper::Tried::line(int boundary) const {
+  std::vector<double> t(at_k.size());
+  const double times = boundary - k;
+  for (size_t e = 0; e < t.size(); ++e) t[e] = at_k[e] + times * growth[e];
+  return t;
+}
+
+size_t RepeatSkipper::jump(std::vector<RawVector<double>>& tables) {
+  const RepeatedSteps& rs = stretches_[tried_->stretch];
+  const std::vector<double> t = tried_->line(tried_->target);
+  tables[rs.crossing[tried_->target]].assign(t.begin(), t.end());
+  kept_.clear();
+  return static_cast<size_t>(rs.start + tried_->target * rs.period);
+}
+
+size_t RepeatSkipper::settle_tried(size_t i, std::vector<RawVector<double>>& tables) {
+  Tried& t = *tried_;
+  const RepeatedSteps& rs = stretches_[t.stretch];
+  // The crossing table that the target window made from the line's is the
+  // line's next one.
+  RawVector<double>& made = tables[rs.crossing[t.target + 1]];
+  const std::vector<double> expected = t.line(t.target + 1);
+  if (made.size() == expected.size() && same_entries(expected.data(), made.data(), made.size())) {
+    for (int j = rs.start + t.k * rs.period; j < rs.start + t.target * rs.period; ++j)
+      source_[j] = rs.start + (t.k - 1) * rs.period + (j - rs.start) % rs.period;
+    skipped_ += static_cast<uint64_t>(t.target - t.k) * rs.period;
+    // The line's table before the target window's, for the next
+    // boundary's checks (at() kept the target window's own).
+    kept_.insert(kept_.begin(), {t.target - 1, t.line(t.target - 1)});
+    tried_.reset();
+    return i;
+  }
+  made.clear();
+  made.shrink_to_fit();
+  ++failures_[t.stretch];
+  if (t.target - t.k >= 2 && failures_[t.stretch] < kMaxFailures) {
+    t.target = t.k + (t.target - t.k) / 2;
+    return jump(tables);
+  }
+  // Not even one window: run the stretch from boundary k.
+  tables[rs.crossing[t.k]].assign(t.at_k.begin(), t.at_k.end());
+  kept_ = std::move(t.kept);
+  not_at_[t.stretch] = t.k;
+  const size_t back = static_cast<size_t>(rs.start + t.k * rs.period);
+  tried_.reset();
+  return back;
+}
+
+namespace {
+
+// 0 when every finite entry of the tables is an integer of magnitude at
+// most 2^51 (the paper's flat machine: sums are exact), else 1e-13 of the
+// largest magnitude; infinity when no entry is finite.
+double tolerance_of(std::initializer_list<const double*> tables, size_t n) {
   constexpr double kLimit = 0x1p51;
   bool integers = true, any = false;
   double scale = 0;
+  for (const double* t : tables)
+    for (size_t i = 0; i < n; ++i) {
+      if (std::isinf(t[i])) continue;
+      any = true;
+      scale = std::max(scale, std::abs(t[i]));
+      integers = integers && t[i] == std::trunc(t[i]);
+    }
+  if (!any) return std::numeric_limits<double>::infinity();
+  return integers && scale <= kLimit ? 0 : 1e-13 * scale;
+}
+
+}  // namespace
+
+bool shifted_copy(const double* prev, const double* cur, size_t n, double& shift) {
+  const double tolerance = tolerance_of({prev, cur}, n);
+  if (std::isinf(tolerance)) return false;
+  bool any = false;
   for (size_t i = 0; i < n; ++i) {
     if (std::isinf(prev[i]) || std::isinf(cur[i])) {
       if (prev[i] != cur[i]) return false;
@@ -206,14 +300,38 @@ bool shifted_copy(const double* prev, const double* cur, size_t n, double& shift
     }
     if (!any) shift = cur[i] - prev[i];
     any = true;
-    scale = std::max({scale, std::abs(prev[i]), std::abs(cur[i])});
-    integers = integers && prev[i] == std::trunc(prev[i]) && cur[i] == std::trunc(cur[i]);
   }
   if (!any) return false;
-  integers = integers && scale <= kLimit;
-  const double tolerance = integers ? 0 : 1e-13 * scale;
   for (size_t i = 0; i < n; ++i)
     if (!std::isinf(cur[i]) && std::abs(cur[i] - prev[i] - shift) > tolerance) return false;
+  return true;
+}
+
+bool same_entries(const double* a, const double* b, size_t n) {
+  const double tolerance = tolerance_of({a, b}, n);
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isinf(a[i]) || std::isinf(b[i])) {
+      if (a[i] != b[i]) return false;
+    } else if (std::abs(a[i] - b[i]) > tolerance) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool same_growth(const double* t0, const double* t1, const double* t2, size_t n,
+                 std::vector<double>& growth) {
+  const double tolerance = tolerance_of({t0, t1, t2}, n);
+  if (std::isinf(tolerance)) return false;
+  growth.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isinf(t0[i]) || std::isinf(t1[i]) || std::isinf(t2[i])) {
+      if (t0[i] != t1[i] || t1[i] != t2[i]) return false;
+      continue;
+    }
+    growth[i] = t2[i] - t1[i];
+    if (std::abs(growth[i] - (t1[i] - t0[i])) > tolerance) return false;
+  }
   return true;
 }
 

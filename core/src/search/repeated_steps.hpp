@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -50,26 +51,76 @@ constexpr int kMaxCycle = 3;
 // windows before plus a constant, the stretch's later windows repeat the
 // last c windows' choices, and its last crossing table is made from the
 // kept ones.
+//
+// Else, once the last three crossing tables grow by the same amount per
+// entry (not one constant: near the Lagrangian's balance a few states grow
+// by another amount per block than the rest), the skip is tried: the
+// crossing table of the last window is extrapolated along the line the
+// three make, that window is run, and the skip stands when the crossing
+// table it makes is the line's next one; else a window halfway is tried,
+// and so on. Each entry of a window's crossing table is a
+// minimum of sums that are affine along the extrapolation's line, so a
+// concave function of it; equal to the line's values at three points (the
+// two windows before the skip and the one run), it is the line in between
+// (core/docs/performance.md, "Repeated blocks"), and the skipped windows'
+// choices are those of the window before the skip. When no window can be
+// skipped, at() returns the step to go back to, and the window after the
+// boundary is run.
 class RepeatSkipper {
  public:
   RepeatSkipper(std::vector<RepeatedSteps> stretches, size_t steps);
   bool empty() const { return stretches_.empty(); }
   // Before step i runs, with `tables` the program's tables: the step to go
-  // on from (i when nothing is skipped; else the end of the stretch, with
-  // its last crossing table made and the skipped windows' consumed table
-  // freed).
+  // on from (i when nothing is skipped; a
+  // later step after a skip, with the crossing table it needs made and the
+  // skipped windows' consumed table freed; an earlier step when a tried
+  // skip is undone, with its tables as they were).
   size_t at(size_t i, std::vector<RawVector<double>>& tables);
   // The step whose arg-min table holds step i's choices.
   int source(size_t i) const { return source_[i]; }
   uint64_t skipped() const { return skipped_; }
 
  private:
+  // A skip by growth per entry, tried and not yet confirmed: from boundary
+  // k to window `target`, run on the line's crossing table.
+  struct Tried {
+    size_t stretch = 0;
+    int k = 0, target = 0;
+    std::vector<double> at_k;    // crossing table k
+    std::vector<double> growth;  // crossing table k less crossing table k - 1
+    std::vector<std::pair<int, std::vector<double>>> kept;  // kept_ at k
+    // The line's crossing table at `boundary`.
+    std::vector<double> line(int boundary) const;
+  };
+  // Tries that fail in one stretch before skips by growth stop there.
+  static constexpr int kMaxFailures = 8;
+  // Makes the target window's crossing table the line's; the step to go on
+  // from (the target window's first).
+  size_t jump(std::vector<RawVector<double>>& tables);
+  // At the boundary after the target window: the step to go on from (i when
+  // the skip holds; else a nearer target's window, or boundary k's first
+  // step, with its crossing table back).
+  size_t settle_tried(size_t i, std::vector<RawVector<double>>& tables);
+
   std::vector<RepeatedSteps> stretches_;
   std::vector<int> source_;
   // The crossing tables of the current stretch's last boundaries, by boundary.
   std::vector<std::pair<int, std::vector<double>>> kept_;
+  std::optional<Tried> tried_;
+  std::vector<int> failures_;  // by stretch: the tries that failed there
+  std::vector<int> not_at_;    // by stretch: a boundary where no skip may be tried again
   uint64_t skipped_ = 0;
 };
+
+// Whether `a` and `b` are equal entry by entry, within the tolerance of
+// shifted_copy() (infinite entries equal).
+bool same_entries(const double* a, const double* b, size_t n);
+
+// Whether `t2 - t1` equals `t1 - t0` entry by entry (returned in
+// `growth`; infinite entries infinite in all three, growth 0), within the
+// tolerance of shifted_copy().
+bool same_growth(const double* t0, const double* t1, const double* t2, size_t n,
+                 std::vector<double>& growth);
 
 // Whether `cur` is `prev` plus one constant (returned in `shift`): the same
 // entries infinite, and the others' differences equal, exactly when both

@@ -103,9 +103,25 @@ Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
                                    const SearchSpace& space, EdgePrices& prices, double cost_weight,
                                    double memory_weight);
 
+// Each vertex at its configuration of least StageWeights::bytes() (the first
+// of equals): a strategy of the least memory the space reaches, since that
+// memory is a sum over the vertices. Also that memory.
+struct LeastMemory {
+  Strategy strategy;
+  double bytes = 0;
+};
+LeastMemory least_memory_strategy(const Graph& graph, const Cluster& cluster,
+                                  const SearchSpace& space, const StageWeights& weights);
+
+// How near the Lagrangian loop under a cap comes to the dual's maximum
+// under the practice model (relative): it stops when the bound can rise,
+// or the best plan that fits is above the bound, by no more than this.
+constexpr double kPracticeDualTolerance = 1e-3;
+
 // The exact search of one space: plan_weighted()'s search and, under a cap,
-// its Lagrangian loop. The Plan's search stats hold only `searches` (not
-// counting `first`). `prices`: edge prices made for space.configs, or null.
+// its Lagrangian loop (to the dual's maximum under the paper's model,
+// within kPracticeDualTolerance under the practice model). The Plan's search stats hold only
+// `searches` (not counting `first`). `prices`: edge prices made for space.configs, or null.
 // `first`: the search at (1, 0) when the caller has made it.
 // `bound_lambda`: set to the memory weight whose search gave the lower
 // bound, when one under the cap did.
