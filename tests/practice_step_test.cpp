@@ -17,7 +17,7 @@
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
 #include "pase/presets.hpp"
-#include "plan/recompute_search.hpp"
+#include "search/weighted_plan.hpp"
 #include "test_util.hpp"
 
 using json = nlohmann::json;
@@ -388,7 +388,8 @@ TEST_CASE(
 
 // The recomputation search's bisection for the fewest blocks in full reads
 // the least memory without a search: each vertex at its least is the
-// optimum of a search that weighs memory alone (plan/recompute_search.hpp).
+// optimum of a search that weighs memory alone (least_memory_strategy(),
+// search/weighted_plan.hpp).
 TEST_CASE(
     "practice: the least memory without a search is the memory-only search's (plain and stage "
     "weights)") {
@@ -410,7 +411,7 @@ TEST_CASE(
         search_once(g, mixed, PlanOptions{}, StageWeights{}, *space, prices, 0, 1);
     REQUIRE(searched.ok());
     const double want = StageWeights{}.bytes(searched->plan.memory);
-    const double got = least_memory(g, mixed, *space);
+    const double got = least_memory_strategy(g, mixed, *space, StageWeights{}).bytes;
     CHECK(got == doctest::Approx(want).epsilon(1e-12));
     // More blocks in full keep less.
     if (k > 0) CHECK(got < previous);

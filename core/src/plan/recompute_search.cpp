@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -29,10 +28,6 @@ std::pair<int, int> block_range(const Graph& graph) {
 }
 
 }  // namespace
-
-double least_memory(const Graph& graph, const Cluster& c, const SearchSpace& space) {
-  return least_memory_strategy(graph, c, space, StageWeights{}).bytes;
-}
 
 // The candidates: none, selective on every block, full on every block, and
 // full on the fewest first blocks that fit with selective on the others.
@@ -182,7 +177,7 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     int64_t lo = 0, hi = blocks;  // hi fits (all in full); lo: selective alone
     while (hi - lo > 1) {
       const int64_t mid = (lo + hi) / 2;
-      (least_memory(graph, mixed(mid), *space) <= cap ? hi : lo) = mid;
+      (least_memory_strategy(graph, mixed(mid), *space, plain).bytes <= cap ? hi : lo) = mid;
     }
     Result<WeightedSearch> free = once(mixed(hi), 1, 0);
     if (!free) return free.error();

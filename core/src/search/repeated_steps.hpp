@@ -3,8 +3,10 @@
 // the ordering whose steps repeat with a period, and once the one table that
 // crosses from one period to the next is the previous crossing table plus a
 // constant, every later period makes the same choices, and its crossing
-// table is that table plus the constant again. run_dp skips those periods.
-// Private to run_dp.
+// table is that table plus the constant again; once the crossing tables grow
+// by the same amount entry by entry, later periods are skipped along that
+// growth where running one period shows that they may be. run_dp skips those
+// periods. Private to run_dp.
 #pragma once
 
 #include <cstdint>
@@ -58,23 +60,23 @@ constexpr int kMaxCycle = 3;
 // crossing table of the last window is extrapolated along the line the
 // three make, that window is run, and the skip stands when the crossing
 // table it makes is the line's next one; else a window halfway is tried,
-// and so on. Each entry of a window's crossing table is a
-// minimum of sums that are affine along the extrapolation's line, so a
-// concave function of it; equal to the line's values at three points (the
-// two windows before the skip and the one run), it is the line in between
-// (core/docs/performance.md, "Repeated blocks"), and the skipped windows'
-// choices are those of the window before the skip. When no window can be
-// skipped, at() returns the step to go back to, and the window after the
-// boundary is run.
+// and so on. Each entry of a window's crossing table is a minimum of sums
+// that are affine along the extrapolation's line, so a concave function of
+// it; equal to the line's values at three points (the two windows before
+// the skip and the one run), it is the line in between (core/docs/
+// performance.md, "Repeated blocks"), and the skipped windows' choices are
+// those of the window before the skip. When no window can be skipped, at()
+// returns the step to go back to, and the window after the boundary is run
+// (after kMaxFailures failed tries in a stretch, no more are made there).
 class RepeatSkipper {
  public:
   RepeatSkipper(std::vector<RepeatedSteps> stretches, size_t steps);
   bool empty() const { return stretches_.empty(); }
   // Before step i runs, with `tables` the program's tables: the step to go
-  // on from (i when nothing is skipped; a
-  // later step after a skip, with the crossing table it needs made and the
-  // skipped windows' consumed table freed; an earlier step when a tried
-  // skip is undone, with its tables as they were).
+  // on from (i when nothing is skipped; a later step after a skip, with the
+  // crossing table it needs made and the skipped windows' consumed table
+  // freed; an earlier step when a tried skip is undone, with its tables as
+  // they were). Called at every step up to the program's end (i == steps).
   size_t at(size_t i, std::vector<RawVector<double>>& tables);
   // The step whose arg-min table holds step i's choices.
   int source(size_t i) const { return source_[i]; }

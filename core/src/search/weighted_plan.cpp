@@ -191,15 +191,13 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
     // vertex's least (least_memory_strategy()); under the paper's, the
     // search that weighs memory alone (its ties broken as the goldens were
     // made).
-    Result<WeightedSearch> least = Error{"", ""};
-    if (practice) {
+    auto read_off = [&]() -> Result<WeightedSearch> {
       LeastMemory l = least_memory_strategy(graph, cluster, space, weights);
       Result<Plan> p = evaluate(graph, cluster, l.strategy);
       if (!p) return p.error();
-      least = WeightedSearch{std::move(*p), l.bytes};
-    } else {
-      least = search(0, 1);
-    }
+      return WeightedSearch{std::move(*p), l.bytes};
+    };
+    Result<WeightedSearch> least = practice ? read_off() : search(0, 1);
     if (!least) return least.error();
     if (!fits(least->plan)) {
       char text[160];
