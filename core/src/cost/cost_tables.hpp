@@ -25,6 +25,33 @@ namespace pase {
 std::vector<double> vertex_cost_vector(const Graph& g, int vertex, const ConfigSet& set,
                                        const ops::Machine& m, int threads = 1);
 
+// What vertex_cost_vector() weighs, per configuration: the cost and its
+// weight-gradient reduction (LayerCost::total, weight_sync) and, when
+// `memory`, the memory (MemoryBytes::total(), its params + grads +
+// optimizer, its activations); none of it depends on the Machine's weights.
+struct VertexCostParts {
+  std::vector<double> total, weight_sync, bytes, fixed_bytes, activations;
+};
+VertexCostParts vertex_cost_parts(const Graph& g, int vertex, const ConfigSet& set,
+                                  const ops::Machine& m, bool memory, int threads = 1);
+// vertex_cost_vector() from the parts, by the Machine's weights.
+std::vector<double> weigh_vertex_cost(const VertexCostParts& p, const ops::Machine& m);
+
+// The parts kept for the searches of one space (one graph, its
+// configurations and one machine but for its weights and recomputation, as
+// plan_recompute()'s choices), by vertex and whether the machine's training
+// recomputes it (ops::recomputed(), the only way the recomputation reaches a
+// vertex's cost and memory), the memory once a search weighs it: costs() is
+// vertex_cost_vector(), bit for bit.
+class VertexCostCache {
+ public:
+  std::vector<double> costs(const Graph& g, int vertex, const ConfigSet& set, const ops::Machine& m,
+                            int threads = 1);
+
+ private:
+  std::map<std::pair<int, bool>, VertexCostParts> kept_;
+};
+
 // Cost of one tensor edge between the layer configurations of its ends.
 double edge_cost(const Graph& g, const Edge& e, const int64_t* c_src, const int64_t* c_dst,
                  const ops::Machine& m);
@@ -168,7 +195,7 @@ class EdgePrices {
 };
 
 // Prices kept for a whole plan: at most this many bytes.
-constexpr double kEdgePriceBudget = 256.0 * (1 << 20);
+constexpr double kEdgePriceBudget = 512.0 * (1 << 20);
 
 // Row-major matrix [configs(outer)][configs(inner)] of the summed cost of
 // `edge_ids` (all between `outer` and `inner`). Tensor configurations are

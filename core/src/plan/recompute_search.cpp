@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "cost/cost_tables.hpp"
 #include "model/cost_model.hpp"
 #include "search/weighted_plan.hpp"
 
@@ -28,6 +30,26 @@ std::pair<int, int> block_range(const Graph& graph) {
 }
 
 }  // namespace
+
+double least_recompute_difference(const Graph& graph, const SearchSpace& space, const Cluster& from,
+                                  const Cluster& to, double lambda, SearchCache& cache,
+                                  int threads) {
+  ops::Machine a = ops::make_machine(from), b = ops::make_machine(to);
+  a.memory_weight = b.memory_weight = lambda;
+  double sum = 0;
+  for (size_t v = 0; v < graph.vertices.size(); ++v) {
+    const int id = static_cast<int>(v);
+    if (ops::recomputed(graph, id, from.training) == ops::recomputed(graph, id, to.training))
+      continue;
+    const ConfigSet& set = space.configs[v];
+    const std::vector<double> x = cache.vertex_costs.costs(graph, id, set, a, threads);
+    const std::vector<double> y = cache.vertex_costs.costs(graph, id, set, b, threads);
+    double least = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < x.size(); ++i) least = std::min(least, y[i] - x[i]);
+    sum += least;
+  }
+  return sum;
+}
 
 // The candidates: none, selective on every block, full on every block, and
 // full on the fewest first blocks that fit with selective on the others.
@@ -86,17 +108,32 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
                     kEdgePriceBudget);
   const double cap = cluster.capacity_bytes();
   const StageWeights plain;
+  // What every choice's searches share (the vertices' costs, the pair
+  // matrices).
+  SearchCache cache;
   auto once = [&](const Cluster& c, double cost_weight, double memory_weight) {
     ++searches;
-    return search_once(graph, c, options, plain, *space, prices, cost_weight, memory_weight);
+    return search_once(graph, c, options, plain, *space, prices, cost_weight, memory_weight,
+                       &cache);
   };
   // The memory weight of the latest search under the cap that gave its
-  // bound: the weight for the next choice's dual bound.
+  // bound: the weight for the next choices' dual bounds; and the choices
+  // searched at it, with their objectives.
   double lambda = 0;
+  struct AtLambda {
+    Cluster cluster;
+    double objective = 0;
+  };
+  std::vector<AtLambda> at_lambda;
   // Under the cap, from the search without it.
   auto capped = [&](const Cluster& c, WeightedSearch free) -> Result<Plan> {
+    DualPoint dual;
     Result<Plan> p =
-        search_space(graph, c, options, plain, *space, &prices, std::move(free), &lambda);
+        search_space(graph, c, options, plain, *space, &prices, std::move(free), &dual, &cache);
+    if (dual.lambda > 0) {
+      lambda = dual.lambda;
+      at_lambda.assign(1, AtLambda{c, dual.objective});
+    }
     if (p) {
       searches += p->search.searches;
       p->training = c.training;
@@ -109,16 +146,36 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   // gave (its error, or its plan over the cap).
   std::optional<Plan> best;
   Result<Plan> unfit = Error{"no recomputation tried", "training.recompute"};
+  auto least_difference = [&](const Cluster& from, const Cluster& to) {
+    return least_recompute_difference(graph, *space, from, to, lambda, cache,
+                                      std::max(1, options.threads));
+  };
   // Whether a choice can be left out: a lower bound of its plans that fit
-  // (its cost without the cap, then the dual at the latest weight, one
-  // search) not below the best plan that fits.
+  // not below the best plan that fits by more than the Lagrangian loop's
+  // tolerance (kPracticeDualTolerance: the loop itself stops that near).
+  // The bounds: its cost without the cap; the dual at the latest weight,
+  // first from each choice searched there and least_difference(), then
+  // searched (one search).
+  const double within = 1 - kPracticeDualTolerance;
+  // The dual's bound without a search.
+  auto hopeless_unsearched = [&](const Cluster& c) {
+    if (!best || lambda <= 0) return false;
+    for (const AtLambda& p : at_lambda) {
+      const double floor = p.objective + least_difference(p.cluster, c) - lambda * cap;
+      if (floor >= best->cost * within) return true;
+    }
+    return false;
+  };
   auto hopeless = [&](const Cluster& c, double free_cost) -> Result<bool> {
     if (!best) return false;
-    if (free_cost >= best->cost) return true;
+    const double beat = best->cost * within;
+    if (free_cost >= beat) return true;
     if (lambda <= 0) return false;
+    if (hopeless_unsearched(c)) return true;
     Result<WeightedSearch> at = once(c, 1, lambda);
     if (!at) return at.error();
-    return at->objective - lambda * cap >= best->cost;
+    at_lambda.push_back(AtLambda{c, at->objective});
+    return at->objective - lambda * cap >= beat;
   };
   auto consider = [&](Result<Plan> p, bool full) -> std::optional<Error> {
     if (!p && p.error().where != "cluster.memory_gib") return p.error();
@@ -179,14 +236,20 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
       const int64_t mid = (lo + hi) / 2;
       (least_memory_strategy(graph, mixed(mid), *space, plain).bytes <= cap ? hi : lo) = mid;
     }
-    Result<WeightedSearch> free = once(mixed(hi), 1, 0);
-    if (!free) return free.error();
-    Result<bool> skip = hopeless(mixed(hi), free->plan.cost);
-    if (!skip) return skip.error();
+    // k0's bound without a search first, then its search without the cap.
+    std::optional<WeightedSearch> free;
+    Result<bool> skip = hopeless_unsearched(mixed(hi));
+    if (!*skip) {
+      Result<WeightedSearch> f = once(mixed(hi), 1, 0);
+      if (!f) return f.error();
+      free = std::move(*f);
+      skip = hopeless(mixed(hi), free->plan.cost);
+      if (!skip) return skip.error();
+    }
     if (!*skip && hi < blocks) {
       std::optional<Plan> at_hi;
       // k0 first, from its search without the cap made above.
-      std::optional<WeightedSearch> at_k0 = std::move(*free);
+      std::optional<WeightedSearch> at_k0 = std::move(free);
       for (hi = blocks; hi - lo > 1;) {
         const int64_t mid = at_k0 ? lo + 1 : (lo + hi) / 2;
         Result<WeightedSearch> f =

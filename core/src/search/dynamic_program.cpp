@@ -38,6 +38,31 @@ bool is_identity(const std::vector<int>& map) {
 
 }  // namespace
 
+struct SearchCache::Kept {
+  Kept(const Graph& g, const std::vector<ConfigSet>& configs, const ops::Machine& m,
+       EdgePrices& prices)
+      : weight(m.cost_weight * m.microbatches),
+        machine(m),
+        matrices(g, configs, machine, prices, kPairMatrixBudget),
+        rows(kSortedRowsBudget) {}
+  double weight;
+  ops::Machine machine;
+  PairMatrices matrices;
+  detail::SortedRowsCache rows;
+};
+
+SearchCache::SearchCache() = default;
+SearchCache::~SearchCache() = default;
+
+SearchCache::Kept& SearchCache::kept(const Graph& g, const std::vector<ConfigSet>& configs,
+                                     const ops::Machine& m, EdgePrices& prices) {
+  if (!kept_ || kept_->weight != m.cost_weight * m.microbatches) {
+    kept_.reset();
+    kept_ = std::make_unique<Kept>(g, configs, m, prices);
+  }
+  return *kept_;
+}
+
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const ops::Machine& m, const SearchStats& est, const PlanOptions& options) {
   return run_dp(g, configs, ord, table_classes(g, configs, ord, EndView::of(m)), m, est, options);
@@ -45,11 +70,16 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
 
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
-                        const PlanOptions& options, const DpTuning& tuning, EdgePrices* prices) {
+                        const PlanOptions& options, const DpTuning& tuning, EdgePrices* prices,
+                        SearchCache* cache) {
   std::optional<EdgePrices> own;
   if (prices == nullptr) prices = &own.emplace(g, configs, EndView::of(m), kEdgePriceBudget);
-  PairMatrices kept_matrices(g, configs, m, *prices, kPairMatrixBudget);
-  detail::SortedRowsCache kept_rows(kSortedRowsBudget);
+  std::optional<SearchCache> own_cache;
+  if (cache == nullptr) cache = &own_cache.emplace();
+  SearchCache::Kept& kept = cache->kept(g, configs, m, *prices);
+  PairMatrices& kept_matrices = kept.matrices;
+  detail::SortedRowsCache& kept_rows = kept.rows;
+  const uint64_t matrix_hits = kept_matrices.hits(), row_hits = kept_rows.hits();
   size_t n_steps = ord.steps.size();
   std::vector<RawVector<double>> tables(n_steps);  // each written in full by its step
   std::vector<RawVector<uint16_t>> args(n_steps);
@@ -100,7 +130,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   // the steps' signatures.
   std::vector<std::vector<double>> vcosts(g.vertices.size());
   for (const Step& st : ord.steps)
-    vcosts[st.vertex] = vertex_cost_vector(g, st.vertex, configs[st.vertex], m, threads);
+    vcosts[st.vertex] = cache->vertex_costs.costs(g, st.vertex, configs[st.vertex], m, threads);
   std::vector<double> entries_of(n_steps, 1);
   for (size_t i = 0; i < n_steps; ++i)
     for (int c : classes.steps[i].count) entries_of[i] *= c;
@@ -295,8 +325,8 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   // in the step's table is the index.
   DpResult res;
   res.cost = total;
-  res.shared_matrices = kept_matrices.hits();
-  res.shared_rows = kept_rows.hits();
+  res.shared_matrices = kept_matrices.hits() - matrix_hits;
+  res.shared_rows = kept_rows.hits() - row_hits;
   res.fused_steps = fused_steps;
   res.repeated_steps = repeats.skipped();
   res.choice.assign(g.vertices.size(), 0);

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "cost/configurations.hpp"
@@ -76,6 +77,33 @@ TableClasses table_classes(const Graph& g, const std::vector<ConfigSet>& configs
 // run_dp_reference allocates), which are also the raw_* fields.
 SearchStats estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& configs,
                         const TableClasses* classes = nullptr);
+
+// What the searches of one space share besides their edge prices: run_dp()
+// over one graph, its configurations, ordering, classes and edge prices, on
+// one machine but for its weights and recomputation (the Lagrangian loop
+// under a cap, plan_recompute()'s choices). It keeps the vertices' cost
+// parts (VertexCostCache) and, for the latest edge weight (cost_weight *
+// microbatches, what pair matrices are scaled by), the pair matrices and
+// the threshold search's sorted rows, each within one search's budget
+// (kPairMatrixBudget, and the rows'). A search then finds made what the
+// searches before it made, the same numbers. Not thread-safe.
+class SearchCache {
+ public:
+  SearchCache();
+  ~SearchCache();
+  SearchCache(const SearchCache&) = delete;
+  SearchCache& operator=(const SearchCache&) = delete;
+
+  VertexCostCache vertex_costs;
+  struct Kept;
+  // The pair matrices and sorted rows of m's edge weight: those kept when
+  // the weight is the one before, else new ones (the others dropped).
+  Kept& kept(const Graph& g, const std::vector<ConfigSet>& configs, const ops::Machine& m,
+             EdgePrices& prices);
+
+ private:
+  std::unique_ptr<Kept> kept_;
+};
 
 struct DpResult {
   double cost = 0;
@@ -148,11 +176,13 @@ struct DpTuning {
 // steps' signatures and the copy of its last crossing table. The edges'
 // prices come from `prices` (made with the same configurations and
 // EndView::of(m); several searches of one plan share it), or from prices
-// kept for this run alone when it is null.
+// kept for this run alone when it is null; the vertices' costs, pair
+// matrices and sorted rows from `cache` (SearchCache), or made for this run
+// when it is null.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
                         const PlanOptions& options, const DpTuning& tuning = {},
-                        EdgePrices* prices = nullptr);
+                        EdgePrices* prices = nullptr, SearchCache* cache = nullptr);
 
 // The same, computing the classes first.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,

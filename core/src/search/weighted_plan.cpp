@@ -94,15 +94,15 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
 Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
                                    const PlanOptions& options, const StageWeights& weights,
                                    const SearchSpace& space, EdgePrices& prices, double cost_weight,
-                                   double memory_weight) {
+                                   double memory_weight, SearchCache* cache) {
   ops::Machine m = ops::make_machine(cluster);
   m.cost_weight = cost_weight;
   m.memory_weight = memory_weight;
   m.microbatches = weights.microbatches + weights.tie;
   m.activation_copies = weights.activation_copies;
   m.sync_weight = weights.sync_weight;
-  auto dp =
-      run_dp(graph, space.configs, space.ord, space.classes, m, space.est, options, {}, &prices);
+  auto dp = run_dp(graph, space.configs, space.ord, space.classes, m, space.est, options, {},
+                   &prices, cache);
   if (!dp) return dp.error();
   Strategy s(graph.vertices.size());
   for (size_t v = 0; v < s.size(); ++v) {
@@ -141,7 +141,7 @@ LeastMemory least_memory_strategy(const Graph& graph, const Cluster& cluster,
 Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                           const StageWeights& weights, const SearchSpace& space,
                           EdgePrices* shared_prices, std::optional<WeightedSearch> first_search,
-                          double* bound_lambda) {
+                          DualPoint* dual, SearchCache* shared_cache) {
   const ops::Machine machine = ops::make_machine(cluster);
   int searches = 0;
   // Edge prices for every search of this plan (they do not depend on the
@@ -150,11 +150,14 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
   EdgePrices* prices = shared_prices;
   if (prices == nullptr)
     prices = &own_prices.emplace(graph, space.configs, EndView::of(machine), kEdgePriceBudget);
-  // One search with the objective cost_weight * cost + memory_weight * memory.
+  // One search with the objective cost_weight * cost + memory_weight * memory;
+  // the searches share what SearchCache keeps.
+  std::optional<SearchCache> own_cache;
+  SearchCache* cache = shared_cache ? shared_cache : &own_cache.emplace();
   auto search = [&](double cost_weight, double memory_weight) -> Result<WeightedSearch> {
     ++searches;
-    return search_once(graph, cluster, options, weights, space, *prices, cost_weight,
-                       memory_weight);
+    return search_once(graph, cluster, options, weights, space, *prices, cost_weight, memory_weight,
+                       cache);
   };
   auto finish = [&](Plan p) {
     p.search.searches = searches;
@@ -225,7 +228,7 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
       if (!r) return r.error();
       if (r->objective - lambda * cap > bound) {
         bound = r->objective - lambda * cap;
-        if (bound_lambda) *bound_lambda = lambda;
+        if (dual) *dual = DualPoint{lambda, r->objective};
       }
       const double at_ends = std::min(value(lo) + lambda * lo_mem, value(hi) + lambda * hi_mem);
       if (fits(r->plan) && value(r->plan) < value(fitting)) fitting = r->plan;

@@ -98,10 +98,11 @@ struct WeightedSearch {
   Plan plan;
   double objective = 0;
 };
+// `cache`: kept for the searches of `space` (SearchCache), or null.
 Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
                                    const PlanOptions& options, const StageWeights& weights,
                                    const SearchSpace& space, EdgePrices& prices, double cost_weight,
-                                   double memory_weight);
+                                   double memory_weight, SearchCache* cache = nullptr);
 
 // Each vertex at its configuration of least StageWeights::bytes() (the first
 // of equals): a strategy of the least memory the space reaches, since that
@@ -125,12 +126,18 @@ constexpr double kPracticeDualTolerance = 1e-3;
 // stats hold only `searches` (not counting `first`). `prices`: edge prices
 // made for space.configs, or null.
 // `first`: the search at (1, 0) when the caller has made it.
-// `bound_lambda`: set to the memory weight whose search gave the lower
-// bound, when one under the cap did.
+// `dual`: set to the memory weight whose search gave the lower bound, with
+// that search's objective, when one under the cap did.
+// `cache`: what the searches of `space` share (SearchCache), or null for a
+// cache of this call's searches.
+struct DualPoint {
+  double lambda = 0;     // the memory weight
+  double objective = 0;  // the search's optimum of value() + lambda * bytes()
+};
 Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                           const StageWeights& weights, const SearchSpace& space, EdgePrices* prices,
                           std::optional<WeightedSearch> first = std::nullopt,
-                          double* bound_lambda = nullptr);
+                          DualPoint* dual = nullptr, SearchCache* cache = nullptr);
 
 // The bounded search (core/docs/bounded-search.md) of `exact`, a space too
 // large to search exactly: rounds of the exact search over sub-spaces in
