@@ -111,6 +111,15 @@ TEST_CASE("search cache: searches sharing one plan alike and find the matrices m
   // edges throughout), more than a search alone shares between its blocks.
   CHECK(shared[1].shared_matrices > alone[1].shared_matrices);
   CHECK(shared[2].shared_matrices == shared[1].shared_matrices);
+  // Searches with prices of their own (gone after each) make their
+  // matrices anew, from their own prices.
+  for (int run = 0; run < 2; ++run) {
+    Result<DpResult> own = run_dp(g, space->configs, space->ord, space->classes, m, space->est,
+                                  PlanOptions{}, {}, nullptr, &cache);
+    REQUIRE(own.ok());
+    CHECK(own->cost == alone[0].cost);
+    CHECK(own->shared_matrices == alone[0].shared_matrices);
+  }
 }
 
 TEST_CASE("recompute search: the least difference bounds the search under another choice") {

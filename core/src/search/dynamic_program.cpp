@@ -42,10 +42,21 @@ struct SearchCache::Kept {
   Kept(const Graph& g, const std::vector<ConfigSet>& configs, const ops::Machine& m,
        EdgePrices& prices)
       : weight(m.cost_weight * m.microbatches),
+        graph(&g),
+        configs(&configs),
+        prices(&prices),
         machine(m),
         matrices(g, configs, machine, prices, kPairMatrixBudget),
         rows(kSortedRowsBudget) {}
+  // What the matrices were made for: they serve a search of the same.
+  bool serves(const Graph& g, const std::vector<ConfigSet>& c, const ops::Machine& m,
+              const EdgePrices& p) const {
+    return weight == m.cost_weight * m.microbatches && graph == &g && configs == &c && prices == &p;
+  }
   double weight;
+  const Graph* graph;
+  const std::vector<ConfigSet>* configs;
+  const EdgePrices* prices;
   ops::Machine machine;
   PairMatrices matrices;
   detail::SortedRowsCache rows;
@@ -56,7 +67,7 @@ SearchCache::~SearchCache() = default;
 
 SearchCache::Kept& SearchCache::kept(const Graph& g, const std::vector<ConfigSet>& configs,
                                      const ops::Machine& m, EdgePrices& prices) {
-  if (!kept_ || kept_->weight != m.cost_weight * m.microbatches) {
+  if (!kept_ || !kept_->serves(g, configs, m, prices)) {
     kept_.reset();
     kept_ = std::make_unique<Kept>(g, configs, m, prices);
   }
@@ -76,7 +87,10 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   if (prices == nullptr) prices = &own.emplace(g, configs, EndView::of(m), kEdgePriceBudget);
   std::optional<SearchCache> own_cache;
   if (cache == nullptr) cache = &own_cache.emplace();
-  SearchCache::Kept& kept = cache->kept(g, configs, m, *prices);
+  // Matrices made from this run's own prices are this run's alone (another
+  // run's own prices may come at the same address).
+  std::optional<SearchCache> own_matrices;
+  SearchCache::Kept& kept = (own ? own_matrices.emplace() : *cache).kept(g, configs, m, *prices);
   PairMatrices& kept_matrices = kept.matrices;
   detail::SortedRowsCache& kept_rows = kept.rows;
   const uint64_t matrix_hits = kept_matrices.hits(), row_hits = kept_rows.hits();

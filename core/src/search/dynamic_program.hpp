@@ -85,8 +85,9 @@ SearchStats estimate_dp(const Ordering& ord, const std::vector<ConfigSet>& confi
 // parts (VertexCostCache) and, for the latest edge weight (cost_weight *
 // microbatches, what pair matrices are scaled by), the pair matrices and
 // the threshold search's sorted rows, each within one search's budget
-// (kPairMatrixBudget, and the rows'). A search then finds made what the
-// searches before it made, the same numbers. Not thread-safe.
+// (kPairMatrixBudget, and the rows'), for searches given the same edge
+// prices. A search then finds made what the searches before it made, the
+// same numbers. Not thread-safe.
 class SearchCache {
  public:
   SearchCache();
@@ -97,7 +98,8 @@ class SearchCache {
   VertexCostCache vertex_costs;
   struct Kept;
   // The pair matrices and sorted rows of m's edge weight: those kept when
-  // the weight is the one before, else new ones (the others dropped).
+  // the weight, the graph, the configurations and the prices (objects) are
+  // the search's before, else new ones (the others dropped).
   Kept& kept(const Graph& g, const std::vector<ConfigSet>& configs, const ops::Machine& m,
              EdgePrices& prices);
 
