@@ -263,24 +263,14 @@ TEST_CASE("practice: bench --fit recovers the rate that priced the runs") {
 }
 
 TEST_CASE("practice: recomputation is searched per decoder block under the memory cap") {
-  ImportOptions options;
-  options.batch = 4;
-  options.seq = 1024;
-  Result<GraphSpec> spec = import_llm_config(
-      R"({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 8,
-          "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 512,
-          "vocab_size": 1024, "max_position_embeddings": 1024})",
-      options);
-  REQUIRE(spec.ok());
-  Result<Graph> g = build_graph(std::move(*spec));
-  REQUIRE(g.ok());
+  const Graph g = pase::testing::small_llama(8, 4, 1024);
   // One device: the strategy is fixed, the memory is the recomputation's.
   Cluster c = practice_preset("h100", 1);
   c.device.reserved_gib = 0;
   c.memory_gib = 0;
   const Strategy ones = [&] {
     Strategy s;
-    for (const Vertex& v : g->vertices) s.push_back(Config(v.dom.size(), 1));
+    for (const Vertex& v : g.vertices) s.push_back(Config(v.dom.size(), 1));
     return s;
   }();
   const auto memory = [&](Recompute mode, int64_t blocks, Recompute rest) {
@@ -288,7 +278,7 @@ TEST_CASE("practice: recomputation is searched per decoder block under the memor
     m.training.recompute = mode;
     m.training.recompute_blocks = blocks;
     m.training.recompute_rest = rest;
-    Result<Plan> p = evaluate(*g, m, ones);
+    Result<Plan> p = evaluate(g, m, ones);
     REQUIRE(p.ok());
     return p->memory.total();
   };
@@ -300,7 +290,7 @@ TEST_CASE("practice: recomputation is searched per decoder block under the memor
   // A cap that only full recomputation of some blocks meets.
   c.memory_gib = (full + 0.4 * (selective - full)) / 0x1p30;
   c.training.recompute = Recompute::kAuto;
-  Result<Plan> p = plan(*g, c);
+  Result<Plan> p = plan(g, c);
   REQUIRE_MESSAGE(p.ok(), testing::why(p));
   REQUIRE(p->training.has_value());
   CHECK(p->fits);
@@ -315,20 +305,20 @@ TEST_CASE("practice: recomputation is searched per decoder block under the memor
   // Less recomputed than all in full: faster than it.
   Cluster all = c;
   all.training.recompute = Recompute::kFull;
-  Result<Plan> everything = plan(*g, all);
+  Result<Plan> everything = plan(g, all);
   REQUIRE(everything.ok());
   CHECK(p->cost < everything->cost);
 
   // Without a cap nothing is recomputed; the paper model refuses "auto".
   Cluster free = c;
   free.memory_gib = 0;
-  Result<Plan> unbound = plan(*g, free);
+  Result<Plan> unbound = plan(g, free);
   REQUIRE(unbound.ok());
   CHECK(unbound->training->recompute == Recompute::kNone);
   Cluster paper = c;
   paper.cost_model = CostModel::kPaper;
-  REQUIRE_FALSE(plan(*g, paper).ok());
-  CHECK(plan(*g, paper).error().where == "training.recompute");
+  REQUIRE_FALSE(plan(g, paper).ok());
+  CHECK(plan(g, paper).error().where == "training.recompute");
 
   // Requests search it unless they state it, and say so.
   json r = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "preset": "h100",

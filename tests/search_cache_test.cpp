@@ -20,20 +20,7 @@ using namespace pase;
 namespace {
 
 // A small Llama of 4 decoder blocks (the recomputation reaches them).
-Graph small_llama() {
-  ImportOptions options;
-  options.batch = 8;
-  options.seq = 512;
-  Result<GraphSpec> spec = import_llm_config(
-      R"({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 4,
-          "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 512,
-          "vocab_size": 1024, "max_position_embeddings": 1024})",
-      options);
-  REQUIRE(spec.ok());
-  Result<Graph> g = build_graph(std::move(*spec));
-  REQUIRE(g.ok());
-  return std::move(*g);
-}
+Graph small_llama() { return testing::small_llama(4, 8, 512); }
 
 Cluster with_recompute(Cluster c, Recompute mode, int64_t blocks, Recompute rest) {
   c.training.recompute = mode;

@@ -17,6 +17,8 @@
 #include "cost/configurations.hpp"
 #include "model/cost_model.hpp"
 #include "pase/graph.hpp"
+#include "pase/import.hpp"
+#include "pase/llm.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
 #include "pase/presets.hpp"
@@ -25,6 +27,24 @@
 namespace pase::testing {
 
 // `devices` H100s of the h100 preset under the practice cost model.
+// A small Llama (hidden 256, 4 heads, MLP 512, vocabulary 1024) of
+// `layers` decoder blocks at `batch` x `seq`, built.
+inline Graph small_llama(int layers, int64_t batch, int64_t seq) {
+  ImportOptions options;
+  options.batch = batch;
+  options.seq = seq;
+  Result<GraphSpec> spec =
+      import_llm_config(R"({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": )" +
+                            std::to_string(layers) + R"(,
+          "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 512,
+          "vocab_size": 1024, "max_position_embeddings": 1024})",
+                        options);
+  REQUIRE(spec.ok());
+  Result<Graph> g = build_graph(std::move(*spec));
+  REQUIRE(g.ok());
+  return std::move(*g);
+}
+
 inline Cluster practice_h100(int64_t devices) {
   Cluster c = apply_preset(Cluster{.devices = devices}, *find_preset("h100"));
   c.cost_model = CostModel::kPractice;
