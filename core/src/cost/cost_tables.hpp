@@ -213,7 +213,8 @@ PairMatrix pair_matrix(const Graph& g, const std::vector<ConfigSet>& configs,
                        EdgePrices* prices = nullptr, const std::vector<int>* inner_cols = nullptr,
                        int threads = 1);
 
-// Pair matrices kept across the steps of one search (run_dp): the repeated
+// Pair matrices kept across the steps of one search (run_dp), and across
+// the searches of one space in a SearchCache (dynamic_program.hpp): the repeated
 // blocks of a network (an LLM's decoder layers) ask for the same matrix once
 // a block, with edges of the same signatures (EdgePrices::signature) between
 // the same rows and columns. `get` returns what pair_matrix() would, made

@@ -46,7 +46,8 @@ struct SortedRows {
   std::vector<double> value;
 };
 
-// Sorted rows kept across the steps of one search: a step whose row terms
+// Sorted rows kept across the steps of one search (and the searches of one
+// space, SearchCache in dynamic_program.hpp): a step whose row terms
 // are all kept pair matrices, read through the same maps, has the rows of
 // an earlier step with the same ones (an LLM's decoder blocks). Kept while
 // their total stays under budget_bytes. Not thread-safe.
