@@ -11,12 +11,14 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "pase/pipeline.hpp"
 #include "pipeline/pipeline_model.hpp"
+#include "search/dynamic_program.hpp"
 #include "search/weighted_plan.hpp"
 
 namespace pase::pipeline_detail {
@@ -105,7 +107,7 @@ struct Searcher {
       free.devices = q;
       free.first_device = align;
       free.memory_gib = 0;
-      Result<StagePlan> r = search(micro, a, b, free, microbatches, 1, k == 0 ? 1.0 : 0.0);
+      Result<StagePlan> r = search(micro, sig, a, b, free, microbatches, 1, k == 0 ? 1.0 : 0.0);
       if (!r) return r.error();
       it = plans.emplace(key, std::move(*r)).first;
     }
@@ -146,7 +148,7 @@ struct Searcher {
     auto capped_key = std::make_tuple(q, microbatches, sig, align, k);
     auto c = plans.find(capped_key);
     if (c == plans.end()) {
-      Result<StagePlan> r = search(micro, a, b, cs, microbatches, k);
+      Result<StagePlan> r = search(micro, sig, a, b, cs, microbatches, k);
       if (!r) return r.error();
       c = plans.emplace(capped_key, std::move(*r)).first;
     }
@@ -179,11 +181,36 @@ struct Searcher {
     return kept_prices.front().prices.get();
   }
 
-  // A stage plan of [a, b): the least M * F + sync_weight * W under cs's cap
-  // (sync_weight 0: the least F).
-  Result<StagePlan> search(const Graph& micro, int a, int b, const Cluster& cs,
+  // The space of the latest range searched, with its stage graph, what its
+  // searches share and its plan without the cap: the plan under the cap of
+  // a range usually follows the one without (stage_plan()), and searches
+  // the same space (the cap does not change it), first at the same weights.
+  struct KeptSpace {
+    std::tuple<int64_t, int64_t, int, int64_t> key;  // devices, M, signature, first device
+    Graph sub;
+    SearchSpace space;
+    std::unique_ptr<SearchCache> cache;
+    std::optional<WeightedSearch> first;  // the plan without the cap, when made
+  };
+  std::optional<KeptSpace> kept_space{};
+
+  // A stage plan of [a, b) (signature sig): the least M * F + sync_weight *
+  // W under cs's cap (sync_weight 0: the least F).
+  Result<StagePlan> search(const Graph& micro, int sig, int a, int b, const Cluster& cs,
                            int64_t microbatches, int64_t k, double sync_weight = 1) {
-    const Graph sub = stage_graph(micro, a, b);
+    const auto start = std::chrono::steady_clock::now();
+    const auto key = std::make_tuple(cs.devices, microbatches, sig, cs.first_device);
+    Result<Plan> r = Error{"not planned", ""};
+    if (!kept_space || kept_space->key != key) {
+      kept_space.reset();
+      Graph sub = stage_graph(micro, a, b);
+      Result<SearchSpace> space = prepare_space(sub, cs, options);
+      if (space)
+        kept_space.emplace(KeptSpace{key, std::move(sub), std::move(*space),
+                                     std::make_unique<SearchCache>(), std::nullopt});
+      else
+        r = space.error();
+    }
     PlanOptions o = options;
     o.on_progress = [&](const Progress& p) { report(p.fraction); };
     ++searches;
@@ -192,8 +219,25 @@ struct Searcher {
     // The least F alone (sync_weight 0) needs no ties to the smaller A.
     const double m = static_cast<double>(microbatches);
     const double tie = whole || sync_weight != 1 ? 0.0 : 1e-13 * m;
-    Result<Plan> r = plan_weighted(
-        sub, cs, o, StageWeights{m, static_cast<double>(k), tie, sync_weight}, prices_for(cs));
+    const StageWeights weights{m, static_cast<double>(k), tie, sync_weight};
+    if (!kept_space) {
+      // Its space could not be made: r says why.
+    } else if (bounded_instead(kept_space->space.est, o)) {
+      // The bounded search takes the space for its own.
+      SearchSpace space = std::move(kept_space->space);
+      const Graph sub = std::move(kept_space->sub);
+      kept_space.reset();
+      r = plan_bounded(sub, cs, o, weights, std::move(space), start);
+    } else {
+      KeptSpace& ks = *kept_space;
+      // Under the cap, the search at (1, 0) is the plan without it: the
+      // memory's weight is 0, so k does not matter.
+      const bool capped = cs.memory_gib > 0 && sync_weight == 1;
+      r = plan_in_space(ks.sub, cs, o, weights, ks.space, prices_for(cs), ks.cache.get(),
+                        capped ? ks.first : std::nullopt, start);
+      if (r && cs.memory_gib <= 0 && sync_weight == 1)
+        ks.first = WeightedSearch{*r, weights.value(*r)};
+    }
     done += 1;
     report(0);
     StagePlan sp;

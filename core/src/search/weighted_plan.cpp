@@ -62,9 +62,21 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
   auto start = std::chrono::steady_clock::now();
   auto prep = prepare_space(graph, cluster, options);
   if (!prep) return prep.error();
+  if (bounded_instead(prep->est, options))
+    return plan_bounded(graph, cluster, options, weights, std::move(*prep), start);
+  return plan_in_space(graph, cluster, options, weights, *prep, shared, nullptr, std::nullopt,
+                       start);
+}
+
+Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                           const StageWeights& weights, const SearchSpace& space,
+                           EdgePrices* shared, SearchCache* cache,
+                           std::optional<WeightedSearch> first,
+                           std::chrono::steady_clock::time_point start) {
+  const SearchSpace* prep = &space;
   const SearchStats& est = prep->est;
   if (bounded_instead(est, options))
-    return plan_bounded(graph, cluster, options, weights, std::move(*prep), start);
+    return plan_bounded(graph, cluster, options, weights, space, start);
   const double limit = table_limit(options);
   if (est.peak_bytes > limit) {
     char entries[32];
@@ -81,7 +93,8 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
     shared->bind(graph, prep->configs);
   else
     shared = nullptr;
-  Result<Plan> p = search_space(graph, cluster, options, weights, *prep, shared);
+  Result<Plan> p = search_space(graph, cluster, options, weights, *prep, shared, std::move(first),
+                                nullptr, cache);
   if (!p) return p.error();
   const int searches = p->search.searches;
   p->search = est;

@@ -104,6 +104,18 @@ Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
                                    const SearchSpace& space, EdgePrices& prices, double cost_weight,
                                    double memory_weight, SearchCache* cache = nullptr);
 
+// plan_weighted() of a space already prepared (prepare_space() of this
+// graph and cluster: the memory cap does not change it), for a caller that
+// plans one space more than once (a pipeline stage's range without the cap
+// and then under it): `cache` shared with its other plans (or null), and
+// `first`, the search at (1, 0) when the caller has made it (search_space()).
+// `start`: when the plan began, for its time.
+Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                           const StageWeights& weights, const SearchSpace& space,
+                           EdgePrices* shared, SearchCache* cache,
+                           std::optional<WeightedSearch> first,
+                           std::chrono::steady_clock::time_point start);
+
 // Each vertex at its configuration of least StageWeights::bytes() (the first
 // of equals): a strategy of the least memory the space reaches, since that
 // memory is a sum over the vertices. Also that memory.
