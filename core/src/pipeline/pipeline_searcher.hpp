@@ -199,18 +199,6 @@ struct Searcher {
   Result<StagePlan> search(const Graph& micro, int sig, int a, int b, const Cluster& cs,
                            int64_t microbatches, int64_t k, double sync_weight = 1) {
     const auto start = std::chrono::steady_clock::now();
-    const auto key = std::make_tuple(cs.devices, microbatches, sig, cs.first_device);
-    Result<Plan> r = Error{"not planned", ""};
-    if (!kept_space || kept_space->key != key) {
-      kept_space.reset();
-      Graph sub = stage_graph(micro, a, b);
-      Result<SearchSpace> space = prepare_space(sub, cs, options);
-      if (space)
-        kept_space.emplace(KeptSpace{key, std::move(sub), std::move(*space),
-                                     std::make_unique<SearchCache>(), std::nullopt});
-      else
-        r = space.error();
-    }
     PlanOptions o = options;
     o.on_progress = [&](const Progress& p) { report(p.fraction); };
     ++searches;
@@ -220,24 +208,35 @@ struct Searcher {
     const double m = static_cast<double>(microbatches);
     const double tie = whole || sync_weight != 1 ? 0.0 : 1e-13 * m;
     const StageWeights weights{m, static_cast<double>(k), tie, sync_weight};
-    if (!kept_space) {
-      // Its space could not be made: r says why.
-    } else if (bounded_instead(kept_space->space.est, o)) {
-      // The bounded search takes the space for its own.
-      SearchSpace space = std::move(kept_space->space);
-      const Graph sub = std::move(kept_space->sub);
-      kept_space.reset();
-      r = plan_bounded(sub, cs, o, weights, std::move(space), start);
-    } else {
+    auto plan_range = [&]() -> Result<Plan> {
+      const auto key = std::make_tuple(cs.devices, microbatches, sig, cs.first_device);
+      if (!kept_space || kept_space->key != key) {
+        kept_space.reset();
+        Graph sub = stage_graph(micro, a, b);
+        Result<SearchSpace> space = prepare_space(sub, cs, options);
+        if (!space) return space.error();
+        kept_space.emplace(KeptSpace{key, std::move(sub), std::move(*space),
+                                     std::make_unique<SearchCache>(), std::nullopt});
+      }
+      if (bounded_instead(kept_space->space.est, o)) {
+        // The bounded search takes the space for its own.
+        SearchSpace space = std::move(kept_space->space);
+        const Graph sub = std::move(kept_space->sub);
+        kept_space.reset();
+        return plan_bounded(sub, cs, o, weights, std::move(space), start);
+      }
       KeptSpace& ks = *kept_space;
       // Under the cap, the search at (1, 0) is the plan without it: the
       // memory's weight is 0, so k does not matter.
       const bool capped = cs.memory_gib > 0 && sync_weight == 1;
-      r = plan_in_space(ks.sub, cs, o, weights, ks.space, prices_for(cs), ks.cache.get(),
-                        capped ? ks.first : std::nullopt, start);
-      if (r && cs.memory_gib <= 0 && sync_weight == 1)
-        ks.first = WeightedSearch{*r, weights.value(*r)};
-    }
+      Result<Plan> p = plan_in_space(ks.sub, cs, o, weights, ks.space, prices_for(cs),
+                                     ks.cache.get(), capped ? ks.first : std::nullopt, start);
+      // (search_space() reads the first search's plan, not its objective.)
+      if (p && cs.memory_gib <= 0 && sync_weight == 1)
+        ks.first = WeightedSearch{*p, weights.value(*p)};
+      return p;
+    };
+    const Result<Plan> r = plan_range();
     done += 1;
     report(0);
     StagePlan sp;

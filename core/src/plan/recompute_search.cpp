@@ -146,32 +146,32 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   // gave (its error, or its plan over the cap).
   std::optional<Plan> best;
   Result<Plan> unfit = Error{"no recomputation tried", "training.recompute"};
-  auto least_difference = [&](const Cluster& from, const Cluster& to) {
-    return least_recompute_difference(graph, *space, from, to, lambda, cache,
-                                      std::max(1, options.threads));
-  };
   // Whether a choice can be left out: a lower bound of its plans that fit
   // not below the best plan that fits by more than the Lagrangian loop's
   // tolerance (kPracticeDualTolerance: the loop itself stops that near).
   // The bounds: its cost without the cap; the dual at the latest weight,
-  // first from each choice searched there and least_difference(), then
-  // searched (one search).
+  // first from each choice searched there and least_recompute_difference()
+  // (unless the caller tried that already), then searched (one search).
   const double within = 1 - kPracticeDualTolerance;
   // The dual's bound without a search.
   auto hopeless_unsearched = [&](const Cluster& c) {
     if (!best || lambda <= 0) return false;
     for (const AtLambda& p : at_lambda) {
-      const double floor = p.objective + least_difference(p.cluster, c) - lambda * cap;
+      const double floor = p.objective +
+                           least_recompute_difference(graph, *space, p.cluster, c, lambda, cache,
+                                                      std::max(1, options.threads)) -
+                           lambda * cap;
       if (floor >= best->cost * within) return true;
     }
     return false;
   };
-  auto hopeless = [&](const Cluster& c, double free_cost) -> Result<bool> {
+  auto hopeless = [&](const Cluster& c, double free_cost,
+                      bool unsearched_tried = false) -> Result<bool> {
     if (!best) return false;
     const double beat = best->cost * within;
     if (free_cost >= beat) return true;
     if (lambda <= 0) return false;
-    if (hopeless_unsearched(c)) return true;
+    if (!unsearched_tried && hopeless_unsearched(c)) return true;
     Result<WeightedSearch> at = once(c, 1, lambda);
     if (!at) return at.error();
     at_lambda.push_back(AtLambda{c, at->objective});
@@ -238,15 +238,16 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     }
     // k0's bound without a search first, then its search without the cap.
     std::optional<WeightedSearch> free;
-    Result<bool> skip = hopeless_unsearched(mixed(hi));
-    if (!*skip) {
+    bool skip = hopeless_unsearched(mixed(hi));
+    if (!skip) {
       Result<WeightedSearch> f = once(mixed(hi), 1, 0);
       if (!f) return f.error();
       free = std::move(*f);
-      skip = hopeless(mixed(hi), free->plan.cost);
-      if (!skip) return skip.error();
+      Result<bool> h = hopeless(mixed(hi), free->plan.cost, true);
+      if (!h) return h.error();
+      skip = *h;
     }
-    if (!*skip && hi < blocks) {
+    if (!skip && hi < blocks) {
       std::optional<Plan> at_hi;
       // k0 first, from its search without the cap made above.
       std::optional<WeightedSearch> at_k0 = std::move(free);

@@ -41,8 +41,7 @@ bool is_identity(const std::vector<int>& map) {
 struct SearchCache::Kept {
   Kept(const Graph& g, const std::vector<ConfigSet>& configs, const ops::Machine& m,
        EdgePrices& prices)
-      : weight(m.cost_weight * m.microbatches),
-        graph(&g),
+      : graph(&g),
         configs(&configs),
         prices(&prices),
         machine(m),
@@ -51,9 +50,9 @@ struct SearchCache::Kept {
   // What the matrices were made for: they serve a search of the same.
   bool serves(const Graph& g, const std::vector<ConfigSet>& c, const ops::Machine& m,
               const EdgePrices& p) const {
-    return weight == m.cost_weight * m.microbatches && graph == &g && configs == &c && prices == &p;
+    return machine.cost_weight * machine.microbatches == m.cost_weight * m.microbatches &&
+           graph == &g && configs == &c && prices == &p;
   }
-  double weight;
   const Graph* graph;
   const std::vector<ConfigSet>* configs;
   const EdgePrices* prices;
@@ -85,12 +84,12 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
                         SearchCache* cache) {
   std::optional<EdgePrices> own;
   if (prices == nullptr) prices = &own.emplace(g, configs, EndView::of(m), kEdgePriceBudget);
-  std::optional<SearchCache> own_cache;
-  if (cache == nullptr) cache = &own_cache.emplace();
   // Matrices made from this run's own prices are this run's alone (another
   // run's own prices may come at the same address).
-  std::optional<SearchCache> own_matrices;
-  SearchCache::Kept& kept = (own ? own_matrices.emplace() : *cache).kept(g, configs, m, *prices);
+  std::optional<SearchCache> own_cache;
+  SearchCache& matrices_from = cache != nullptr && !own ? *cache : own_cache.emplace();
+  if (cache == nullptr) cache = &matrices_from;
+  SearchCache::Kept& kept = matrices_from.kept(g, configs, m, *prices);
   PairMatrices& kept_matrices = kept.matrices;
   detail::SortedRowsCache& kept_rows = kept.rows;
   const uint64_t matrix_hits = kept_matrices.hits(), row_hits = kept_rows.hits();

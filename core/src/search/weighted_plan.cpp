@@ -73,10 +73,7 @@ Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const Pla
                            EdgePrices* shared, SearchCache* cache,
                            std::optional<WeightedSearch> first,
                            std::chrono::steady_clock::time_point start) {
-  const SearchSpace* prep = &space;
-  const SearchStats& est = prep->est;
-  if (bounded_instead(est, options))
-    return plan_bounded(graph, cluster, options, weights, space, start);
+  const SearchStats& est = space.est;
   const double limit = table_limit(options);
   if (est.peak_bytes > limit) {
     char entries[32];
@@ -90,10 +87,10 @@ Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const Pla
                  "max_memory"};
   }
   if (shared != nullptr && shared->view() == EndView::of(ops::make_machine(cluster)))
-    shared->bind(graph, prep->configs);
+    shared->bind(graph, space.configs);
   else
     shared = nullptr;
-  Result<Plan> p = search_space(graph, cluster, options, weights, *prep, shared, std::move(first),
+  Result<Plan> p = search_space(graph, cluster, options, weights, space, shared, std::move(first),
                                 nullptr, cache);
   if (!p) return p.error();
   const int searches = p->search.searches;

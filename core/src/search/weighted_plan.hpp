@@ -105,11 +105,14 @@ Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
                                    double memory_weight, SearchCache* cache = nullptr);
 
 // plan_weighted() of a space already prepared (prepare_space() of this
-// graph and cluster: the memory cap does not change it), for a caller that
-// plans one space more than once (a pipeline stage's range without the cap
-// and then under it): `cache` shared with its other plans (or null), and
-// `first`, the search at (1, 0) when the caller has made it (search_space()).
-// `start`: when the plan began, for its time.
+// graph and cluster: the memory cap does not change it) and searched
+// exactly (not bounded_instead(); the caller hands a bounded one to
+// plan_bounded()), for a caller that plans one space more than once (a
+// pipeline stage's range without the cap and then under it): `cache`
+// shared with its other plans (or null), and `first`, the search at (1, 0)
+// when the caller has made it (search_space()). `start`: when the plan
+// began, for its time. Errors: tables over options' limit ("max_memory"),
+// and search_space()'s.
 Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                            const StageWeights& weights, const SearchSpace& space,
                            EdgePrices* shared, SearchCache* cache,
@@ -131,6 +134,12 @@ LeastMemory least_memory_strategy(const Graph& graph, const Cluster& cluster,
 // or the best plan that fits is above the bound, by no more than this.
 constexpr double kPracticeDualTolerance = 1e-3;
 
+// A search of the Lagrangian loop under a cap (search_space()).
+struct DualPoint {
+  double lambda = 0;     // the memory weight
+  double objective = 0;  // the search's optimum of value() + lambda * bytes()
+};
+
 // The exact search of one space: plan_weighted()'s search and, under a cap,
 // its Lagrangian loop (to the dual's maximum under the paper's model,
 // within kPracticeDualTolerance under the practice model, whose plan of least
@@ -142,10 +151,6 @@ constexpr double kPracticeDualTolerance = 1e-3;
 // that search's objective, when one under the cap did.
 // `cache`: what the searches of `space` share (SearchCache), or null for a
 // cache of this call's searches.
-struct DualPoint {
-  double lambda = 0;     // the memory weight
-  double objective = 0;  // the search's optimum of value() + lambda * bytes()
-};
 Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                           const StageWeights& weights, const SearchSpace& space, EdgePrices* prices,
                           std::optional<WeightedSearch> first = std::nullopt,
