@@ -308,6 +308,18 @@ TEST_CASE("practice: recomputation is searched per decoder block under the memor
   Result<Plan> everything = plan(g, all);
   REQUIRE(everything.ok());
   CHECK(p->cost < everything->cost);
+  // A cap that only full recomputation of every block meets: full is
+  // searched last, once its bound leaves it a chance, and chosen.
+  const double all_but_last = memory(Recompute::kFull, 7, Recompute::kSelective);
+  REQUIRE(full < all_but_last);
+  Cluster tight = c;
+  tight.memory_gib = (full + 0.5 * (all_but_last - full)) / 0x1p30;
+  Result<Plan> only_full = plan(g, tight);
+  REQUIRE_MESSAGE(only_full.ok(), testing::why(only_full));
+  CHECK(only_full->fits);
+  CHECK(only_full->training->recompute == Recompute::kFull);
+  CHECK(only_full->training->recompute_blocks == -1);
+  CHECK(only_full->cost == doctest::Approx(everything->cost).epsilon(1e-12));
 
   // Without a cap nothing is recomputed; the paper model refuses "auto".
   Cluster free = c;

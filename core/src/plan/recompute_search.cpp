@@ -53,8 +53,11 @@ double least_recompute_difference(const Graph& graph, const SearchSpace& space, 
 
 // The candidates: none, selective on every block, full on every block, and
 // full on the fewest first blocks that fit with selective on the others.
-// Every candidate searches one space with one set of edge prices. Each
-// uniform choice's search without the cap comes first; a choice is searched
+// Every candidate searches one space with one set of edge prices. None's
+// and selective's searches without the cap come first; full's comes after
+// their searches under the cap, and only when selective's cost plus
+// least_recompute_difference() at weight 0 (or the dual) leaves it a
+// chance. A choice is searched
 // under the cap only when a lower bound of its plans that fit (that cost,
 // or the dual at the latest memory weight) is below the best plan that fits
 // so far. The fewest first blocks in full that fit are found by bisection
@@ -200,13 +203,22 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   };
   std::vector<Choice> uniform;
   uniform.push_back(Choice{none, std::move(*free_none)});
-  for (Recompute mode : {Recompute::kSelective, Recompute::kFull}) {
-    const Cluster c = training(mode, -1, mode);
-    Result<WeightedSearch> free = once(c, 1, 0);
+  const Cluster selective = training(Recompute::kSelective, -1, Recompute::kSelective);
+  {
+    Result<WeightedSearch> free = once(selective, 1, 0);
     if (!free) return free.error();
-    uniform.push_back(Choice{c, std::move(*free)});
+    uniform.push_back(Choice{selective, std::move(*free)});
   }
   const double selective_bound = uniform[1].free.plan.cost;
+  // Full recomputation's least cost without the cap is at least
+  // selective's plus the least each vertex's cost grows from selective to
+  // full (least_recompute_difference() at memory weight 0): read before
+  // its search, which comes last and only when that bound (or the dual's
+  // at the latest weight) leaves it a chance.
+  const Cluster full = training(Recompute::kFull, -1, Recompute::kFull);
+  const double full_floor =
+      uniform[1].free.objective + least_recompute_difference(graph, *space, selective, full, 0,
+                                                             cache, std::max(1, options.threads));
   // Those that fit without the cap's search first (they cost no more
   // searches and give the bound), then by their bounds.
   std::stable_sort(uniform.begin(), uniform.end(), [&](const Choice& a, const Choice& b) {
@@ -214,14 +226,22 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     return fa != fb ? fa : a.free.plan.cost < b.free.plan.cost;
   });
   bool full_unfit = false;  // full on every block searched, and over the cap
-  for (Choice& choice : uniform) {
-    Result<bool> skip = hopeless(choice.cluster, choice.free.plan.cost);
+  auto try_choice = [&](Choice& choice, bool unsearched_tried) -> std::optional<Error> {
+    Result<bool> skip = hopeless(choice.cluster, choice.free.plan.cost, unsearched_tried);
     if (!skip) return skip.error();
-    if (*skip) continue;
-    const bool full = choice.cluster.training.recompute == Recompute::kFull;
+    if (*skip) return std::nullopt;
+    const bool is_full = choice.cluster.training.recompute == Recompute::kFull;
     Result<Plan> p = capped(choice.cluster, std::move(choice.free));
-    if (full) full_unfit = !(p && p->fits);
-    if (std::optional<Error> e = consider(std::move(p), full)) return *e;
+    if (is_full) full_unfit = !(p && p->fits);
+    return consider(std::move(p), is_full);
+  };
+  for (Choice& choice : uniform)
+    if (std::optional<Error> e = try_choice(choice, false)) return *e;
+  if (!(best && (full_floor >= best->cost * within || hopeless_unsearched(full)))) {
+    Result<WeightedSearch> free = once(full, 1, 0);
+    if (!free) return free.error();
+    Choice choice{full, std::move(*free)};
+    if (std::optional<Error> e = try_choice(choice, true)) return *e;
   }
   // Full on the first blocks, selective on the rest: never cheaper than
   // selective on all without the cap, and over the cap when full on all is.
