@@ -57,12 +57,10 @@ double least_recompute_difference(const Graph& graph, const SearchSpace& space, 
 // and selective's searches without the cap come first; full's comes after
 // their searches under the cap, and only when selective's cost plus
 // least_recompute_difference() at weight 0 (or the dual) leaves it a
-// chance. A choice is searched
-// under the cap only when a lower bound of its plans that fit (that cost,
-// or the dual at the latest memory weight) is below the best plan that fits
-// so far. The fewest first blocks in full that fit are found by bisection
-// (memory falls as blocks are added): on the least memory first, then under
-// the cap.
+// chance. A choice is searched under the cap only when a lower bound of its
+// plans that fit (that cost, or the dual at the latest memory weight) is
+// below the best plan that fits so far. The fewest first blocks in full that fit are found by
+// bisection (memory falls as blocks are added): on the least memory first, then under the cap.
 Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
                             const PlanOptions& options) {
   // Named, not bound: lambdas capture them (clang 14 cannot capture a
@@ -180,6 +178,20 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     at_lambda.push_back(AtLambda{c, at->objective});
     return at->objective - lambda * cap >= beat;
   };
+  // A choice's search without the cap, unless a bound rules the choice out
+  // first: `floor` (a lower bound of that search's objective), the dual
+  // without a search, then that search's cost or the dual searched. None:
+  // ruled out.
+  auto hopeful_free = [&](const Cluster& c, double floor) -> Result<std::optional<WeightedSearch>> {
+    if (best && (floor >= best->cost * within || hopeless_unsearched(c)))
+      return std::optional<WeightedSearch>{};
+    Result<WeightedSearch> free = once(c, 1, 0);
+    if (!free) return free.error();
+    Result<bool> h = hopeless(c, free->plan.cost, true);
+    if (!h) return h.error();
+    if (*h) return std::optional<WeightedSearch>{};
+    return std::optional<WeightedSearch>(std::move(*free));
+  };
   auto consider = [&](Result<Plan> p, bool full) -> std::optional<Error> {
     if (!p && p.error().where != "cluster.memory_gib") return p.error();
     if (p && p->fits) {
@@ -210,38 +222,38 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     uniform.push_back(Choice{selective, std::move(*free)});
   }
   const double selective_bound = uniform[1].free.plan.cost;
-  // Full recomputation's least cost without the cap is at least
-  // selective's plus the least each vertex's cost grows from selective to
-  // full (least_recompute_difference() at memory weight 0): read before
-  // its search, which comes last and only when that bound (or the dual's
-  // at the latest weight) leaves it a chance.
-  const Cluster full = training(Recompute::kFull, -1, Recompute::kFull);
-  const double full_floor =
-      uniform[1].free.objective + least_recompute_difference(graph, *space, selective, full, 0,
-                                                             cache, std::max(1, options.threads));
+  const double selective_objective = uniform[1].free.objective;
   // Those that fit without the cap's search first (they cost no more
   // searches and give the bound), then by their bounds.
   std::stable_sort(uniform.begin(), uniform.end(), [&](const Choice& a, const Choice& b) {
     const bool fa = a.free.plan.memory.total() <= cap, fb = b.free.plan.memory.total() <= cap;
     return fa != fb ? fa : a.free.plan.cost < b.free.plan.cost;
   });
-  bool full_unfit = false;  // full on every block searched, and over the cap
-  auto try_choice = [&](Choice& choice, bool unsearched_tried) -> std::optional<Error> {
-    Result<bool> skip = hopeless(choice.cluster, choice.free.plan.cost, unsearched_tried);
+  for (Choice& choice : uniform) {
+    Result<bool> skip = hopeless(choice.cluster, choice.free.plan.cost);
     if (!skip) return skip.error();
-    if (*skip) return std::nullopt;
-    const bool is_full = choice.cluster.training.recompute == Recompute::kFull;
-    Result<Plan> p = capped(choice.cluster, std::move(choice.free));
-    if (is_full) full_unfit = !(p && p->fits);
-    return consider(std::move(p), is_full);
-  };
-  for (Choice& choice : uniform)
-    if (std::optional<Error> e = try_choice(choice, false)) return *e;
-  if (!(best && (full_floor >= best->cost * within || hopeless_unsearched(full)))) {
-    Result<WeightedSearch> free = once(full, 1, 0);
+    if (*skip) continue;
+    if (std::optional<Error> e = consider(capped(choice.cluster, std::move(choice.free)), false))
+      return *e;
+  }
+  // Full on every block last. Its least cost without the cap is at least
+  // selective's plus the least each vertex's cost grows from selective to
+  // full (least_recompute_difference() at memory weight 0), read only once
+  // there is a best plan to hold it against.
+  const Cluster full = training(Recompute::kFull, -1, Recompute::kFull);
+  const double full_floor =
+      best ? selective_objective + least_recompute_difference(graph, *space, selective, full, 0,
+                                                              cache, std::max(1, options.threads))
+           : 0;
+  bool full_unfit = false;  // full on every block searched, and over the cap
+  {
+    Result<std::optional<WeightedSearch>> free = hopeful_free(full, full_floor);
     if (!free) return free.error();
-    Choice choice{full, std::move(*free)};
-    if (std::optional<Error> e = try_choice(choice, true)) return *e;
+    if (*free) {
+      Result<Plan> p = capped(full, std::move(**free));
+      full_unfit = !(p && p->fits);
+      if (std::optional<Error> e = consider(std::move(p), true)) return *e;
+    }
   }
   // Full on the first blocks, selective on the rest: never cheaper than
   // selective on all without the cap, and over the cap when full on all is.
@@ -257,20 +269,13 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
       (least_memory_strategy(graph, mixed(mid), *space, plain).bytes <= cap ? hi : lo) = mid;
     }
     // k0's bound without a search first, then its search without the cap.
-    std::optional<WeightedSearch> free;
-    bool skip = hopeless_unsearched(mixed(hi));
-    if (!skip) {
-      Result<WeightedSearch> f = once(mixed(hi), 1, 0);
-      if (!f) return f.error();
-      free = std::move(*f);
-      Result<bool> h = hopeless(mixed(hi), free->plan.cost, true);
-      if (!h) return h.error();
-      skip = *h;
-    }
-    if (!skip && hi < blocks) {
+    Result<std::optional<WeightedSearch>> free =
+        hopeful_free(mixed(hi), -std::numeric_limits<double>::infinity());
+    if (!free) return free.error();
+    if (*free && hi < blocks) {
       std::optional<Plan> at_hi;
       // k0 first, from its search without the cap made above.
-      std::optional<WeightedSearch> at_k0 = std::move(free);
+      std::optional<WeightedSearch> at_k0 = std::move(*free);
       for (hi = blocks; hi - lo > 1;) {
         const int64_t mid = at_k0 ? lo + 1 : (lo + hi) / 2;
         Result<WeightedSearch> f =

@@ -12,7 +12,9 @@ namespace pase {
 
 // plan() with Recompute::kAuto: the least cost that fits of none, selective
 // on every block, full on every block, and full on the fewest first blocks
-// that fit with selective on the others (Plan::training says which). Without
+// that fit with selective on the others (Plan::training says which), within
+// kPracticeDualTolerance: a choice whose lower bound comes within it of the
+// best plan that fits so far is left out unsearched. Without
 // a cap, under the paper model or without decoder blocks, nothing is
 // recomputed: recomputation only adds time.
 Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster, const PlanOptions& options);
