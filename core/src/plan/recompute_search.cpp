@@ -268,11 +268,13 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
       const int64_t mid = (lo + hi) / 2;
       (least_memory_strategy(graph, mixed(mid), *space, plain).bytes <= cap ? hi : lo) = mid;
     }
-    // k0's bound without a search first, then its search without the cap.
+    // k0's bound without a search first, then its search without the cap
+    // (none when k0 is every block: that is full on every block, above).
     Result<std::optional<WeightedSearch>> free =
-        hopeful_free(mixed(hi), -std::numeric_limits<double>::infinity());
+        hi < blocks ? hopeful_free(mixed(hi), -std::numeric_limits<double>::infinity())
+                    : std::optional<WeightedSearch>{};
     if (!free) return free.error();
-    if (*free && hi < blocks) {
+    if (*free) {
       std::optional<Plan> at_hi;
       // k0 first, from its search without the cap made above.
       std::optional<WeightedSearch> at_k0 = std::move(*free);
