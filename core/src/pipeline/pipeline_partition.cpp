@@ -18,10 +18,11 @@ namespace pase::pipeline_detail {
 // can beat `beat` (the best T of the pairs searched before; inf: none):
 // T = inf when none can or none fits. Ranges that cannot be part of such a
 // partition are skipped without a stage plan, proved by lower bounds:
-//   T >= sum over the other stages of their A + M * A_s + W_s, with the
-//   others' A >= their parts' least F (or their layers' floors), and
-//   M * A_s + W_s >= max(M * the range's floor of F, its parts' values)
-//   + M * X_s, and memory >= the floors' sum;
+//   T >= sum over the other stages of their A + A_s + (M - 1) max A + W_s,
+//   with the others' A >= their parts' least F (or their layers' floors),
+//   max A >= A_s and >= the mean A of the stages before s and of those
+//   after it, M * A_s + W_s >= max(M * the range's floor of F, its parts'
+//   values) + M * X_s, and memory >= the floors' sum;
 // and an upper bound, the T of the partition that balances those floors.
 // Partition::floor is the least, over partitions, of their largest floor.
 Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t stages,
@@ -174,9 +175,21 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
         const double bytes =
             (hi.weight_bytes - lo.weight_bytes) + k * (hi.activation_bytes - lo.activation_bytes);
         if (prune && bytes > cap * slack) continue;
-        const double others = others_of(i, j);
-        const double own = std::max(M * (hi.F - lo.F), part[j] - part[i]);
-        floor_t[at(s, i, j)] = others + own + M * x_of(s, i, j);
+        // The stages before the range hold [0, bounds[i]), those after it
+        // [bounds[j], n): their F at least the floors', each part at its least.
+        const double before = std::max(least[bounds[i]], least_f[i]);
+        const double after = std::max(least[n] - least[bounds[j]], least_f[nb - 1] - least_f[j]);
+        const double others = std::max(others_of(i, j), before + after);
+        // The largest A is at least this stage's, and at least the mean of
+        // the stages before it and of those after it.
+        double largest = 0;
+        if (s > 0) largest = std::max(largest, before / static_cast<double>(s));
+        if (s + 1 < stages)
+          largest = std::max(largest, after / static_cast<double>(stages - 1 - s));
+        const double x = x_of(s, i, j);
+        const double own = std::max(M * (hi.F - lo.F), part[j] - part[i]) + M * x;
+        const double own_f = std::max(hi.F - lo.F, least_f[j] - least_f[i]) + x;
+        floor_t[at(s, i, j)] = others + std::max(own, own_f + (M - 1) * largest);
       }
   }
 
