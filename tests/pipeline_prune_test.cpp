@@ -51,6 +51,12 @@ TEST_CASE("pipeline: pruning finds what planning every range finds") {
       // A cap that the plans without a pipeline do not meet at every
       // micro-batch count: the memory floors and the capped stage plans.
       {"transformer", nodes(8, 4, 0.25), kAuto, kAuto},
+      {"transformer", nodes(8, 4, 0.5), 2, 8},
+      {"transformer", nodes(8, 4, 0.4), 2, 8},
+      {"transformer", nodes(8, 4, 0.3), 2, 8},
+      {"transformer", nodes(8, 4, 0.3), 4, 8},
+      {"transformer", nodes(8, 4, 0.2), 4, 16},
+      {"transformer", nodes(8, 4, 0.2), 2, 16},
   };
   for (const PruneCase& c : cases) {
     CAPTURE(c.model);
@@ -197,4 +203,54 @@ TEST_CASE("pipeline: every pair's floor is at most its T") {
   MESSAGE(pairs << " pairs, " << above << " with a floor of at least half their T");
   CHECK(pairs > 40);
   CHECK(above * 2 > pairs);
+}
+
+TEST_CASE("pipeline: the parts' objectives at a memory weight bound a range's plan under the cap") {
+  // The floor of a candidate under the cap (best_partition()): a plan of a
+  // range that fits has M * F + W >= (sum over its parts of their least
+  // M * F + W + lambda * memory) - lambda * cap, at every weight lambda.
+  Result<Graph> g = build_model("transformer");
+  REQUIRE(g.ok());
+  const Cluster cluster = nodes(8, 4, 0.3);
+  const PipelineOptions po{};
+  const PlanOptions options{};
+  pipeline_detail::Searcher searcher{*g, cluster, po, options};
+  const int64_t m = 8, q = 4;
+  Result<Graph> micro = micro_batch_graph(*g, m);
+  REQUIRE(micro.ok());
+  const pipeline_detail::Micro mg = pipeline_detail::prepare_micro(searcher, *micro);
+  const int nb = static_cast<int>(mg.bounds.size());
+  const double cap = cluster.capacity_bytes();
+  int capped = 0, checked = 0;
+  for (int64_t k : {int64_t{1}, int64_t{2}})
+    for (int i : {0, 1, nb / 2})
+      for (int j = i + 1; j < nb; ++j) {
+        CAPTURE(k);
+        CAPTURE(i);
+        CAPTURE(j);
+        Result<const pipeline_detail::StagePlan*> sp =
+            searcher.stage_plan(mg.graph, mg.sig[i][j], mg.bounds[i], mg.bounds[j], 0, q, m, k);
+        REQUIRE(sp.ok());
+        if (!(*sp)->fits) continue;
+        const double value = static_cast<double>(m) * (*sp)->F + (*sp)->W;
+        std::vector<double> weights = {1e-9, 1e-6, 1e-3};
+        if ((*sp)->dual.lambda > 0) {
+          ++capped;
+          weights.push_back((*sp)->dual.lambda);
+        }
+        for (double lambda : weights) {
+          double sum = 0;
+          for (int t = i; t < j; ++t) {
+            Result<double> o = searcher.part_objective(mg.graph, mg.sig[t][t + 1], mg.bounds[t],
+                                                       mg.bounds[t + 1], 0, q, m, k, lambda);
+            REQUIRE(o.ok());
+            sum += *o;
+          }
+          ++checked;
+          const double floor = sum - lambda * cap;
+          CHECK_MESSAGE(floor <= value * (1 + 1e-9), floor << " > " << value);
+        }
+      }
+  MESSAGE(checked << " bounds, " << capped << " ranges planned under the cap");
+  CHECK(capped > 5);
 }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "model/cost_model.hpp"
@@ -155,6 +156,12 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     return std::max(least[n] - (least[bounds[j]] - least[bounds[i]]),
                     least_f[nb - 1] - (least_f[j] - least_f[i]));
   };
+  // The stages before a range hold [0, bounds[i]), those after it
+  // [bounds[j], n): their F at least the floors', each part at its least.
+  auto before_of = [&](int i) { return std::max(least[bounds[i]], least_f[i]); };
+  auto after_of = [&](int j) {
+    return std::max(least[n] - least[bounds[j]], least_f[nb - 1] - least_f[j]);
+  };
   best.floor = std::max(best.floor, least_f[nb - 1] * spread);
   if (best.floor > beat * slack) return best;
   // For each candidate, the least T of a partition holding it (inf where
@@ -175,10 +182,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
         const double bytes =
             (hi.weight_bytes - lo.weight_bytes) + k * (hi.activation_bytes - lo.activation_bytes);
         if (prune && bytes > cap * slack) continue;
-        // The stages before the range hold [0, bounds[i]), those after it
-        // [bounds[j], n): their F at least the floors', each part at its least.
-        const double before = std::max(least[bounds[i]], least_f[i]);
-        const double after = std::max(least[n] - least[bounds[j]], least_f[nb - 1] - least_f[j]);
+        const double before = before_of(i), after = after_of(j);
         const double others = std::max(others_of(i, j), before + after);
         // The largest A is at least this stage's, and at least the mean of
         // the stages before it and of those after it.
@@ -275,6 +279,45 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
       i = ends[s];
     }
     bound = std::min(bound, t_of(ends));
+    // Under the cap, a stage plan that fits has M * F + W >= DP(lambda) -
+    // lambda * cap at any memory weight lambda, and DP(lambda) of a range is
+    // at least the sum of its parts' (Searcher::part_objective()). Each
+    // stage of that partition planned under the cap gives its lambda for
+    // the candidates with its copies and alignment.
+    if (prune && cap < kInf) {
+      std::vector<std::tuple<int64_t, int64_t, double>> weights;  // k, alignment, lambda
+      int from_i = 0;
+      for (int64_t s = 0; s < stages; ++s) {
+        const Candidate& c = cand[at(s, from_i, ends[s])];
+        if (c.plan && c.plan->dual.lambda > 0)
+          weights.emplace_back(copies_of(searcher.pipeline.schedule, stages, s, microbatches),
+                               align_of(s), c.plan->dual.lambda);
+        from_i = ends[s];
+      }
+      std::sort(weights.begin(), weights.end());
+      weights.erase(std::unique(weights.begin(), weights.end()), weights.end());
+      for (const auto& [k, align, lambda] : weights) {
+        std::vector<double> sum(nb, 0);  // the parts' objectives, summed from part 0
+        for (int t = 0; t + 1 < nb; ++t) {
+          Result<double> o = searcher.part_objective(micro, sig[t][t + 1], bounds[t], bounds[t + 1],
+                                                     align, q, microbatches, k, lambda);
+          if (!o) return o.error();
+          sum[t + 1] = sum[t] + *o;
+        }
+        for (int64_t s = 0; s < stages; ++s) {
+          if (copies_of(searcher.pipeline.schedule, stages, s, microbatches) != k ||
+              align_of(s) != align)
+            continue;
+          for (int i = 0; i < nb; ++i)
+            for (int j = i + 1; j < nb; ++j) {
+              double& f = floor_t[at(s, i, j)];
+              if (!range_ok(s, i, j) || f == kInf) continue;
+              const double others = std::max(others_of(i, j), before_of(i) + after_of(j));
+              f = std::max(f, others + sum[j] - sum[i] - lambda * cap + M * x_of(s, i, j));
+            }
+        }
+      }
+    }
   }
   // Every other candidate whose floor leaves it a chance; the others are
   // passed first, so that the progress counts only what is left.

@@ -31,6 +31,10 @@ struct StagePlan {
   double F = 0, W = 0;
   MemoryBytes memory;  // one copy of the activations
   SearchStats search;
+  // Under the cap: the memory weight whose search gave the Lagrangian's
+  // bound, with its objective (lambda 0: the plan was not searched under
+  // the cap).
+  DualPoint dual;
 };
 
 // For progress: a stage plan without a cap by its cache key without k.
@@ -194,6 +198,58 @@ struct Searcher {
   };
   std::optional<KeptSpace> kept_space{};
 
+  // kept_space made the space of [a, b) on cs for M micro-batches.
+  std::optional<Error> keep_space(const Graph& micro, int sig, int a, int b, const Cluster& cs,
+                                  int64_t microbatches) {
+    const auto key = std::make_tuple(cs.devices, microbatches, sig, cs.first_device);
+    if (kept_space && kept_space->key == key) return std::nullopt;
+    kept_space.reset();
+    Graph sub = stage_graph(micro, a, b);
+    Result<SearchSpace> space = prepare_space(sub, cs, options);
+    if (!space) return space.error();
+    kept_space.emplace(KeptSpace{key, std::move(sub), std::move(*space),
+                                 std::make_unique<SearchCache>(), std::nullopt});
+    return std::nullopt;
+  }
+
+  // The least M * F + W + lambda * (memory with k copies of the
+  // activations) of [a, b), one search without the cap, kept by its key: a
+  // lower bound of the same of every range made of such parts (the edges
+  // between them cost nothing below zero, and memory is a sum over the
+  // layers). 0, which bounds it too, where the space is one for the bounded
+  // search.
+  std::map<std::tuple<int64_t, int64_t, int, int64_t, int64_t, double>, double> part_objectives{};
+  Result<double> part_objective(const Graph& micro, int sig, int a, int b, int64_t align, int64_t q,
+                                int64_t microbatches, int64_t k, double lambda) {
+    const auto key = std::make_tuple(q, microbatches, sig, align, k, lambda);
+    if (auto it = part_objectives.find(key); it != part_objectives.end()) return it->second;
+    Cluster cs = cluster;
+    cs.devices = q;
+    cs.first_device = align;
+    if (std::optional<Error> e = keep_space(micro, sig, a, b, cs, microbatches)) return *e;
+    double objective = 0;
+    KeptSpace& ks = *kept_space;
+    if (!bounded_instead(ks.space.est, options) &&
+        ks.space.est.peak_bytes <= table_limit(options)) {
+      EdgePrices* prices = prices_for(cs);
+      std::optional<EdgePrices> own;
+      const EndView view = EndView::of(ops::make_machine(cs));
+      if (prices->view() == view)
+        prices->bind(ks.sub, ks.space.configs);
+      else
+        prices = &own.emplace(ks.sub, ks.space.configs, view, kEdgePriceBudget);
+      const StageWeights weights{static_cast<double>(microbatches), static_cast<double>(k)};
+      PlanOptions o = options;
+      o.on_progress = nullptr;  // the pipeline's progress counts stage plans
+      ++searches;
+      Result<WeightedSearch> r =
+          search_once(ks.sub, cs, o, weights, ks.space, *prices, 1, lambda, ks.cache.get());
+      if (!r) return r.error();
+      objective = r->objective;
+    }
+    return part_objectives.emplace(key, objective).first->second;
+  }
+
   // A stage plan of [a, b) (signature sig): the least M * F + sync_weight *
   // W under cs's cap (sync_weight 0: the least F).
   Result<StagePlan> search(const Graph& micro, int sig, int a, int b, const Cluster& cs,
@@ -208,16 +264,9 @@ struct Searcher {
     const double m = static_cast<double>(microbatches);
     const double tie = whole || sync_weight != 1 ? 0.0 : 1e-13 * m;
     const StageWeights weights{m, static_cast<double>(k), tie, sync_weight};
+    DualPoint dual;
     auto plan_range = [&]() -> Result<Plan> {
-      const auto key = std::make_tuple(cs.devices, microbatches, sig, cs.first_device);
-      if (!kept_space || kept_space->key != key) {
-        kept_space.reset();
-        Graph sub = stage_graph(micro, a, b);
-        Result<SearchSpace> space = prepare_space(sub, cs, options);
-        if (!space) return space.error();
-        kept_space.emplace(KeptSpace{key, std::move(sub), std::move(*space),
-                                     std::make_unique<SearchCache>(), std::nullopt});
-      }
+      if (std::optional<Error> e = keep_space(micro, sig, a, b, cs, microbatches)) return *e;
       if (bounded_instead(kept_space->space.est, o)) {
         // The bounded search takes the space for its own.
         SearchSpace space = std::move(kept_space->space);
@@ -229,8 +278,9 @@ struct Searcher {
       // Under the cap, the search at (1, 0) is the plan without it: the
       // memory's weight is 0, so k does not matter.
       const bool capped = cs.memory_gib > 0 && sync_weight == 1;
-      Result<Plan> p = plan_in_space(ks.sub, cs, o, weights, ks.space, prices_for(cs),
-                                     ks.cache.get(), capped ? ks.first : std::nullopt, start);
+      Result<Plan> p =
+          plan_in_space(ks.sub, cs, o, weights, ks.space, prices_for(cs), ks.cache.get(),
+                        capped ? ks.first : std::nullopt, start, &dual);
       // (search_space() reads the first search's plan, not its objective.)
       if (p && cs.memory_gib <= 0 && sync_weight == 1)
         ks.first = WeightedSearch{*p, weights.value(*p)};
@@ -252,6 +302,7 @@ struct Searcher {
     sp.F = r->cost - sp.W;
     sp.memory = r->memory;
     sp.search = r->search;
+    sp.dual = dual;
     stats.pairs += r->search.pairs;
     stats.raw_pairs += r->search.raw_pairs;
     stats.table_entries += r->search.table_entries;

@@ -72,7 +72,7 @@ Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const Pla
                            const StageWeights& weights, const SearchSpace& space,
                            EdgePrices* shared, SearchCache* cache,
                            std::optional<WeightedSearch> first,
-                           std::chrono::steady_clock::time_point start) {
+                           std::chrono::steady_clock::time_point start, DualPoint* dual) {
   const SearchStats& est = space.est;
   const double limit = table_limit(options);
   if (est.peak_bytes > limit) {
@@ -90,8 +90,8 @@ Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const Pla
     shared->bind(graph, space.configs);
   else
     shared = nullptr;
-  Result<Plan> p = search_space(graph, cluster, options, weights, space, shared, std::move(first),
-                                nullptr, cache);
+  Result<Plan> p =
+      search_space(graph, cluster, options, weights, space, shared, std::move(first), dual, cache);
   if (!p) return p.error();
   const int searches = p->search.searches;
   p->search = est;

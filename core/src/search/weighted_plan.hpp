@@ -104,6 +104,12 @@ Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
                                    const SearchSpace& space, EdgePrices& prices, double cost_weight,
                                    double memory_weight, SearchCache* cache = nullptr);
 
+// A search of the Lagrangian loop under a cap (search_space()).
+struct DualPoint {
+  double lambda = 0;     // the memory weight
+  double objective = 0;  // the search's optimum of value() + lambda * bytes()
+};
+
 // plan_weighted() of a space already prepared (prepare_space() of this
 // graph and cluster: the memory cap does not change it) and searched
 // exactly (not bounded_instead(); the caller hands a bounded one to
@@ -111,13 +117,13 @@ Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
 // pipeline stage's range without the cap and then under it): `cache`
 // shared with its other plans (or null), and `first`, the search at (1, 0)
 // when the caller has made it (search_space()). `start`: when the plan
-// began, for its time. Errors: tables over options' limit ("max_memory"),
-// and search_space()'s.
+// began, for its time. `dual`: as search_space()'s, or null. Errors: tables
+// over options' limit ("max_memory"), and search_space()'s.
 Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                            const StageWeights& weights, const SearchSpace& space,
                            EdgePrices* shared, SearchCache* cache,
                            std::optional<WeightedSearch> first,
-                           std::chrono::steady_clock::time_point start);
+                           std::chrono::steady_clock::time_point start, DualPoint* dual = nullptr);
 
 // Each vertex at its configuration of least StageWeights::bytes() (the first
 // of equals): a strategy of the least memory the space reaches, since that
@@ -133,12 +139,6 @@ LeastMemory least_memory_strategy(const Graph& graph, const Cluster& cluster,
 // under the practice model (relative): it stops when the bound can rise,
 // or the best plan that fits is above the bound, by no more than this.
 constexpr double kPracticeDualTolerance = 1e-3;
-
-// A search of the Lagrangian loop under a cap (search_space()).
-struct DualPoint {
-  double lambda = 0;     // the memory weight
-  double objective = 0;  // the search's optimum of value() + lambda * bytes()
-};
 
 // The exact search of one space: plan_weighted()'s search and, under a cap,
 // its Lagrangian loop (to the dual's maximum under the paper's model,
