@@ -23,7 +23,10 @@ namespace pase::pipeline_detail {
 //   with the others' A >= their parts' least F (or their layers' floors),
 //   max A >= A_s and >= the mean A of the stages before s and of those
 //   after it, M * A_s + W_s >= max(M * the range's floor of F, its parts'
-//   values) + M * X_s, and memory >= the floors' sum;
+//   values) + M * X_s, and, under the cap, M * A_s + W_s >= the sum of
+//   its parts' least M * F + W + lambda * memory less lambda * cap, at the
+//   weight lambda of a stage of the first partition planned (same k_s and
+//   alignment; Searcher::part_objective()); and memory >= the floors' sum;
 // and an upper bound, the T of the partition that balances those floors.
 // Partition::floor is the least, over partitions, of their largest floor.
 Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t stages,
@@ -151,17 +154,14 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     }
     least_f[t + 1] = least_f[t] + f;
   }
-  // The F of the parts each at their least, over vertices or whole parts.
-  auto others_of = [&](int i, int j) {
-    return std::max(least[n] - (least[bounds[j]] - least[bounds[i]]),
-                    least_f[nb - 1] - (least_f[j] - least_f[i]));
-  };
   // The stages before a range hold [0, bounds[i]), those after it
-  // [bounds[j], n): their F at least the floors', each part at its least.
+  // [bounds[j], n): their F at least the floors', each part at its least
+  // (over vertices or whole parts, whichever sum is larger on each side).
   auto before_of = [&](int i) { return std::max(least[bounds[i]], least_f[i]); };
   auto after_of = [&](int j) {
     return std::max(least[n] - least[bounds[j]], least_f[nb - 1] - least_f[j]);
   };
+  auto others_of = [&](int i, int j) { return before_of(i) + after_of(j); };
   best.floor = std::max(best.floor, least_f[nb - 1] * spread);
   if (best.floor > beat * slack) return best;
   // For each candidate, the least T of a partition holding it (inf where
@@ -183,7 +183,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
             (hi.weight_bytes - lo.weight_bytes) + k * (hi.activation_bytes - lo.activation_bytes);
         if (prune && bytes > cap * slack) continue;
         const double before = before_of(i), after = after_of(j);
-        const double others = std::max(others_of(i, j), before + after);
+        const double others = before + after;
         // The largest A is at least this stage's, and at least the mean of
         // the stages before it and of those after it.
         double largest = 0;
@@ -312,8 +312,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
             for (int j = i + 1; j < nb; ++j) {
               double& f = floor_t[at(s, i, j)];
               if (!range_ok(s, i, j) || f == kInf) continue;
-              const double others = std::max(others_of(i, j), before_of(i) + after_of(j));
-              f = std::max(f, others + sum[j] - sum[i] - lambda * cap + M * x_of(s, i, j));
+              f = std::max(f, others_of(i, j) + sum[j] - sum[i] - lambda * cap + M * x_of(s, i, j));
             }
         }
       }

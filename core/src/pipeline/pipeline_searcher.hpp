@@ -198,7 +198,8 @@ struct Searcher {
   };
   std::optional<KeptSpace> kept_space{};
 
-  // kept_space made the space of [a, b) on cs for M micro-batches.
+  // Makes kept_space the space of [a, b) on cs for M micro-batches, unless
+  // it is already.
   std::optional<Error> keep_space(const Graph& micro, int sig, int a, int b, const Cluster& cs,
                                   int64_t microbatches) {
     const auto key = std::make_tuple(cs.devices, microbatches, sig, cs.first_device);
@@ -231,19 +232,14 @@ struct Searcher {
     KeptSpace& ks = *kept_space;
     if (!bounded_instead(ks.space.est, options) &&
         ks.space.est.peak_bytes <= table_limit(options)) {
-      EdgePrices* prices = prices_for(cs);
       std::optional<EdgePrices> own;
-      const EndView view = EndView::of(ops::make_machine(cs));
-      if (prices->view() == view)
-        prices->bind(ks.sub, ks.space.configs);
-      else
-        prices = &own.emplace(ks.sub, ks.space.configs, view, kEdgePriceBudget);
+      EdgePrices& prices = prices_for_space(prices_for(cs), ks.sub, cs, ks.space, own);
       const StageWeights weights{static_cast<double>(microbatches), static_cast<double>(k)};
       PlanOptions o = options;
       o.on_progress = nullptr;  // the pipeline's progress counts stage plans
       ++searches;
       Result<WeightedSearch> r =
-          search_once(ks.sub, cs, o, weights, ks.space, *prices, 1, lambda, ks.cache.get());
+          search_once(ks.sub, cs, o, weights, ks.space, prices, 1, lambda, ks.cache.get());
       if (!r) return r.error();
       objective = r->objective;
     }

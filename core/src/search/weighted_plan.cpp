@@ -68,6 +68,15 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
                        start);
 }
 
+EdgePrices& prices_for_space(EdgePrices* shared, const Graph& graph, const Cluster& cluster,
+                             const SearchSpace& space, std::optional<EdgePrices>& own) {
+  const EndView view = EndView::of(ops::make_machine(cluster));
+  if (shared == nullptr || shared->view() != view)
+    return own.emplace(graph, space.configs, view, kEdgePriceBudget);
+  shared->bind(graph, space.configs);
+  return *shared;
+}
+
 Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                            const StageWeights& weights, const SearchSpace& space,
                            EdgePrices* shared, SearchCache* cache,
@@ -86,12 +95,10 @@ Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const Pla
                      "or the bounded search (search \"auto\" or \"bounded\")",
                  "max_memory"};
   }
-  if (shared != nullptr && shared->view() == EndView::of(ops::make_machine(cluster)))
-    shared->bind(graph, space.configs);
-  else
-    shared = nullptr;
+  std::optional<EdgePrices> own;
+  EdgePrices& prices = prices_for_space(shared, graph, cluster, space, own);
   Result<Plan> p =
-      search_space(graph, cluster, options, weights, space, shared, std::move(first), dual, cache);
+      search_space(graph, cluster, options, weights, space, &prices, std::move(first), dual, cache);
   if (!p) return p.error();
   const int searches = p->search.searches;
   p->search = est;

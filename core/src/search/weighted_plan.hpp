@@ -110,6 +110,12 @@ struct DualPoint {
   double objective = 0;  // the search's optimum of value() + lambda * bytes()
 };
 
+// Edge prices for a search of `space` on `cluster`: `shared` bound to the
+// graph and space.configs when it prices cluster's machine, else `own`,
+// made for them.
+EdgePrices& prices_for_space(EdgePrices* shared, const Graph& graph, const Cluster& cluster,
+                             const SearchSpace& space, std::optional<EdgePrices>& own);
+
 // plan_weighted() of a space already prepared (prepare_space() of this
 // graph and cluster: the memory cap does not change it) and searched
 // exactly (not bounded_instead(); the caller hands a bounded one to
