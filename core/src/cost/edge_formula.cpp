@@ -49,8 +49,10 @@ Placement placement(const Shape& shape, const TensorMap& map, const int64_t* c, 
   }
   std::sort(p.near_cells.begin(), p.near_cells.end());
   p.near_cells.erase(std::unique(p.near_cells.begin(), p.near_cells.end()), p.near_cells.end());
-  for (size_t i = 0; i < map.size(); ++i)
+  for (size_t i = 0; i < map.size(); ++i) {
     p.width.push_back(static_cast<double>(shape[i]) / static_cast<double>(p.split[i]));
+    p.devices *= p.split[i];
+  }
   for (const std::vector<int64_t>& near : p.near_cells)
     for (size_t i = 0; i < map.size(); ++i)
       p.near_lo.push_back(static_cast<double>(near[i]) * p.width[i]);
@@ -70,15 +72,25 @@ Placement placement(const Shape& shape, const TensorMap& map, const int64_t* c, 
 // producer, and the words go to the group's other devices.
 double one_way(const Shape& shape, const Placement& src, const int64_t* t, const double* box,
                bool one_node, const ops::Machine& m) {
-  const double x =
-      ops::redistribution_words(shape, src.split.data(), t, m.cost_model == CostModel::kPractice);
-  if (x == 0) return 0;
+  // The flat words are ops::redistribution_words() of (src.split, t), from
+  // the same quotients in the same order: box[i] is shape[i] / t[i] and
+  // src.width[i] shape[i] / src.split[i], so `need` and `own` are its need
+  // and have, bit for bit.
   const size_t n = shape.size();
   double need = 1, own = 1;
+  int64_t consumers = 1;
   for (size_t i = 0; i < n; ++i) {
     need *= box[i];
-    own *= std::min(box[i], src.width[i]);
+    own *= std::min(src.width[i], box[i]);
+    consumers *= t[i];
   }
+  const bool replicated = m.cost_model == CostModel::kPractice;
+  const double have = consumers > src.devices && !replicated ? 0 : own;
+  const double x = std::max(need - have, 0.0);
+  if (x == 0) return 0;
+  const double missing = need - own;
+  if (!(missing > 0)) return x * (one_node ? m.r1 : m.r);
+  if (src.all_near) return x * m.r1;
   double near = 0;
   for (size_t k = 0; k < src.near_cells.size(); ++k) {
     const double* lo = src.near_lo.data() + k * n;
@@ -87,9 +99,7 @@ double one_way(const Shape& shape, const Placement& src, const int64_t* t, const
       overlap *= std::max(0.0, std::min(box[i], lo[i] + src.width[i]) - lo[i]);
     near += overlap;
   }
-  const double missing = need - own;
-  const double phi =
-      missing > 0 ? (src.all_near ? 0 : (need - own - near) / missing) : (one_node ? 0 : 1);
+  const double phi = (need - own - near) / missing;
   return x * (m.r1 * (1 - phi) + m.r * phi);
 }
 

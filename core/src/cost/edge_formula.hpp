@@ -27,6 +27,7 @@ struct Placement {
   // Derived, for the edge's inner loop: a cell's width per tensor dimension,
   // and each near cell's lower corner (near_cells.size() x dimensions).
   std::vector<double> width, near_lo;
+  int64_t devices = 1;  // the product of split
   bool operator<(const Placement& o) const {
     if (all_near != o.all_near) return all_near < o.all_near;
     return split != o.split ? split < o.split : near_cells < o.near_cells;

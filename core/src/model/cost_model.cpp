@@ -201,26 +201,33 @@ void group_nodes(const int64_t* c, size_t n, const std::vector<int>& group, int6
                  int64_t first_device, int64_t& nodes, int64_t& most) {
   std::vector<int64_t> sigma(n, 1);
   for (size_t k = n; k-- > 1;) sigma[k - 1] = sigma[k] * c[k];
-  // Walk every member: a mixed-radix counter over the group's positions.
+  // The members lie in [first_device, first_device + span]: one count per
+  // node of that range.
+  int64_t span = 0;
+  for (int g : group) span += (c[g] - 1) * sigma[g];
+  const int64_t base = first_device / per_node;
+  std::vector<int64_t> count((first_device + span) / per_node - base + 1, 0);
+  // Walk every member: a mixed-radix counter over the group's positions,
+  // the device moved by each step's stride.
   std::vector<int64_t> index(group.size(), 0);
-  std::vector<std::pair<int64_t, int64_t>> count;  // (node, members), nodes ascending
+  int64_t device = first_device;
   for (;;) {
-    int64_t device = first_device;
-    for (size_t j = 0; j < group.size(); ++j) device += index[j] * sigma[group[j]];
-    const int64_t node = device / per_node;
-    auto it = std::lower_bound(count.begin(), count.end(), std::pair<int64_t, int64_t>{node, 0});
-    if (it != count.end() && it->first == node) {
-      ++it->second;
-    } else {
-      count.insert(it, {node, 1});
-    }
+    ++count[device / per_node - base];
     size_t j = 0;
-    while (j < group.size() && ++index[j] == c[group[j]]) index[j++] = 0;
+    for (; j < group.size(); ++j) {
+      device += sigma[group[j]];
+      if (++index[j] < c[group[j]]) break;
+      device -= c[group[j]] * sigma[group[j]];
+      index[j] = 0;
+    }
     if (j == group.size()) break;
   }
-  nodes = static_cast<int64_t>(count.size());
+  nodes = 0;
   most = 0;
-  for (const auto& [node, members] : count) most = std::max(most, members);
+  for (int64_t members : count) {
+    nodes += members > 0;
+    most = std::max(most, members);
+  }
 }
 
 }  // namespace
