@@ -56,11 +56,13 @@ double least_recompute_difference(const Graph& graph, const SearchSpace& space, 
 // Every candidate searches one space with one set of edge prices. None's
 // and selective's searches without the cap come first; full's comes after
 // their searches under the cap, and only when selective's cost plus
-// least_recompute_difference() at weight 0 (or the dual) leaves it a
-// chance. A choice is searched under the cap only when a lower bound of its
-// plans that fit (that cost, or the dual at the latest memory weight) is
-// below the best plan that fits so far. The fewest first blocks in full that fit are found by
-// bisection (memory falls as blocks are added): on the least memory first, then under the cap.
+// least_recompute_difference() at weight 0, the dual without a search and
+// then the dual searched leave it a chance. A choice is searched under the
+// cap only when a lower bound of its plans that fit (that cost, or the dual
+// at the latest memory weight) is below the best plan that fits so far.
+// The fewest first blocks in full that fit are found by bisection (memory
+// falls as blocks are added): on the least memory first, then under the
+// cap.
 Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
                             const PlanOptions& options) {
   // Named, not bound: lambdas capture them (clang 14 cannot capture a
@@ -166,30 +168,37 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     }
     return false;
   };
-  auto hopeless = [&](const Cluster& c, double free_cost,
-                      bool unsearched_tried = false) -> Result<bool> {
-    if (!best) return false;
-    const double beat = best->cost * within;
-    if (free_cost >= beat) return true;
-    if (lambda <= 0) return false;
-    if (!unsearched_tried && hopeless_unsearched(c)) return true;
+  // The dual at the latest weight, searched (one search).
+  auto hopeless_searched = [&](const Cluster& c) -> Result<bool> {
     Result<WeightedSearch> at = once(c, 1, lambda);
     if (!at) return at.error();
     at_lambda.push_back(AtLambda{c, at->objective});
-    return at->objective - lambda * cap >= beat;
+    return at->objective - lambda * cap >= best->cost * within;
+  };
+  auto hopeless = [&](const Cluster& c, double free_cost) -> Result<bool> {
+    if (!best) return false;
+    if (free_cost >= best->cost * within) return true;
+    if (lambda <= 0) return false;
+    if (hopeless_unsearched(c)) return true;
+    return hopeless_searched(c);
   };
   // A choice's search without the cap, unless a bound rules the choice out
   // first: `floor` (a lower bound of that search's objective), the dual
-  // without a search, then that search's cost or the dual searched. None:
+  // without a search, the dual searched, then that search's cost (the dual
+  // before it: near the Lagrangian's balance it rules out more, and the
+  // search without the cap is wanted only for a choice that stays). None:
   // ruled out.
   auto hopeful_free = [&](const Cluster& c, double floor) -> Result<std::optional<WeightedSearch>> {
     if (best && (floor >= best->cost * within || hopeless_unsearched(c)))
       return std::optional<WeightedSearch>{};
+    if (best && lambda > 0) {
+      Result<bool> h = hopeless_searched(c);
+      if (!h) return h.error();
+      if (*h) return std::optional<WeightedSearch>{};
+    }
     Result<WeightedSearch> free = once(c, 1, 0);
     if (!free) return free.error();
-    Result<bool> h = hopeless(c, free->plan.cost, true);
-    if (!h) return h.error();
-    if (*h) return std::optional<WeightedSearch>{};
+    if (best && free->plan.cost >= best->cost * within) return std::optional<WeightedSearch>{};
     return std::optional<WeightedSearch>(std::move(*free));
   };
   auto consider = [&](Result<Plan> p, bool full) -> std::optional<Error> {
