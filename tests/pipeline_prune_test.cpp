@@ -254,3 +254,32 @@ TEST_CASE("pipeline: the parts' objectives at a memory weight bound a range's pl
   MESSAGE(checked << " bounds, " << capped << " ranges planned under the cap");
   CHECK(capped > 5);
 }
+
+TEST_CASE("pipeline auto under a cap: it fits whenever a pair fits with its working buffers") {
+  const Graph g = testing::small_llama(4, 8, 512);
+  Cluster c = testing::practice_h100(8);
+  c.training.recompute = Recompute::kNone;
+  Result<Plan> free = plan(g, c);
+  REQUIRE(free.ok());
+  const double top = free->memory.total();
+  int compared = 0;
+  for (double share : {0.3, 0.45, 0.6, 0.75, 0.9}) {
+    CAPTURE(share);
+    c.memory_gib = share * top / 0x1p30 + c.device.reserved_gib;
+    double best = INFINITY;
+    for (int64_t s : {1, 2, 4})
+      for (int64_t m : {1, 2, 4}) {
+        Result<PipelinePlan> p = plan_pipeline(g, c, PipelineOptions{s, m});
+        if (p && p->plan.fits) best = std::min(best, p->plan.cost);
+      }
+    if (!std::isfinite(best)) continue;
+    ++compared;
+    PipelineOptions any{kAuto, kAuto};
+    any.max_microbatches = 4;
+    Result<PipelinePlan> a = plan_pipeline(g, c, any);
+    REQUIRE(a.ok());
+    CHECK(a->plan.fits);
+    CHECK(a->plan.cost <= best * (1 + 1e-9));
+  }
+  CHECK(compared > 0);
+}

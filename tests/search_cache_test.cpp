@@ -140,3 +140,85 @@ TEST_CASE("recompute search: the least difference bounds the search under anothe
   // Without a memory weight, recomputation only adds time: the bound rises.
   CHECK(least_recompute_difference(g, *space, none, full, 0, cache) > 0);
 }
+
+TEST_CASE("practice loop under a cap: its bound is within the tolerance of the dual's maximum") {
+  const Graph g = small_llama();
+  Cluster c = testing::practice_h100(8);
+  Result<SearchSpace> space = prepare_space(g, c, PlanOptions{});
+  REQUIRE(space.ok());
+  EdgePrices prices(g, space->configs, EndView::of(ops::make_machine(c)), kEdgePriceBudget);
+  SearchCache cache;
+  auto search = [&](double lambda) {
+    Result<WeightedSearch> r =
+        search_once(g, c, PlanOptions{}, StageWeights{}, *space, prices, 1, lambda, &cache);
+    REQUIRE(r.ok());
+    return *r;
+  };
+  const StageWeights plain;
+  const double free_bytes = plain.bytes(search(0).plan.memory);
+  const double least = least_memory_strategy(g, c, *space, StageWeights{}).bytes;
+  REQUIRE(least < free_bytes);
+  int searched_loops = 0;
+  for (double share : {0.2, 0.5, 0.8}) {
+    CAPTURE(share);
+    const double cap = least + share * (free_bytes - least);
+    c.memory_gib = cap / 0x1p30 + c.device.reserved_gib;
+    REQUIRE(c.capacity_bytes() == doctest::Approx(cap));
+    DualPoint dual;
+    Result<Plan> p = search_space(g, c, PlanOptions{}, StageWeights{}, *space, &prices,
+                                  std::nullopt, &dual, &cache);
+    REQUIRE(p.ok());
+    // It fits as the search sees memory (without the working buffers).
+    CHECK(plain.bytes(p->memory) <= c.capacity_bytes());
+    searched_loops += dual.lambda > 0;
+    // The dual g(lambda) = DP(lambda) - lambda * C on a grid of weights
+    // about the loop's: nowhere above the loop's bound by more than the
+    // tolerance (of the objective, as the loop measures it).
+    const double centre = dual.lambda > 0 ? dual.lambda : 1;
+    for (double f = 1.0 / 256; f <= 256; f *= 1.25) {
+      const double lambda = centre * f;
+      const WeightedSearch at = search(lambda);
+      CAPTURE(lambda);
+      CHECK(at.objective - lambda * c.capacity_bytes() <=
+            p->lower_bound + kPracticeDualTolerance * at.objective);
+    }
+  }
+  CHECK(searched_loops > 0);
+}
+
+TEST_CASE("practice plan under a cap: the working buffers kept out when a plan fits with them") {
+  const Graph g = small_llama();
+  Cluster c = testing::practice_h100(8);
+  c.training.recompute = Recompute::kNone;
+  Result<Plan> free = plan(g, c);
+  REQUIRE(free.ok());
+  const StageWeights plain;
+  const double free_bytes = plain.bytes(free->memory);
+  Result<SearchSpace> space = prepare_space(g, c, PlanOptions{});
+  REQUIRE(space.ok());
+  const double least = least_memory_strategy(g, c, *space, plain).bytes;
+  auto at = [&](double cap) {
+    Cluster capped = c;
+    capped.memory_gib = cap / 0x1p30 + c.device.reserved_gib;
+    return plan(g, capped);
+  };
+  int fitting = 0;
+  for (int step = 1; step < 16; ++step) {
+    const double cap = least + step / 16.0 * (free_bytes - least);
+    CAPTURE(cap);
+    Result<Plan> p = at(cap);
+    REQUIRE(p.ok());
+    // What it says of its fit is what it holds.
+    CHECK(p->fits == (p->memory.total() <= cap * (1 + 1e-12)));
+    // A plan under a lower cap that fits this one with its working
+    // buffers shows that one fits: the plan found must.
+    for (double share : {0.02, 0.05, 0.1}) {
+      Result<Plan> lower = at(cap - share * (free_bytes - least));
+      if (!lower || lower->memory.total() > cap) continue;
+      CHECK(p->fits);
+      break;
+    }
+    fitting += p->fits;
+  }
+  CHECK(fitting > 0);
+}

@@ -145,7 +145,9 @@ struct Searcher {
     const StagePlan* f = *free;
     if (cluster.memory_gib <= 0) return f;
     const StageWeights weights{static_cast<double>(microbatches), static_cast<double>(k)};
-    if (weights.bytes(f->memory) <= cluster.capacity_bytes()) return f;
+    // What the stage holds (assemble()): with k copies of the activations
+    // and the working buffers of its largest layer.
+    if (weights.bytes(f->memory) + f->memory.working <= cluster.capacity_bytes()) return f;
     Cluster cs = cluster;
     cs.devices = q;
     cs.first_device = align;
@@ -290,7 +292,10 @@ struct Searcher {
       if (r.error().where == "cluster.memory_gib") return sp;  // nothing fits
       return r.error();
     }
-    sp.fits = true;
+    // Over the cap with the working buffers of its largest layer
+    // (search_space() tried a lower cap): in no pipeline.
+    sp.fits = cs.memory_gib <= 0 || r->fits;
+    if (!sp.fits) return sp;
     sp.optimal = r->optimal;
     unproven = unproven || (r->search.bounded && !r->optimal);
     sp.configs = r->strategy;

@@ -189,6 +189,9 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
   Result<WeightedSearch> first =
       first_search ? Result<WeightedSearch>(std::move(*first_search)) : search(1, 0);
   if (!first) return first.error();
+  // Kept for the search again under a lower cap, below.
+  std::optional<WeightedSearch> free;
+  if (cluster.memory_gib > 0) free = *first;
   Plan best = std::move(first->plan);
   best.lower_bound = value(best);
   if (cluster.memory_gib <= 0) return finish(std::move(best));
@@ -241,13 +244,19 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
       const double lo_mem = bytes(lo), hi_mem = bytes(hi);
       const double lambda = (value(hi) - value(lo)) / (lo_mem - hi_mem);
       if (!(lambda >= 0) || !std::isfinite(lambda)) break;
+      // Each plan p bounds g from above by value(p) + lambda * (bytes(p) - C),
+      // so g's maximum is at most where the lines of lo and hi cross: the
+      // search there finds at most at_ends. The practice model leaves it out
+      // once it needs an objective within the tolerance of at_ends to raise
+      // the bound (the test below, made before the search).
+      const double at_ends = std::min(value(lo) + lambda * lo_mem, value(hi) + lambda * hi_mem);
+      if (practice && bound + lambda * cap >= at_ends * (1 - tolerance)) break;
       Result<WeightedSearch> r = search(1, lambda);
       if (!r) return r.error();
       if (r->objective - lambda * cap > bound) {
         bound = r->objective - lambda * cap;
         if (dual) *dual = DualPoint{lambda, r->objective};
       }
-      const double at_ends = std::min(value(lo) + lambda * lo_mem, value(hi) + lambda * hi_mem);
       if (fits(r->plan) && value(r->plan) < value(fitting)) fitting = r->plan;
       if (value(fitting) <= bound * (1 + tolerance)) break;
       if (r->objective >= at_ends * (1 - tolerance)) break;
@@ -257,8 +266,29 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
   }
   best.capacity_bytes = cap;
   // It fits as the search sees memory; with the practice model's working
-  // buffers it may not (core/docs/practice-model.md, "Memory").
-  best.fits = weights.activation_copies != 1 || best.memory.total() <= cap;
+  // buffers (the largest layer's, which the search does not see; core/docs/
+  // practice-model.md, "Memory") it may not. Then the loop runs once more
+  // under the cap less those buffers, from the same plan without the cap,
+  // and its plan stands if it fits with its own.
+  const double working = best.memory.working;
+  best.fits = bytes(best) + working <= cap;
+  if (!best.fits && working > 0 && working < cap) {
+    Cluster lower = cluster;
+    lower.memory_gib -= working / 0x1p30;
+    Result<Plan> again = search_space(graph, lower, options, weights, space, prices,
+                                      std::move(free), nullptr, cache);
+    if (!again && again.error().where != "cluster.memory_gib") return again.error();
+    if (again) searches += again->search.searches;
+    if (again && bytes(*again) + again->memory.working <= cap) {
+      again->capacity_bytes = cap;
+      again->fits = true;
+      // Its bound holds under the lower cap only; the one of the full cap
+      // holds for it too.
+      again->lower_bound = std::min(bound, value(*again));
+      again->optimal = value(*again) <= bound * (1 + 1e-12);
+      return finish(std::move(*again));
+    }
+  }
   best.lower_bound = std::min(bound, value(best));
   best.optimal = value(best) <= bound * (1 + 1e-12);
   return finish(std::move(best));
