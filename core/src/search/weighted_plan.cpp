@@ -155,10 +155,16 @@ LeastMemory least_memory_strategy(const Graph& graph, const Cluster& cluster,
   return out;
 }
 
-Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
-                          const StageWeights& weights, const SearchSpace& space,
-                          EdgePrices* shared_prices, std::optional<WeightedSearch> first_search,
-                          DualPoint* dual, SearchCache* shared_cache) {
+namespace {
+
+// search_space(); `again`: whether a plan over the cap with its working
+// buffers may be searched again under a lower cap (once: that search may
+// not).
+Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
+                               const PlanOptions& options, const StageWeights& weights,
+                               const SearchSpace& space, EdgePrices* shared_prices,
+                               std::optional<WeightedSearch> first_search, DualPoint* dual,
+                               SearchCache* shared_cache, bool again) {
   const ops::Machine machine = ops::make_machine(cluster);
   int searches = 0;
   // Edge prices for every search of this plan (they do not depend on the
@@ -191,7 +197,7 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
   if (!first) return first.error();
   // Kept for the search again under a lower cap, below.
   std::optional<WeightedSearch> free;
-  if (cluster.memory_gib > 0) free = *first;
+  if (again && cluster.memory_gib > 0) free = *first;
   Plan best = std::move(first->plan);
   best.lower_bound = value(best);
   if (cluster.memory_gib <= 0) return finish(std::move(best));
@@ -272,26 +278,36 @@ Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const Plan
   // and its plan stands if it fits with its own.
   const double working = best.memory.working;
   best.fits = bytes(best) + working <= cap;
-  if (!best.fits && working > 0 && working < cap) {
+  if (again && !best.fits && working > 0 && working < cap) {
     Cluster lower = cluster;
     lower.memory_gib -= working / 0x1p30;
-    Result<Plan> again = search_space(graph, lower, options, weights, space, prices,
-                                      std::move(free), nullptr, cache);
-    if (!again && again.error().where != "cluster.memory_gib") return again.error();
-    if (again) searches += again->search.searches;
-    if (again && bytes(*again) + again->memory.working <= cap) {
-      again->capacity_bytes = cap;
-      again->fits = true;
+    Result<Plan> retried = search_space_once(graph, lower, options, weights, space, prices,
+                                             std::move(free), nullptr, cache, false);
+    if (!retried && retried.error().where != "cluster.memory_gib") return retried.error();
+    if (retried) searches += retried->search.searches;
+    if (retried && bytes(*retried) + retried->memory.working <= cap) {
+      retried->capacity_bytes = cap;
+      retried->fits = true;
       // Its bound holds under the lower cap only; the one of the full cap
       // holds for it too.
-      again->lower_bound = std::min(bound, value(*again));
-      again->optimal = value(*again) <= bound * (1 + 1e-12);
-      return finish(std::move(*again));
+      retried->lower_bound = std::min(bound, value(*retried));
+      retried->optimal = value(*retried) <= bound * (1 + 1e-12);
+      return finish(std::move(*retried));
     }
   }
   best.lower_bound = std::min(bound, value(best));
   best.optimal = value(best) <= bound * (1 + 1e-12);
   return finish(std::move(best));
+}
+
+}  // namespace
+
+Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                          const StageWeights& weights, const SearchSpace& space, EdgePrices* prices,
+                          std::optional<WeightedSearch> first, DualPoint* dual,
+                          SearchCache* cache) {
+  return search_space_once(graph, cluster, options, weights, space, prices, std::move(first), dual,
+                           cache, true);
 }
 
 }  // namespace pase
