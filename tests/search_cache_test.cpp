@@ -222,3 +222,69 @@ TEST_CASE("practice plan under a cap: the working buffers kept out when a plan f
   }
   CHECK(fitting > 0);
 }
+
+// The choices the recomputation search leaves out are left out by lower
+// bounds, within the Lagrangian loop's tolerance: none, selective and full
+// planned alone, and full on the fewest first blocks whose plan fits (with
+// selective on the others), are not cheaper than its plan by more. Under
+// caps between selective's memory without the cap and none's, full on the
+// first block costs less than selective on all (the longer backward hides
+// more of the weight gradients' reduction), and none's plan under the cap
+// costs little more than without it (a test before the loop's search once
+// ended the loop with the least memory's plan there: 8 times the cost).
+TEST_CASE("recompute auto under a cap: no choice planned alone beats its plan") {
+  const Graph g = small_llama();
+  const Cluster c = testing::practice_h100(8);
+  auto choice = [&](Recompute mode, int64_t k, Recompute rest, double cap) {
+    Cluster at = with_recompute(c, mode, k, rest);
+    at.memory_gib = cap > 0 ? cap / 0x1p30 + c.device.reserved_gib : 0;
+    return plan(g, at);
+  };
+  Result<Plan> free = choice(Recompute::kNone, -1, Recompute::kNone, 0);
+  Result<Plan> selective = choice(Recompute::kSelective, -1, Recompute::kSelective, 0);
+  REQUIRE(free.ok());
+  REQUIRE(selective.ok());
+  const StageWeights plain;
+  const double top = plain.bytes(free->memory);
+  const double below = plain.bytes(selective->memory);
+  REQUIRE(below < top);
+  Result<SearchSpace> space = prepare_space(g, c, PlanOptions{});
+  REQUIRE(space.ok());
+  const double least =
+      least_memory_strategy(g, with_recompute(c, Recompute::kFull, -1, Recompute::kFull), *space,
+                            plain)
+          .bytes;
+  std::vector<double> caps;
+  for (int step = 1; step < 10; ++step) caps.push_back(least + step / 10.0 * (top - least));
+  for (double share : {0.1, 0.5, 0.9}) caps.push_back(below + share * (top - below));
+  int compared = 0;
+  for (double cap : caps) {
+    CAPTURE(cap);
+    Cluster capped = c;
+    capped.memory_gib = cap / 0x1p30 + c.device.reserved_gib;
+    capped.training.recompute = Recompute::kAuto;
+    Result<Plan> chosen = plan(g, capped);
+    REQUIRE_MESSAGE(chosen.ok(), testing::why(chosen));
+    std::vector<Result<Plan>> alone;
+    for (Recompute mode : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
+      alone.push_back(choice(mode, -1, mode, cap));
+    for (int64_t k = 1; k < 4; ++k) {
+      Result<Plan> p = choice(Recompute::kFull, k, Recompute::kSelective, cap);
+      if (!p || !p->fits) continue;
+      alone.push_back(std::move(p));
+      break;
+    }
+    for (size_t i = 0; i < alone.size(); ++i) {
+      CAPTURE(i);
+      if (!alone[i] || !alone[i]->fits) continue;
+      ++compared;
+      CHECK(chosen->fits);
+      CHECK(chosen->cost <= alone[i]->cost / (1 - kPracticeDualTolerance));
+    }
+    if (cap > below) {
+      REQUIRE(alone[0].ok());
+      CHECK(alone[0]->cost <= free->cost * 1.25);
+    }
+  }
+  CHECK(compared > 20);
+}

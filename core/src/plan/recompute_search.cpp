@@ -53,13 +53,14 @@ double least_recompute_difference(const Graph& graph, const SearchSpace& space, 
 
 // The candidates: none, selective on every block, full on every block, and
 // full on the fewest first blocks that fit with selective on the others.
-// Every candidate searches one space with one set of edge prices. None's
-// and selective's searches without the cap come first; full's comes after
-// their searches under the cap, and only when selective's cost plus
-// least_recompute_difference() at weight 0, the dual without a search and
-// then the dual searched leave it a chance. A choice is searched under the
-// cap only when a lower bound of its plans that fit (that cost, or the dual
-// at the latest memory weight) is below the best plan that fits so far.
+// Every candidate searches one space with one set of edge prices. None is
+// searched first, without the cap and then under it; each other choice's
+// search without the cap comes only when a lower bound leaves it a chance
+// (none's cost plus least_recompute_difference() at weight 0, the dual at
+// the latest memory weight without a search, then that dual searched). A
+// choice is searched under the cap only when a lower bound of its plans
+// that fit (that cost, or the dual at the latest memory weight) is below
+// the best plan that fits so far.
 // The fewest first blocks in full that fit are found by bisection (memory
 // falls as blocks are added): on the least memory first, then under the
 // cap.
@@ -175,13 +176,6 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     at_lambda.push_back(AtLambda{c, at->objective});
     return at->objective - lambda * cap >= best->cost * within;
   };
-  auto hopeless = [&](const Cluster& c, double free_cost) -> Result<bool> {
-    if (!best) return false;
-    if (free_cost >= best->cost * within) return true;
-    if (lambda <= 0) return false;
-    if (hopeless_unsearched(c)) return true;
-    return hopeless_searched(c);
-  };
   // A choice's search without the cap, unless a bound rules the choice out
   // first: `floor` (a lower bound of that search's objective), the dual
   // without a search, the dual searched, then that search's cost (the dual
@@ -218,41 +212,39 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     Result<Plan> p = capped(none, std::move(*free_none));
     return p ? Result<Plan>(finish(std::move(*p))) : p;
   }
-  struct Choice {
-    Cluster cluster;
-    WeightedSearch free;
-  };
-  std::vector<Choice> uniform;
-  uniform.push_back(Choice{none, std::move(*free_none)});
+  // Selective's search without the cap waits for none's under it: the
+  // dual at none's memory weight usually leaves selective out with no
+  // search without the cap. Until then its least cost without the cap is
+  // bounded by none's plus, per recomputed vertex, the least its cost grows
+  // from none to selective (least_recompute_difference() at weight 0).
+  const int threads = std::max(1, options.threads);
   const Cluster selective = training(Recompute::kSelective, -1, Recompute::kSelective);
+  const double none_objective = free_none->objective;
+  // Lower bounds of selective's least objective (and cost) without the
+  // cap: the bound above, or that search's own once made.
+  double selective_objective =
+      none_objective +
+      least_recompute_difference(graph, *space, none, selective, 0, cache, threads);
+  if (std::optional<Error> e = consider(capped(none, std::move(*free_none)), false)) return *e;
   {
-    Result<WeightedSearch> free = once(selective, 1, 0);
+    Result<std::optional<WeightedSearch>> free = hopeful_free(selective, selective_objective);
     if (!free) return free.error();
-    uniform.push_back(Choice{selective, std::move(*free)});
-  }
-  const double selective_bound = uniform[1].free.plan.cost;
-  const double selective_objective = uniform[1].free.objective;
-  // Those that fit without the cap's search first (they cost no more
-  // searches and give the bound), then by their bounds.
-  std::stable_sort(uniform.begin(), uniform.end(), [&](const Choice& a, const Choice& b) {
-    const bool fa = a.free.plan.memory.total() <= cap, fb = b.free.plan.memory.total() <= cap;
-    return fa != fb ? fa : a.free.plan.cost < b.free.plan.cost;
-  });
-  for (Choice& choice : uniform) {
-    Result<bool> skip = hopeless(choice.cluster, choice.free.plan.cost);
-    if (!skip) return skip.error();
-    if (*skip) continue;
-    if (std::optional<Error> e = consider(capped(choice.cluster, std::move(choice.free)), false))
-      return *e;
+    if (*free) {
+      selective_objective = (*free)->objective;
+      if (std::optional<Error> e = consider(capped(selective, std::move(**free)), false)) return *e;
+    }
   }
   // Full on every block last. Its least cost without the cap is at least
-  // selective's plus the least each vertex's cost grows from selective to
-  // full (least_recompute_difference() at memory weight 0), read only once
-  // there is a best plan to hold it against.
+  // none's and selective's (as far as it is known) plus the least each
+  // vertex's cost grows from them to full (least_recompute_difference() at
+  // memory weight 0), read only once there is a best plan to hold it
+  // against.
   const Cluster full = training(Recompute::kFull, -1, Recompute::kFull);
   const double full_floor =
-      best ? selective_objective + least_recompute_difference(graph, *space, selective, full, 0,
-                                                              cache, std::max(1, options.threads))
+      best ? std::max(none_objective +
+                          least_recompute_difference(graph, *space, none, full, 0, cache, threads),
+                      selective_objective + least_recompute_difference(graph, *space, selective,
+                                                                       full, 0, cache, threads))
            : 0;
   bool full_unfit = false;  // full on every block searched, and over the cap
   {
@@ -264,24 +256,33 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
       if (std::optional<Error> e = consider(std::move(p), true)) return *e;
     }
   }
-  // Full on the first blocks, selective on the rest: never cheaper than
-  // selective on all without the cap, and over the cap when full on all is.
-  // The least memory a strategy reaches, without the working buffers that
-  // the search does not see, gives the fewest blocks that may fit (k0, by
-  // bisection, each vertex at its least: no search); the others are
-  // searched under the cap, by bisection too.
-  if (blocks > 1 && !full_unfit && (!best || selective_bound < best->cost)) {
+  // Full on the first blocks, selective on the rest: over the cap when full
+  // on all is. The least memory a strategy reaches, without the working
+  // buffers that the search does not see, gives the fewest blocks that may
+  // fit (k0, by bisection, each vertex at its least: no search); the others
+  // are searched under the cap, by bisection too. Full on a block can cost
+  // less than selective on it (the longer backward hides more of the
+  // weight gradients' reduction), so the family is left out only when
+  // selective's least cost without the cap plus least_recompute_difference()
+  // to each k from k0 up cannot beat the best.
+  if (blocks > 1 && !full_unfit) {
     auto mixed = [&](int64_t k) { return training(Recompute::kFull, k, Recompute::kSelective); };
     int64_t lo = 0, hi = blocks;  // hi fits (all in full); lo: selective alone
     while (hi - lo > 1) {
       const int64_t mid = (lo + hi) / 2;
       (least_memory_strategy(graph, mixed(mid), *space, plain).bytes <= cap ? hi : lo) = mid;
     }
-    // k0's bound without a search first, then its search without the cap
+    // A lower bound of the cost without the cap of k0 and of every k above
     // (none when k0 is every block: that is full on every block, above).
+    double floor = std::numeric_limits<double>::infinity();
+    for (int64_t k = hi; best && k < blocks; ++k)
+      floor = std::min(
+          floor, selective_objective + least_recompute_difference(graph, *space, selective,
+                                                                  mixed(k), 0, cache, threads));
+    // That bound, k0's dual without a search, then searched, then its
+    // search without the cap.
     Result<std::optional<WeightedSearch>> free =
-        hi < blocks ? hopeful_free(mixed(hi), -std::numeric_limits<double>::infinity())
-                    : std::optional<WeightedSearch>{};
+        hi < blocks ? hopeful_free(mixed(hi), floor) : std::optional<WeightedSearch>{};
     if (!free) return free.error();
     if (*free) {
       std::optional<Plan> at_hi;

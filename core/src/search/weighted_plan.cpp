@@ -246,6 +246,8 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
     Plan lo = std::move(best);
     Plan hi = std::move(least->plan);
     Plan fitting = hi;
+    // Whether the bound is a search's under the cap (lambda > 0).
+    bool capped_bound = false;
     for (int i = 0; i < 100; ++i) {
       const double lo_mem = bytes(lo), hi_mem = bytes(hi);
       const double lambda = (value(hi) - value(lo)) / (lo_mem - hi_mem);
@@ -254,13 +256,19 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
       // so g's maximum is at most where the lines of lo and hi cross: the
       // search there finds at most at_ends. The practice model leaves it out
       // once it needs an objective within the tolerance of at_ends to raise
-      // the bound (the test below, made before the search).
+      // the bound (the test below, made before the search), when the bound
+      // is a search's under the cap: while it is the plan without the cap's
+      // (weight 0), that plan may be just over the cap, and the search there
+      // finds one that fits near it (else the loop would end on a plan that
+      // fits far above the bound: the least memory's, or the first one
+      // found).
       const double at_ends = std::min(value(lo) + lambda * lo_mem, value(hi) + lambda * hi_mem);
-      if (practice && bound + lambda * cap >= at_ends * (1 - tolerance)) break;
+      if (practice && capped_bound && bound + lambda * cap >= at_ends * (1 - tolerance)) break;
       Result<WeightedSearch> r = search(1, lambda);
       if (!r) return r.error();
       if (r->objective - lambda * cap > bound) {
         bound = r->objective - lambda * cap;
+        capped_bound = true;
         if (dual) *dual = DualPoint{lambda, r->objective};
       }
       if (fits(r->plan) && value(r->plan) < value(fitting)) fitting = r->plan;
