@@ -285,7 +285,6 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
         hi < blocks ? hopeful_free(mixed(hi), floor) : std::optional<WeightedSearch>{};
     if (!free) return free.error();
     if (*free) {
-      std::optional<Plan> at_hi;
       // k0 first, from its search without the cap made above.
       std::optional<WeightedSearch> at_k0 = std::move(*free);
       for (hi = blocks; hi - lo > 1;) {
@@ -296,14 +295,12 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
         if (!f) return f.error();
         Result<Plan> p = capped(mixed(mid), std::move(*f));
         if (!p && p.error().where != "cluster.memory_gib") return p.error();
-        if (p && p->fits) {
-          hi = mid;
-          at_hi = std::move(*p);
-        } else {
-          lo = mid;
-        }
+        // Every plan that fits is a candidate, not only the fewest k's: a
+        // Lagrangian plan's distance from its bound differs from k to k.
+        const bool fits = p && p->fits;
+        (fits ? hi : lo) = mid;
+        if (fits && (!best || p->cost < best->cost)) best = std::move(*p);
       }
-      if (at_hi && (!best || at_hi->cost < best->cost)) best = std::move(*at_hi);
     }
   }
   if (best) return finish(std::move(*best));
