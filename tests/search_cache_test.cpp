@@ -288,3 +288,48 @@ TEST_CASE("recompute auto under a cap: no choice planned alone beats its plan") 
   }
   CHECK(compared > 20);
 }
+
+// The floor the Lagrangian loop keeps the cap's room for: no strategy holds
+// less working buffers, and each vertex at its least holds exactly that.
+TEST_CASE("practice plan under a cap: the least working buffers bound every strategy's") {
+  const Graph g = small_llama();
+  Cluster c = testing::practice_h100(8);
+  c.training.zero = 3;  // the gathered weights count too
+  Result<SearchSpace> space = prepare_space(g, c, PlanOptions{});
+  REQUIRE(space.ok());
+  const double floor = least_working_bytes(g, c, *space);
+  REQUIRE(floor > 0);
+  const ops::Machine m = ops::make_machine(c);
+  Strategy least(g.vertices.size());
+  uint64_t seed = 12345;
+  std::vector<Strategy> random(20, Strategy(g.vertices.size()));
+  for (size_t v = 0; v < g.vertices.size(); ++v) {
+    const ConfigSet& set = space->configs[v];
+    size_t best = 0;
+    for (size_t i = 1; i < set.size(); ++i)
+      if (ops::working_bytes(g, g.vertices[v], set.at(i), m) <
+          ops::working_bytes(g, g.vertices[v], set.at(best), m))
+        best = i;
+    least[v].assign(set.at(best), set.at(best) + set.dims);
+    for (Strategy& s : random) {
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      const size_t i = (seed >> 33) % set.size();
+      s[v].assign(set.at(i), set.at(i) + set.dims);
+    }
+  }
+  Result<Plan> at_least = evaluate(g, c, least);
+  REQUIRE(at_least.ok());
+  CHECK(at_least->memory.working == floor);
+  for (const Strategy& s : random) {
+    Result<Plan> p = evaluate(g, c, s);
+    REQUIRE(p.ok());
+    CHECK(p->memory.working >= floor);
+  }
+  // The paper's model holds none.
+  Cluster paper = c;
+  paper.cost_model = CostModel::kPaper;
+  paper.training.recompute = Recompute::kNone;
+  Result<SearchSpace> paper_space = prepare_space(g, paper, PlanOptions{});
+  REQUIRE(paper_space.ok());
+  CHECK(least_working_bytes(g, paper, *paper_space) == 0);
+}

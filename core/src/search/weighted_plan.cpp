@@ -155,6 +155,19 @@ LeastMemory least_memory_strategy(const Graph& graph, const Cluster& cluster,
   return out;
 }
 
+double least_working_bytes(const Graph& graph, const Cluster& cluster, const SearchSpace& space) {
+  const ops::Machine m = ops::make_machine(cluster);
+  double out = 0;
+  for (size_t v = 0; v < graph.vertices.size(); ++v) {
+    const ConfigSet& set = space.configs[v];
+    double least = std::numeric_limits<double>::infinity();
+    for (size_t i = 0; i < set.size(); ++i)
+      least = std::min(least, ops::working_bytes(graph, graph.vertices[v], set.at(i), m));
+    if (set.size() > 0) out = std::max(out, least);
+  }
+  return out;
+}
+
 namespace {
 
 // search_space(); `again`: whether a plan over the cap with its working
@@ -207,27 +220,38 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
   // finds fitting plans (core/docs/cluster.md, "Planning under a memory cap").
   const double cap = cluster.capacity_bytes();
   double bound = value(best);
-  auto fits = [&](const Plan& p) { return bytes(p) <= cap; };
+  // The cap the loop keeps to: the cap less the least working buffers any
+  // strategy holds (least_working_bytes(): the practice model's largest
+  // layer's, which the search does not see), when the plan of least memory
+  // fits under it; else the cap itself (as before: such a plan fits with
+  // no strategy, and says by how much).
+  const bool practice = cluster.cost_model == CostModel::kPractice;
+  double loop_cap = cap - (practice ? least_working_bytes(graph, cluster, space) : 0.0);
+  auto fits = [&](const Plan& p) { return bytes(p) <= loop_cap; };
   // The paper's model searches to the dual's maximum (within rounding);
   // the practice model, whose step times are fitted to within percents,
   // stops once the bound can rise, or the plan that fits fall to it, by
   // no more than kPracticeDualTolerance (core/docs/practice-model.md,
   // "Recomputation"). `optimal` keeps the strict test below.
-  const bool practice = cluster.cost_model == CostModel::kPractice;
   const double tolerance = practice ? kPracticeDualTolerance : 1e-12;
+  // The plan of least memory: under the practice model read off each
+  // vertex's least (least_memory_strategy()); under the paper's, the
+  // search that weighs memory alone (its ties broken as the goldens were
+  // made).
+  std::optional<WeightedSearch> least;
   if (!fits(best)) {
-    // The plan of least memory: under the practice model read off each
-    // vertex's least (least_memory_strategy()); under the paper's, the
-    // search that weighs memory alone (its ties broken as the goldens were
-    // made).
     auto read_off = [&]() -> Result<WeightedSearch> {
       LeastMemory l = least_memory_strategy(graph, cluster, space, weights);
       Result<Plan> p = evaluate(graph, cluster, l.strategy);
       if (!p) return p.error();
       return WeightedSearch{std::move(*p), l.bytes};
     };
-    Result<WeightedSearch> least = practice ? read_off() : search(0, 1);
-    if (!least) return least.error();
+    Result<WeightedSearch> r = practice ? read_off() : search(0, 1);
+    if (!r) return r.error();
+    least = std::move(*r);
+    if (!fits(least->plan) && bytes(least->plan) <= cap) loop_cap = cap;
+  }
+  if (!fits(best)) {
     if (!fits(least->plan)) {
       char text[160];
       std::snprintf(text, sizeof text,
@@ -263,11 +287,11 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
       // fits far above the bound: the least memory's, or the first one
       // found).
       const double at_ends = std::min(value(lo) + lambda * lo_mem, value(hi) + lambda * hi_mem);
-      if (practice && capped_bound && bound + lambda * cap >= at_ends * (1 - tolerance)) break;
+      if (practice && capped_bound && bound + lambda * loop_cap >= at_ends * (1 - tolerance)) break;
       Result<WeightedSearch> r = search(1, lambda);
       if (!r) return r.error();
-      if (r->objective - lambda * cap > bound) {
-        bound = r->objective - lambda * cap;
+      if (r->objective - lambda * loop_cap > bound) {
+        bound = r->objective - lambda * loop_cap;
         capped_bound = true;
         if (dual) *dual = DualPoint{lambda, r->objective};
       }

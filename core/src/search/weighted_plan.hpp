@@ -141,6 +141,12 @@ struct LeastMemory {
 LeastMemory least_memory_strategy(const Graph& graph, const Cluster& cluster,
                                   const SearchSpace& space, const StageWeights& weights);
 
+// The least, over the strategies of `space`, of the working buffers of the
+// largest layer (ops::working_bytes(): the practice model's, 0 under the
+// paper's): the largest over the vertices of each one's least. Every plan
+// holds at least this much besides the memory the search sees.
+double least_working_bytes(const Graph& graph, const Cluster& cluster, const SearchSpace& space);
+
 // How near the Lagrangian loop under a cap comes to the dual's maximum
 // under the practice model (relative): it stops when the bound can rise,
 // or the best plan that fits is above the bound, by no more than this.
