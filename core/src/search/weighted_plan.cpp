@@ -220,13 +220,16 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
   // finds fitting plans (core/docs/cluster.md, "Planning under a memory cap").
   const double cap = cluster.capacity_bytes();
   double bound = value(best);
-  // The cap the loop keeps to: the cap less the least working buffers any
+  // The cap the loop keeps to: unless the plan without the cap fits with
+  // its working buffers, the cap less the least working buffers any
   // strategy holds (least_working_bytes(): the practice model's largest
   // layer's, which the search does not see), when the plan of least memory
   // fits under it; else the cap itself (as before: such a plan fits with
   // no strategy, and says by how much).
   const bool practice = cluster.cost_model == CostModel::kPractice;
-  double loop_cap = cap - (practice ? least_working_bytes(graph, cluster, space) : 0.0);
+  double loop_cap = cap;
+  if (practice && bytes(best) + best.memory.working > cap)
+    loop_cap -= least_working_bytes(graph, cluster, space);
   auto fits = [&](const Plan& p) { return bytes(p) <= loop_cap; };
   // The paper's model searches to the dual's maximum (within rounding);
   // the practice model, whose step times are fitted to within percents,
