@@ -225,10 +225,11 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
   // strategy holds (least_working_bytes(): the practice model's largest
   // layer's, which the search does not see), when the plan of least memory
   // fits under it; else the cap itself (as before: such a plan fits with
-  // no strategy, and says by how much).
+  // no strategy, and says by how much). The search again below (`again`
+  // false) has its plan's working buffers taken off its cap already.
   const bool practice = cluster.cost_model == CostModel::kPractice;
   double loop_cap = cap;
-  if (practice && bytes(best) + best.memory.working > cap)
+  if (practice && again && bytes(best) + best.memory.working > cap)
     loop_cap -= least_working_bytes(graph, cluster, space);
   auto fits = [&](const Plan& p) { return bytes(p) <= loop_cap; };
   // The paper's model searches to the dual's maximum (within rounding);
