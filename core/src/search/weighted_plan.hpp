@@ -155,10 +155,14 @@ constexpr double kPracticeDualTolerance = 1e-3;
 // The exact search of one space: plan_weighted()'s search and, under a cap,
 // its Lagrangian loop (to the dual's maximum under the paper's model,
 // within kPracticeDualTolerance under the practice model, whose plan of least
-// memory is least_memory_strategy()'s, not searched). A plan that fits as
-// the search sees memory but not with its largest layer's working buffers
-// is searched once more under the cap less them (from `first`); `fits` says
-// whether the plan returned holds them too. The Plan's search stats hold
+// memory is least_memory_strategy()'s, not searched). Under the practice
+// model, when the plan without the cap does not fit with its working
+// buffers, the loop keeps to the cap less least_working_bytes() (the cap
+// itself when even the plan of least memory does not fit there); its
+// lower bound holds for the plans that fit with their working buffers. A
+// plan that fits as the search sees memory but not with its own working
+// buffers is searched once more under the cap less them (from `first`);
+// `fits` says whether the plan returned holds them too. The Plan's search stats hold
 // only `searches` (not counting `first`). `prices`: edge prices
 // made for space.configs, or null.
 // `first`: the search at (1, 0) when the caller has made it.
