@@ -157,6 +157,12 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   // first from each choice searched there and least_recompute_difference()
   // (unless the caller tried that already), then searched (one search).
   const double within = 1 - kPracticeDualTolerance;
+  // A plan that fits holds its working buffers besides the memory the
+  // search sees, and every strategy's are at least least_working_bytes()
+  // (the same for every choice: recomputation does not change them), so
+  // its memory as the search sees it is at most the cap less that: the
+  // dual's bound DP(lambda) - lambda * C holds with C that much lower.
+  const double seen_cap = cap - least_working_bytes(graph, cluster, *space, cache);
   // The dual's bound without a search.
   auto hopeless_unsearched = [&](const Cluster& c) {
     if (!best || lambda <= 0) return false;
@@ -164,7 +170,7 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
       const double floor = p.objective +
                            least_recompute_difference(graph, *space, p.cluster, c, lambda, cache,
                                                       std::max(1, options.threads)) -
-                           lambda * cap;
+                           lambda * seen_cap;
       if (floor >= best->cost * within) return true;
     }
     return false;
@@ -174,7 +180,7 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     Result<WeightedSearch> at = once(c, 1, lambda);
     if (!at) return at.error();
     at_lambda.push_back(AtLambda{c, at->objective});
-    return at->objective - lambda * cap >= best->cost * within;
+    return at->objective - lambda * seen_cap >= best->cost * within;
   };
   // A choice's search without the cap, unless a bound rules the choice out
   // first: `floor` (a lower bound of that search's objective), the dual

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "cost/configurations.hpp"
@@ -96,6 +97,9 @@ class SearchCache {
   SearchCache& operator=(const SearchCache&) = delete;
 
   VertexCostCache vertex_costs;
+  // least_working_bytes() of the space, once read (weighted_plan.hpp: it
+  // depends on neither the search's weights nor the recomputation).
+  std::optional<double> least_working;
   struct Kept;
   // The pair matrices and sorted rows of m's edge weight: those kept when
   // the weight, the graph, the configurations and the prices (objects) are

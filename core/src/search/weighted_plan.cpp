@@ -168,6 +168,12 @@ double least_working_bytes(const Graph& graph, const Cluster& cluster, const Sea
   return out;
 }
 
+double least_working_bytes(const Graph& graph, const Cluster& cluster, const SearchSpace& space,
+                           SearchCache& cache) {
+  if (!cache.least_working) cache.least_working = least_working_bytes(graph, cluster, space);
+  return *cache.least_working;
+}
+
 namespace {
 
 // search_space(); `again`: whether a plan over the cap with its working
@@ -228,9 +234,25 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
   // no strategy, and says by how much). The search again below (`again`
   // false) has its plan's working buffers taken off its cap already.
   const bool practice = cluster.cost_model == CostModel::kPractice;
+  // The plan of least memory: under the practice model read off each
+  // vertex's least (least_memory_strategy()); under the paper's, the
+  // search that weighs memory alone (its ties broken as the goldens were
+  // made).
+  auto read_off = [&]() -> Result<WeightedSearch> {
+    LeastMemory l = least_memory_strategy(graph, cluster, space, weights);
+    Result<Plan> p = evaluate(graph, cluster, l.strategy);
+    if (!p) return p.error();
+    return WeightedSearch{std::move(*p), l.bytes};
+  };
+  std::optional<WeightedSearch> least;
   double loop_cap = cap;
-  if (practice && again && bytes(best) + best.memory.working > cap)
-    loop_cap -= least_working_bytes(graph, cluster, space);
+  if (practice && again && bytes(best) + best.memory.working > cap) {
+    Result<WeightedSearch> r = read_off();
+    if (!r) return r.error();
+    least = std::move(*r);
+    const double lower = cap - least_working_bytes(graph, cluster, space, *cache);
+    if (bytes(least->plan) <= lower) loop_cap = lower;
+  }
   auto fits = [&](const Plan& p) { return bytes(p) <= loop_cap; };
   // The paper's model searches to the dual's maximum (within rounding);
   // the practice model, whose step times are fitted to within percents,
@@ -238,24 +260,12 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
   // no more than kPracticeDualTolerance (core/docs/practice-model.md,
   // "Recomputation"). `optimal` keeps the strict test below.
   const double tolerance = practice ? kPracticeDualTolerance : 1e-12;
-  // The plan of least memory: under the practice model read off each
-  // vertex's least (least_memory_strategy()); under the paper's, the
-  // search that weighs memory alone (its ties broken as the goldens were
-  // made).
-  std::optional<WeightedSearch> least;
   if (!fits(best)) {
-    auto read_off = [&]() -> Result<WeightedSearch> {
-      LeastMemory l = least_memory_strategy(graph, cluster, space, weights);
-      Result<Plan> p = evaluate(graph, cluster, l.strategy);
-      if (!p) return p.error();
-      return WeightedSearch{std::move(*p), l.bytes};
-    };
-    Result<WeightedSearch> r = practice ? read_off() : search(0, 1);
-    if (!r) return r.error();
-    least = std::move(*r);
-    if (!fits(least->plan) && bytes(least->plan) <= cap) loop_cap = cap;
-  }
-  if (!fits(best)) {
+    if (!least) {
+      Result<WeightedSearch> r = practice ? read_off() : search(0, 1);
+      if (!r) return r.error();
+      least = std::move(*r);
+    }
     if (!fits(least->plan)) {
       char text[160];
       std::snprintf(text, sizeof text,

@@ -146,6 +146,11 @@ LeastMemory least_memory_strategy(const Graph& graph, const Cluster& cluster,
 // paper's): the largest over the vertices of each one's least. Every plan
 // holds at least this much besides the memory the search sees.
 double least_working_bytes(const Graph& graph, const Cluster& cluster, const SearchSpace& space);
+// least_working_bytes(), kept in cache.least_working for the space's other
+// searches (a pipeline's stage plans under several caps, plan_recompute()'s
+// choices).
+double least_working_bytes(const Graph& graph, const Cluster& cluster, const SearchSpace& space,
+                           SearchCache& cache);
 
 // How near the Lagrangian loop under a cap comes to the dual's maximum
 // under the practice model (relative): it stops when the bound can rise,
