@@ -29,6 +29,12 @@ std::pair<int, int> block_range(const Graph& graph) {
   return {first, last};
 }
 
+// Whether two trainings make the same recomputation choice.
+bool same_choice(const Training& a, const Training& b) {
+  return a.recompute == b.recompute && a.recompute_blocks == b.recompute_blocks &&
+         a.recompute_rest == b.recompute_rest;
+}
+
 }  // namespace
 
 double least_recompute_difference(const Graph& graph, const SearchSpace& space, const Cluster& from,
@@ -52,7 +58,8 @@ double least_recompute_difference(const Graph& graph, const SearchSpace& space, 
 }
 
 // The candidates: none, selective on every block, full on every block, and
-// full on the fewest first blocks that fit with selective on the others.
+// full on the first k blocks with selective on the others, for the fewest
+// k that fit, the most short of every block and the neighbours of the best.
 // Every candidate searches one space with one set of edge prices. None is
 // searched first, without the cap and then under it; each other choice's
 // search without the cap comes only when a lower bound leaves it a chance
@@ -63,7 +70,8 @@ double least_recompute_difference(const Graph& graph, const SearchSpace& space, 
 // the best plan that fits so far.
 // The fewest first blocks in full that fit are found by bisection (memory
 // falls as blocks are added): on the least memory first, then under the
-// cap.
+// cap. A choice whose dual was searched starts its loop under the cap from
+// that search (WarmStart).
 Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
                             const PlanOptions& options) {
   // Named, not bound: lambdas capture them (clang 14 cannot capture a
@@ -130,10 +138,16 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   };
   std::vector<AtLambda> at_lambda;
   // Under the cap, from the search without it.
+  // The latest choice's dual searched at the weight of the latest loop
+  // (hopeless_searched()): its loop under the cap starts from it.
+  std::optional<std::pair<Training, WarmStart>> warm;
   auto capped = [&](const Cluster& c, WeightedSearch free) -> Result<Plan> {
     DualPoint dual;
-    Result<Plan> p =
-        search_space(graph, c, options, plain, *space, &prices, std::move(free), &dual, &cache);
+    std::optional<WarmStart> from;
+    if (warm && same_choice(warm->first, c.training)) from = std::move(warm->second);
+    warm.reset();
+    Result<Plan> p = search_space(graph, c, options, plain, *space, &prices, std::move(free), &dual,
+                                  &cache, std::move(from));
     if (dual.lambda > 0) {
       lambda = dual.lambda;
       at_lambda.assign(1, AtLambda{c, dual.objective});
@@ -180,7 +194,9 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     Result<WeightedSearch> at = once(c, 1, lambda);
     if (!at) return at.error();
     at_lambda.push_back(AtLambda{c, at->objective});
-    return at->objective - lambda * seen_cap >= best->cost * within;
+    const bool hopeless = at->objective - lambda * seen_cap >= best->cost * within;
+    if (!hopeless) warm.emplace(c.training, WarmStart{lambda, std::move(*at)});
+    return hopeless;
   };
   // A choice's search without the cap, unless a bound rules the choice out
   // first: `floor` (a lower bound of that search's objective), the dual
@@ -278,34 +294,87 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
       const int64_t mid = (lo + hi) / 2;
       (least_memory_strategy(graph, mixed(mid), *space, plain).bytes <= cap ? hi : lo) = mid;
     }
-    // A lower bound of the cost without the cap of k0 and of every k above
-    // (none when k0 is every block: that is full on every block, above).
+    // Each k's lower bound of its cost without the cap, from k0 up; their
+    // least bounds the family's (none when k0 is every block: that is full
+    // on every block, above).
+    std::vector<double> floor_of(static_cast<size_t>(blocks), 0);
     double floor = std::numeric_limits<double>::infinity();
-    for (int64_t k = hi; best && k < blocks; ++k)
-      floor = std::min(
-          floor, selective_objective + least_recompute_difference(graph, *space, selective,
-                                                                  mixed(k), 0, cache, threads));
-    // That bound, k0's dual without a search, then searched, then its
-    // search without the cap.
-    Result<std::optional<WeightedSearch>> free =
-        hi < blocks ? hopeful_free(mixed(hi), floor) : std::optional<WeightedSearch>{};
-    if (!free) return free.error();
-    if (*free) {
-      // k0 first, from its search without the cap made above.
-      std::optional<WeightedSearch> at_k0 = std::move(*free);
-      for (hi = blocks; hi - lo > 1;) {
-        const int64_t mid = at_k0 ? lo + 1 : (lo + hi) / 2;
-        Result<WeightedSearch> f =
-            at_k0 ? Result<WeightedSearch>(std::move(*at_k0)) : once(mixed(mid), 1, 0);
-        at_k0.reset();
-        if (!f) return f.error();
-        Result<Plan> p = capped(mixed(mid), std::move(*f));
+    for (int64_t k = hi; best && k < blocks; ++k) {
+      floor_of[k] = selective_objective + least_recompute_difference(graph, *space, selective,
+                                                                     mixed(k), 0, cache, threads);
+      floor = std::min(floor, floor_of[k]);
+    }
+    if (hi < blocks && !(best && floor >= best->cost * within)) {
+      std::vector<char> searched(static_cast<size_t>(blocks), 0);
+      int64_t best_k = -1;  // the k of the best plan, when the family gave it
+      // Searches k under the cap (from its search without the cap);
+      // whether its plan fits.
+      auto try_k = [&](int64_t k, WeightedSearch free) -> Result<bool> {
+        Result<Plan> p = capped(mixed(k), std::move(free));
         if (!p && p.error().where != "cluster.memory_gib") return p.error();
         // Every plan that fits is a candidate, not only the fewest k's: a
         // Lagrangian plan's distance from its bound differs from k to k.
         const bool fits = p && p->fits;
-        (fits ? hi : lo) = mid;
-        if (fits && (!best || p->cost < best->cost)) best = std::move(*p);
+        if (fits && (!best || p->cost < best->cost)) {
+          best = std::move(*p);
+          best_k = k;
+        }
+        return fits;
+      };
+      // k at both ends: k0 (its bounds, its dual without a search, then
+      // searched, then its search without the cap: hopeful_free()) and the
+      // most blocks in full short of all. From k0, the fewest k that fit,
+      // by bisection under the cap.
+      const int64_t k0 = hi;
+      searched[k0] = 1;
+      Result<std::optional<WeightedSearch>> at_k0 = hopeful_free(mixed(k0), floor_of[k0]);
+      if (!at_k0) return at_k0.error();
+      if (*at_k0) {
+        std::optional<WeightedSearch> free = std::move(*at_k0);
+        for (hi = blocks; hi - lo > 1;) {
+          const int64_t mid = free ? k0 : (lo + hi) / 2;
+          Result<WeightedSearch> f =
+              free ? Result<WeightedSearch>(std::move(*free)) : once(mixed(mid), 1, 0);
+          free.reset();
+          searched[mid] = 1;
+          if (!f) return f.error();
+          Result<bool> fits = try_k(mid, std::move(*f));
+          if (!fits) return fits.error();
+          (*fits ? hi : lo) = mid;
+        }
+      }
+      const int64_t top = blocks - 1;
+      if (!searched[top]) {
+        searched[top] = 1;
+        Result<std::optional<WeightedSearch>> f = hopeful_free(mixed(top), floor_of[top]);
+        if (!f) return f.error();
+        if (*f) {
+          Result<bool> fits = try_k(top, std::move(**f));
+          if (!fits) return fits.error();
+        }
+      }
+      // Then the neighbours of the best k (or of the fewest that fit), as
+      // long as one beats it: a k's plan is not the fewest's plus a trend
+      // (its distance from its bound differs from k to k), and more blocks
+      // in full can cost less. Each is searched unless its bounds rule it
+      // out (hopeful_free(): its loop starts from the dual searched there).
+      int64_t around = best_k >= 0 ? best_k : *at_k0 ? hi : -1;
+      while (around >= 0) {
+        const int64_t from = around;
+        for (int64_t k : {from + 1, from - 1}) {
+          if (k <= lo || k >= blocks || searched[k]) continue;
+          searched[k] = 1;
+          Result<std::optional<WeightedSearch>> f = hopeful_free(mixed(k), floor_of[k]);
+          if (!f) return f.error();
+          if (!*f) continue;
+          Result<bool> fits = try_k(k, std::move(**f));
+          if (!fits) return fits.error();
+          if (best_k == k) {
+            around = k;
+            break;
+          }
+        }
+        if (around == from) break;
       }
     }
   }

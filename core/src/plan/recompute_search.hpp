@@ -11,8 +11,10 @@
 namespace pase {
 
 // plan() with Recompute::kAuto: the least cost that fits of none, selective
-// on every block, full on every block, and full on the fewest first blocks
-// that fit with selective on the others (Plan::training says which), within
+// on every block, full on every block, and full on the first k blocks with
+// selective on the others, for the k it searches (the fewest that fit, the
+// most short of every block, the neighbours of the best; Plan::training
+// says which), within
 // kPracticeDualTolerance: a choice whose lower bound comes within it of the
 // best plan that fits so far is left out unsearched. Without
 // a cap, under the paper model or without decoder blocks, nothing is

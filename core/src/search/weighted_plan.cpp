@@ -183,7 +183,8 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
                                const PlanOptions& options, const StageWeights& weights,
                                const SearchSpace& space, EdgePrices* shared_prices,
                                std::optional<WeightedSearch> first_search, DualPoint* dual,
-                               SearchCache* shared_cache, bool again) {
+                               SearchCache* shared_cache, bool again,
+                               std::optional<WarmStart> warm) {
   const ops::Machine machine = ops::make_machine(cluster);
   int searches = 0;
   // Edge prices for every search of this plan (they do not depend on the
@@ -286,7 +287,25 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
     Plan fitting = hi;
     // Whether the bound is a search's under the cap (lambda > 0).
     bool capped_bound = false;
-    for (int i = 0; i < 100; ++i) {
+    // A search made before (WarmStart): its bound, and its plan in place
+    // of the end on its side.
+    if (warm && warm->lambda > 0) {
+      const double b = warm->search.objective - warm->lambda * loop_cap;
+      if (b > bound) {
+        bound = b;
+        capped_bound = true;
+        if (dual) *dual = DualPoint{warm->lambda, warm->search.objective};
+      }
+      Plan& w = warm->search.plan;
+      if (fits(w)) {
+        if (value(w) < value(fitting)) fitting = w;
+        if (value(w) < value(hi)) hi = std::move(w);
+      } else if (bytes(w) < bytes(lo)) {
+        lo = std::move(w);
+      }
+    }
+    const bool warm_enough = capped_bound && value(fitting) <= bound * (1 + tolerance);
+    for (int i = 0; i < 100 && !warm_enough; ++i) {
       const double lo_mem = bytes(lo), hi_mem = bytes(hi);
       const double lambda = (value(hi) - value(lo)) / (lo_mem - hi_mem);
       if (!(lambda >= 0) || !std::isfinite(lambda)) break;
@@ -328,7 +347,7 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
     Cluster lower = cluster;
     lower.memory_gib -= working / 0x1p30;
     Result<Plan> retried = search_space_once(graph, lower, options, weights, space, prices,
-                                             std::move(free), nullptr, cache, false);
+                                             std::move(free), nullptr, cache, false, std::nullopt);
     if (!retried && retried.error().where != "cluster.memory_gib") return retried.error();
     if (retried) searches += retried->search.searches;
     if (retried && bytes(*retried) + retried->memory.working <= cap) {
@@ -350,10 +369,10 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
 
 Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                           const StageWeights& weights, const SearchSpace& space, EdgePrices* prices,
-                          std::optional<WeightedSearch> first, DualPoint* dual,
-                          SearchCache* cache) {
+                          std::optional<WeightedSearch> first, DualPoint* dual, SearchCache* cache,
+                          std::optional<WarmStart> warm) {
   return search_space_once(graph, cluster, options, weights, space, prices, std::move(first), dual,
-                           cache, true);
+                           cache, true, std::move(warm));
 }
 
 }  // namespace pase

@@ -152,6 +152,16 @@ double least_working_bytes(const Graph& graph, const Cluster& cluster, const Sea
 double least_working_bytes(const Graph& graph, const Cluster& cluster, const SearchSpace& space,
                            SearchCache& cache);
 
+// A search under the cap made before the loop (plan_recompute()'s dual of
+// a choice at the weight another choice's loop ended on): the loop starts
+// from it, its bound and its plan, the optimum at its weight as the loop's
+// ends are, in place of the end on its side (the plan without the cap, or
+// that of least memory) when it is nearer.
+struct WarmStart {
+  double lambda = 0;
+  WeightedSearch search;
+};
+
 // How near the Lagrangian loop under a cap comes to the dual's maximum
 // under the practice model (relative): it stops when the bound can rise,
 // or the best plan that fits is above the bound, by no more than this.
@@ -174,11 +184,13 @@ constexpr double kPracticeDualTolerance = 1e-3;
 // `dual`: set to the memory weight whose search gave the lower bound, with
 // that search's objective, when one under the cap did.
 // `cache`: what the searches of `space` share (SearchCache), or null for a
-// cache of this call's searches.
+// cache of this call's searches. `warm`: a search under the cap to start
+// the loop from (WarmStart), or none.
 Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
                           const StageWeights& weights, const SearchSpace& space, EdgePrices* prices,
                           std::optional<WeightedSearch> first = std::nullopt,
-                          DualPoint* dual = nullptr, SearchCache* cache = nullptr);
+                          DualPoint* dual = nullptr, SearchCache* cache = nullptr,
+                          std::optional<WarmStart> warm = std::nullopt);
 
 // The bounded search (core/docs/bounded-search.md) of `exact`, a space too
 // large to search exactly: rounds of the exact search over sub-spaces in
