@@ -329,7 +329,8 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
       searched[k0] = 1;
       Result<std::optional<WeightedSearch>> at_k0 = hopeful_free(mixed(k0), floor_of[k0]);
       if (!at_k0) return at_k0.error();
-      if (*at_k0) {
+      const bool k0_hopeful = at_k0->has_value();
+      if (k0_hopeful) {
         std::optional<WeightedSearch> free = std::move(*at_k0);
         for (hi = blocks; hi - lo > 1;) {
           const int64_t mid = free ? k0 : (lo + hi) / 2;
@@ -358,7 +359,7 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
       // (its distance from its bound differs from k to k), and more blocks
       // in full can cost less. Each is searched unless its bounds rule it
       // out (hopeful_free(): its loop starts from the dual searched there).
-      int64_t around = best_k >= 0 ? best_k : *at_k0 ? hi : -1;
+      int64_t around = best_k >= 0 ? best_k : k0_hopeful ? hi : -1;
       while (around >= 0) {
         const int64_t from = around;
         for (int64_t k : {from + 1, from - 1}) {
