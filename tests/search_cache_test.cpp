@@ -186,6 +186,52 @@ TEST_CASE("practice loop under a cap: its bound is within the tolerance of the d
   CHECK(searched_loops > 0);
 }
 
+// A loop started from a search at the weight of another loop's bound
+// (WarmStart, plan_recompute()'s dual of the next choice) ends in no more
+// searches than from the two ends, its own included (here 3 and 4 instead
+// of 5 and 6, and 5 for 5), and its plan still fits and holds the bound the
+// loop from the ends proved.
+TEST_CASE("practice loop under a cap: a warm start ends in fewer searches") {
+  const Graph g = small_llama();
+  Cluster c = testing::practice_h100(8);
+  Result<SearchSpace> space = prepare_space(g, c, PlanOptions{});
+  REQUIRE(space.ok());
+  EdgePrices prices(g, space->configs, EndView::of(ops::make_machine(c)), kEdgePriceBudget);
+  SearchCache cache;
+  const StageWeights plain;
+  Result<WeightedSearch> free =
+      search_once(g, c, PlanOptions{}, plain, *space, prices, 1, 0, &cache);
+  REQUIRE(free.ok());
+  const double free_bytes = plain.bytes(free->plan.memory);
+  const double least = least_memory_strategy(g, c, *space, plain).bytes;
+  int fewer = 0;
+  for (double share : {0.2, 0.5, 0.8}) {
+    CAPTURE(share);
+    c.memory_gib = (least + share * (free_bytes - least)) / 0x1p30 + c.device.reserved_gib;
+    DualPoint dual;
+    Result<Plan> ends =
+        search_space(g, c, PlanOptions{}, plain, *space, &prices, *free, &dual, &cache);
+    REQUIRE(ends.ok());
+    REQUIRE(dual.lambda > 0);
+    Result<WeightedSearch> at =
+        search_once(g, c, PlanOptions{}, plain, *space, prices, 1, dual.lambda, &cache);
+    REQUIRE(at.ok());
+    Result<Plan> warm = search_space(g, c, PlanOptions{}, plain, *space, &prices, *free, nullptr,
+                                     &cache, WarmStart{dual.lambda, *at});
+    REQUIRE(warm.ok());
+    CAPTURE(ends->search.searches);
+    CAPTURE(warm->search.searches);
+    // The warm start's own search counts too (search_space() counts
+    // neither it nor the search without the cap).
+    CHECK(warm->search.searches + 1 <= ends->search.searches);
+    fewer += warm->search.searches + 1 < ends->search.searches;
+    CHECK(warm->fits == ends->fits);
+    if (warm->fits) CHECK(warm->cost >= ends->lower_bound * (1 - 1e-12));
+    CHECK(warm->lower_bound >= ends->lower_bound * (1 - kPracticeDualTolerance));
+  }
+  CHECK(fewer > 0);
+}
+
 TEST_CASE("practice plan under a cap: the working buffers kept out when a plan fits with them") {
   const Graph g = small_llama();
   Cluster c = testing::practice_h100(8);
