@@ -3,6 +3,7 @@
 // (least_recompute_difference()).
 #include <doctest/doctest.h>
 
+#include <utility>
 #include <vector>
 
 #include "cost/cost_tables.hpp"
@@ -28,6 +29,23 @@ Cluster with_recompute(Cluster c, Recompute mode, int64_t blocks, Recompute rest
   c.training.recompute_rest = rest;
   return c;
 }
+
+// The space of the small Llama on 8 H100 (practice model) with its edge
+// prices and a cache, for the Lagrangian loop's tests. Not copied: the
+// prices are bound to the space's configurations.
+SearchSpace prepared(const Graph& g, const Cluster& c) {
+  Result<SearchSpace> space = prepare_space(g, c, PlanOptions{});
+  REQUIRE(space.ok());
+  return std::move(*space);
+}
+struct SpacedLlama {
+  Graph graph = small_llama();
+  Cluster cluster = testing::practice_h100(8);
+  SearchSpace space = prepared(graph, cluster);
+  EdgePrices prices{graph, space.configs, EndView::of(ops::make_machine(cluster)),
+                    kEdgePriceBudget};
+  SearchCache cache;
+};
 
 }  // namespace
 
@@ -142,21 +160,20 @@ TEST_CASE("recompute search: the least difference bounds the search under anothe
 }
 
 TEST_CASE("practice loop under a cap: its bound is within the tolerance of the dual's maximum") {
-  const Graph g = small_llama();
-  Cluster c = testing::practice_h100(8);
-  Result<SearchSpace> space = prepare_space(g, c, PlanOptions{});
-  REQUIRE(space.ok());
-  EdgePrices prices(g, space->configs, EndView::of(ops::make_machine(c)), kEdgePriceBudget);
-  SearchCache cache;
-  auto search = [&](double lambda) {
+  SpacedLlama spaced;
+  auto& [g, c, space, prices, cache] = spaced;
+  // (The lambda names the fixture's members: clang 14 cannot capture a
+  // structured binding.)
+  auto search = [&spaced](double lambda) {
     Result<WeightedSearch> r =
-        search_once(g, c, PlanOptions{}, StageWeights{}, *space, prices, 1, lambda, &cache);
+        search_once(spaced.graph, spaced.cluster, PlanOptions{}, StageWeights{}, spaced.space,
+                    spaced.prices, 1, lambda, &spaced.cache);
     REQUIRE(r.ok());
     return *r;
   };
   const StageWeights plain;
   const double free_bytes = plain.bytes(search(0).plan.memory);
-  const double least = least_memory_strategy(g, c, *space, StageWeights{}).bytes;
+  const double least = least_memory_strategy(g, c, space, StageWeights{}).bytes;
   REQUIRE(least < free_bytes);
   int searched_loops = 0;
   for (double share : {0.2, 0.5, 0.8}) {
@@ -165,8 +182,8 @@ TEST_CASE("practice loop under a cap: its bound is within the tolerance of the d
     c.memory_gib = cap / 0x1p30 + c.device.reserved_gib;
     REQUIRE(c.capacity_bytes() == doctest::Approx(cap));
     DualPoint dual;
-    Result<Plan> p = search_space(g, c, PlanOptions{}, StageWeights{}, *space, &prices,
-                                  std::nullopt, &dual, &cache);
+    Result<Plan> p = search_space(g, c, PlanOptions{}, StageWeights{}, space, &prices, std::nullopt,
+                                  &dual, &cache);
     REQUIRE(p.ok());
     // It fits as the search sees memory (without the working buffers).
     CHECK(plain.bytes(p->memory) <= c.capacity_bytes());
@@ -192,31 +209,27 @@ TEST_CASE("practice loop under a cap: its bound is within the tolerance of the d
 // of 5 and 6, and 5 for 5), and its plan still fits and holds the bound the
 // loop from the ends proved.
 TEST_CASE("practice loop under a cap: a warm start ends in fewer searches") {
-  const Graph g = small_llama();
-  Cluster c = testing::practice_h100(8);
-  Result<SearchSpace> space = prepare_space(g, c, PlanOptions{});
-  REQUIRE(space.ok());
-  EdgePrices prices(g, space->configs, EndView::of(ops::make_machine(c)), kEdgePriceBudget);
-  SearchCache cache;
+  SpacedLlama spaced;
+  auto& [g, c, space, prices, cache] = spaced;
   const StageWeights plain;
   Result<WeightedSearch> free =
-      search_once(g, c, PlanOptions{}, plain, *space, prices, 1, 0, &cache);
+      search_once(g, c, PlanOptions{}, plain, space, prices, 1, 0, &cache);
   REQUIRE(free.ok());
   const double free_bytes = plain.bytes(free->plan.memory);
-  const double least = least_memory_strategy(g, c, *space, plain).bytes;
+  const double least = least_memory_strategy(g, c, space, plain).bytes;
   int fewer = 0;
   for (double share : {0.2, 0.5, 0.8}) {
     CAPTURE(share);
     c.memory_gib = (least + share * (free_bytes - least)) / 0x1p30 + c.device.reserved_gib;
     DualPoint dual;
     Result<Plan> ends =
-        search_space(g, c, PlanOptions{}, plain, *space, &prices, *free, &dual, &cache);
+        search_space(g, c, PlanOptions{}, plain, space, &prices, *free, &dual, &cache);
     REQUIRE(ends.ok());
     REQUIRE(dual.lambda > 0);
     Result<WeightedSearch> at =
-        search_once(g, c, PlanOptions{}, plain, *space, prices, 1, dual.lambda, &cache);
+        search_once(g, c, PlanOptions{}, plain, space, prices, 1, dual.lambda, &cache);
     REQUIRE(at.ok());
-    Result<Plan> warm = search_space(g, c, PlanOptions{}, plain, *space, &prices, *free, nullptr,
+    Result<Plan> warm = search_space(g, c, PlanOptions{}, plain, space, &prices, *free, nullptr,
                                      &cache, WarmStart{dual.lambda, *at});
     REQUIRE(warm.ok());
     CAPTURE(ends->search.searches);
