@@ -19,6 +19,7 @@
 #include "pase/json_api.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
+#include "pase/presets.hpp"
 #include "pipeline/pipeline_model.hpp"
 #include "test_util.hpp"
 
@@ -402,4 +403,30 @@ TEST_CASE("pipeline: a language model's stages start between decoder blocks, a R
     inside += before.name.rfind("layer3_", 0) == 0 && after.name.rfind("layer3_", 0) == 0 ? 1 : 0;
   }
   CHECK(inside >= 20);
+}
+
+TEST_CASE("pipeline: a plan without a pipeline ruled out by its floor takes none of the bar") {
+  // GPT-2 at batch 256 x 1024 on 8 A100 with 2 GiB besides the framework's
+  // reserve: the activations of the whole batch are over the cap by their
+  // floor, so the plan without a pipeline is ruled out with no stage plan
+  // searched, and the bar counts the other pairs' stage plans from 0
+  // (before, it stood at one half from the first report on).
+  Result<Graph> g = build_model("gpt2", 256, 1024);
+  REQUIRE(g.ok());
+  Cluster cluster = apply_preset(Cluster{.devices = 8}, *find_preset("a100-80gb"));
+  cluster.cost_model = CostModel::kPractice;
+  cluster.training.recompute = Recompute::kNone;
+  cluster.memory_gib = 5;
+  std::vector<Progress> seen;
+  PlanOptions options;
+  options.on_progress = [&](const Progress& p) { seen.push_back(p); };
+  Result<PipelinePlan> p =
+      plan_pipeline(*g, cluster, PipelineOptions{.stages = kAuto, .microbatches = kAuto}, options);
+  REQUIRE(p.ok());
+  CHECK(p->plan.fits);
+  CHECK(p->pipeline.no_pipeline_cost == 0);  // no plan without a pipeline fits
+  REQUIRE(seen.size() > 2);
+  CHECK(seen.front().fraction < 0.01);
+  CHECK(seen.back().fraction == 1);
+  for (size_t i = 1; i < seen.size(); ++i) CHECK(seen[i].fraction >= seen[i - 1].fraction);
 }
