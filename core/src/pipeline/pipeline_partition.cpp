@@ -45,7 +45,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
   auto range_ok = [&](int64_t s, int i, int j) {
     return pipeline_detail::range_ok(stages, nb, s, i, j);
   };
-  auto align_of = [&](int64_t s) { return G > 0 ? (s * q) % G : 0; };
+  auto align_of = [&](int64_t s) { return stage_alignment(cluster, s, q); };
   auto at = [&](int64_t s, int i, int j) {
     return (static_cast<size_t>(s) * nb + static_cast<size_t>(i)) * nb + static_cast<size_t>(j);
   };

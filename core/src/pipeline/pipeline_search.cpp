@@ -74,8 +74,7 @@ void for_ranges(const Cluster& cluster, const Micro& mg, int64_t stages, int64_t
     for (int i = 0; i < nb; ++i)
       for (int j = i + 1; j < nb; ++j)
         if (range_ok(stages, nb, s, i, j))
-          f(NeedKey{q, microbatches, mg.sig[i][j],
-                    cluster.gpus_per_node > 0 ? (s * q) % cluster.gpus_per_node : 0});
+          f(NeedKey{q, microbatches, mg.sig[i][j], stage_alignment(cluster, s, q)});
 }
 
 void need(Searcher& searcher, const Micro& mg, int64_t stages, int64_t microbatches) {

@@ -23,6 +23,13 @@
 
 namespace pase::pipeline_detail {
 
+// Where stage s of stages on q devices each starts in its node: its first
+// device, s * q, modulo the node's devices (0 on a flat machine). Stage
+// plans depend on it through the links their collectives cross.
+inline int64_t stage_alignment(const Cluster& cluster, int64_t s, int64_t q) {
+  return cluster.gpus_per_node > 0 ? (s * q) % cluster.gpus_per_node : 0;
+}
+
 // A stage plan: its configurations and costs (one micro-batch), or none fits.
 struct StagePlan {
   bool fits = false;
@@ -139,7 +146,7 @@ struct Searcher {
   // one, the plan without the cap serves every k it fits with.
   Result<const StagePlan*> stage_plan(const Graph& micro, int sig, int a, int b, int64_t s,
                                       int64_t q, int64_t microbatches, int64_t k) {
-    const int64_t align = cluster.gpus_per_node > 0 ? (s * q) % cluster.gpus_per_node : 0;
+    const int64_t align = stage_alignment(cluster, s, q);
     Result<const StagePlan*> free = free_plan(micro, sig, a, b, align, q, microbatches);
     if (!free) return free.error();
     const StagePlan* f = *free;
