@@ -164,6 +164,33 @@ TEST_CASE("repeated steps: a skip by growth per entry, and one undone where a pa
   }
 }
 
+TEST_CASE("repeated steps: skips after a while of overtaking paths, once the tables settle") {
+  const double inf = std::numeric_limits<double>::infinity();
+  // Three groups as above (an entry growing by 2 a window, one by 1 that
+  // starts higher, and an entry reading both), whose slower paths overtake
+  // at windows 6, 12 and 18; from then on every entry grows alike. Tries
+  // before 18 fail whatever their target; after the first, each waits for
+  // twice as many alike boundaries and takes two targets, so the calm
+  // windows after 18 are still skipped (before, the failures' budget was
+  // spent by then and every window ran).
+  const int groups = 3;
+  std::vector<std::vector<double>> a(3 * groups, std::vector<double>(3 * groups, inf));
+  std::vector<double> first(3 * groups, 0);
+  for (int g = 0; g < groups; ++g) {
+    a[3 * g][3 * g] = 2;
+    a[3 * g][3 * g + 2] = 2;
+    a[3 * g + 1][3 * g + 1] = 1;
+    a[3 * g + 1][3 * g + 2] = 1;
+    first[3 * g + 1] = 6.0 * (g + 1);
+  }
+  const int windows = 80;
+  const auto [every, none_skipped] = run_windows(a, first, windows, false);
+  CHECK(none_skipped == 0);
+  const auto [skipped, count] = run_windows(a, first, windows, true);
+  CHECK(skipped == every);
+  CHECK(count >= 40);
+}
+
 TEST_CASE("repeated steps: GPT-2's blocks make one stretch and a chain none") {
   Result<Graph> gpt2 = build_model("gpt2", 4, 16);
   REQUIRE(gpt2.ok());

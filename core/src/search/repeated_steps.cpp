@@ -153,7 +153,9 @@ RepeatSkipper::RepeatSkipper(std::vector<RepeatedSteps> stretches, size_t steps)
     : stretches_(std::move(stretches)),
       source_(steps),
       failures_(stretches_.size(), 0),
-      not_at_(stretches_.size(), -1) {
+      not_at_(stretches_.size(), -1),
+      alike_(stretches_.size(), 0),
+      needed_(stretches_.size(), 1) {
   for (size_t i = 0; i < steps; ++i) source_[i] = static_cast<int>(i);
 }
 
@@ -205,10 +207,18 @@ size_t RepeatSkipper::at(size_t i, std::vector<RawVector<double>>& tables) {
     const int last = rs.windows - 1;
     const std::vector<double>*t1 = kept_at(k - 1), *t0 = kept_at(k - 2);
     std::vector<double> growth;
-    if (failures_[s] < kMaxFailures && not_at_[s] != k && last - k >= 1 && t0 && t1 &&
-        same_growth(t0->data(), t1->data(), cur.data(), cur.size(), growth)) {
-      tried_ =
-          Tried{s, k, last, std::vector<double>(cur.begin(), cur.end()), std::move(growth), kept_};
+    const bool alike = failures_[s] < kMaxFailures && t0 && t1 &&
+                       same_growth(t0->data(), t1->data(), cur.data(), cur.size(), growth);
+    alike_[s] = alike ? alike_[s] + 1 : 0;
+    if (alike && not_at_[s] != k && last - k >= 1 && alike_[s] >= needed_[s]) {
+      tried_ = Tried{s,
+                     k,
+                     last,
+                     0,
+                     failures_[s] > 0,
+                     std::vector<double>(cur.begin(), cur.end()),
+                     std::move(growth),
+                     kept_};
       tables[rs.crossing[k]].clear();
       tables[rs.crossing[k]].shrink_to_fit();
       return jump(tables);
@@ -254,14 +264,21 @@ size_t RepeatSkipper::settle_tried(size_t i, std::vector<RawVector<double>>& tab
   made.clear();
   made.shrink_to_fit();
   ++failures_[t.stretch];
-  if (t.target - t.k >= 2 && failures_[t.stretch] < kMaxFailures) {
+  // A stretch's tries halve their target until one holds or none is left,
+  // until one has failed there; from then on a try takes one nearer target.
+  const bool nearer = !t.after_failure || t.halvings < 1;
+  if (t.target - t.k >= 2 && nearer && failures_[t.stretch] < kMaxFailures) {
     t.target = t.k + (t.target - t.k) / 2;
+    ++t.halvings;
     return jump(tables);
   }
-  // Not even one window: run the stretch from boundary k.
+  // Not this time: run the stretch from boundary k, and try again after
+  // twice as many boundaries alike in a row.
   tables[rs.crossing[t.k]].assign(t.at_k.begin(), t.at_k.end());
   kept_ = std::move(t.kept);
   not_at_[t.stretch] = t.k;
+  alike_[t.stretch] = 0;
+  needed_[t.stretch] *= 2;
   const size_t back = static_cast<size_t>(rs.start + t.k * rs.period);
   tried_.reset();
   return back;

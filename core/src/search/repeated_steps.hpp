@@ -65,9 +65,14 @@ constexpr int kMaxCycle = 3;
 // it; equal to the line's values at three points (the two windows before
 // the skip and the one run), it is the line in between (core/docs/
 // performance.md, "Repeated blocks"), and the skipped windows' choices are
-// those of the window before the skip. When no window can be skipped, at()
-// returns the step to go back to, and the window after the boundary is run
-// (after kMaxFailures failed tries in a stretch, no more are made there).
+// those of the window before the skip. When no target holds, at() returns
+// the step to go back to, and the window after the boundary is run; the
+// next try in the stretch then waits for twice as many boundaries in a row
+// whose last three crossing tables grow alike. Once a window run to
+// confirm a skip has failed in a stretch, a try there takes the last window
+// and the one halfway only (near the Lagrangian's balance a few entries
+// change their growth now and then for a while, and each such window is
+// lost); after kMaxFailures of them, no more tries are made there.
 class RepeatSkipper {
  public:
   RepeatSkipper(std::vector<RepeatedSteps> stretches, size_t steps);
@@ -88,14 +93,17 @@ class RepeatSkipper {
   struct Tried {
     size_t stretch = 0;
     int k = 0, target = 0;
+    int halvings = 0;            // nearer targets taken after the first
+    bool after_failure = false;  // a try failed in the stretch before this one
     std::vector<double> at_k;    // crossing table k
     std::vector<double> growth;  // crossing table k less crossing table k - 1
     std::vector<std::pair<int, std::vector<double>>> kept;  // kept_ at k
     // The line's crossing table at `boundary`.
     std::vector<double> line(int boundary) const;
   };
-  // Tries that fail in one stretch before skips by growth stop there.
-  static constexpr int kMaxFailures = 8;
+  // Windows run for tries that fail in one stretch before skips by growth
+  // stop there.
+  static constexpr int kMaxFailures = 16;
   // Makes the target window's crossing table the line's; the step to go on
   // from (the target window's first).
   size_t jump(std::vector<RawVector<double>>& tables);
@@ -109,8 +117,12 @@ class RepeatSkipper {
   // The crossing tables of the current stretch's last boundaries, by boundary.
   std::vector<std::pair<int, std::vector<double>>> kept_;
   std::optional<Tried> tried_;
-  std::vector<int> failures_;  // by stretch: the tries that failed there
+  std::vector<int> failures_;  // by stretch: the windows of tries that failed there
   std::vector<int> not_at_;    // by stretch: a boundary where no skip may be tried again
+  // By stretch: the boundaries in a row, up to the latest, whose last three
+  // crossing tables grow alike (since the last try that failed), and how
+  // many a try needs.
+  std::vector<int> alike_, needed_;
   uint64_t skipped_ = 0;
 };
 
