@@ -211,14 +211,10 @@ size_t RepeatSkipper::at(size_t i, std::vector<RawVector<double>>& tables) {
                        same_growth(t0->data(), t1->data(), cur.data(), cur.size(), growth);
     alike_[s] = alike ? alike_[s] + 1 : 0;
     if (alike && not_at_[s] != k && last - k >= 1 && alike_[s] >= needed_[s]) {
-      tried_ = Tried{s,
-                     k,
-                     last,
-                     0,
-                     failures_[s] > 0,
-                     std::vector<double>(cur.begin(), cur.end()),
-                     std::move(growth),
-                     kept_};
+      const int nearer = failures_[s] > 0 ? 1 : std::numeric_limits<int>::max();
+      tried_ = Tried{
+          s,    k, last, nearer, std::vector<double>(cur.begin(), cur.end()), std::move(growth),
+          kept_};
       tables[rs.crossing[k]].clear();
       tables[rs.crossing[k]].shrink_to_fit();
       return jump(tables);
@@ -264,12 +260,9 @@ size_t RepeatSkipper::settle_tried(size_t i, std::vector<RawVector<double>>& tab
   made.clear();
   made.shrink_to_fit();
   ++failures_[t.stretch];
-  // A stretch's tries halve their target until one holds or none is left,
-  // until one has failed there; from then on a try takes one nearer target.
-  const bool nearer = !t.after_failure || t.halvings < 1;
-  if (t.target - t.k >= 2 && nearer && failures_[t.stretch] < kMaxFailures) {
+  if (t.target - t.k >= 2 && t.nearer > 0 && failures_[t.stretch] < kMaxFailures) {
     t.target = t.k + (t.target - t.k) / 2;
-    ++t.halvings;
+    --t.nearer;
     return jump(tables);
   }
   // Not this time: run the stretch from boundary k, and try again after

@@ -93,8 +93,9 @@ class RepeatSkipper {
   struct Tried {
     size_t stretch = 0;
     int k = 0, target = 0;
-    int halvings = 0;            // nearer targets taken after the first
-    bool after_failure = false;  // a try failed in the stretch before this one
+    // Nearer targets it may still take: any until a window has failed in
+    // the stretch before it, else one.
+    int nearer = 0;
     std::vector<double> at_k;    // crossing table k
     std::vector<double> growth;  // crossing table k less crossing table k - 1
     std::vector<std::pair<int, std::vector<double>>> kept;  // kept_ at k
