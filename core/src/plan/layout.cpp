@@ -16,6 +16,18 @@ Error layout_error(std::string message, const std::string& field = "") {
   return Error{std::move(message), field.empty() ? "layout" : "layout." + field};
 }
 
+// 'text', built by appending: GCC 12 at -O3 reports a false -Wrestrict in
+// std::string's operator+ when a literal is prepended to a temporary
+// ("'" + std::string(text)), as it inlines the insertion at position 0.
+std::string in_quotes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += '\'';
+  out += text;
+  out += '\'';
+  return out;
+}
+
 std::optional<int64_t> positive(std::string_view text) {
   if (text.empty() || text.size() > 9) return std::nullopt;
   int64_t n = 0;
@@ -51,8 +63,7 @@ Result<Layout> parse_layout(std::string_view text) {
     const std::string_view item = text.substr(i, end - i);
     i = end;
     const size_t eq = item.find('=');
-    if (eq == std::string_view::npos)
-      return layout_error("'" + std::string(item) + "' is not name=value");
+    if (eq == std::string_view::npos) return layout_error(in_quotes(item) + " is not name=value");
     const std::string key(item.substr(0, eq));
     const std::string_view value = item.substr(eq + 1);
     for (const std::string& s : seen)
@@ -69,7 +80,7 @@ Result<Layout> parse_layout(std::string_view text) {
                                     : nullptr;
     if (count != nullptr) {
       std::optional<int64_t> n = positive(value);
-      if (!n) return layout_error("'" + std::string(value) + "' is not a positive integer", key);
+      if (!n) return layout_error(in_quotes(value) + " is not a positive integer", key);
       *count = *n;
     } else if (key == "sp") {
       if (value == "on" || value == "true" || value == "1") {
@@ -77,11 +88,11 @@ Result<Layout> parse_layout(std::string_view text) {
       } else if (value == "off" || value == "false" || value == "0") {
         l.sp = false;
       } else {
-        return layout_error("'" + std::string(value) + "' is not on or off", key);
+        return layout_error(in_quotes(value) + " is not on or off", key);
       }
     } else if (key == "zero") {
       if (value.size() != 1 || value[0] < '0' || value[0] > '3')
-        return layout_error("'" + std::string(value) + "' is not 0, 1, 2 or 3", key);
+        return layout_error(in_quotes(value) + " is not 0, 1, 2 or 3", key);
       l.zero = value[0] - '0';
     } else if (key == "recompute") {
       Result<Recompute> r = parse_recompute(value);
@@ -230,8 +241,14 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
                             : d == "l" || d == "s" || kind == DimKind::kSequence ? "cp"
                             : d == "x" || kind == DimKind::kExperts              ? "ep"
                                                                                  : "tp";
+        // A vocabulary the engines would pad (core/docs/llm.md) says how.
+        const std::string hint =
+            kind == DimKind::kVocabulary
+                ? "; Megatron-LM pads the vocabulary to a multiple of 128 x tp, which a vocabulary "
+                  "padding of 1 turns off"
+                : "";
         return layout_error("a split of " + std::to_string(c[i]) + " does not divide " + vx.name +
-                                "'s dimension " + d + " (" + std::to_string(vx.dom[i]) + ")",
+                                "'s dimension " + d + " (" + std::to_string(vx.dom[i]) + ")" + hint,
                             field);
       }
       used *= c[i];
