@@ -392,6 +392,50 @@ void check_file_corpus(const std::string& kind,
   }
 }
 
+TEST_CASE("cli: a file that is no model says what it looks like, and a config what to add") {
+  // A PNG renamed model.onnx: plan and import say the same, naming the file.
+  const std::string invalid = std::string(PASE_INVALID_DIR) + "/";
+  const std::string png =
+      scratch_file("model.onnx", pase_test::read_binary(invalid + "models/png_image.onnx"));
+  const std::string said = "pase: error: " + png +
+                           ": not an ONNX model: the file is a PNG image; give an ONNX model "
+                           "(export it with torch.onnx.export), a Hugging Face config.json or a "
+                           "pase-graph/1 document\n";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"plan", "--graph", png},
+        std::vector<std::string>{"plan", "--graph", png, "--batch", "8"},
+        std::vector<std::string>{"import", png}}) {
+    CAPTURE(args);
+    Run run = run_cli(args);
+    CHECK(run.exit == 1);
+    CHECK(run.out.empty());
+    CHECK(run.err == said);
+  }
+  // The same from standard input.
+  Run piped = run_cli({"plan", "--graph", "-"}, png);
+  CHECK(piped.exit == 1);
+  CHECK(starts_with(piped.err, "pase: error: <stdin>: not an ONNX model: the file is a PNG image"));
+  // A checkpoint is told to be exported.
+  Run checkpoint =
+      run_cli({"plan", "--graph", invalid + "models/torch_checkpoint.onnx", "--procs", "8"});
+  CHECK(checkpoint.exit == 1);
+  CHECK(contains(checkpoint.err,
+                 "a PyTorch checkpoint (torch.save), which holds the weights but "
+                 "not the graph; export the model with torch.onnx.export"));
+  // A Hugging Face config without model_type is planned as a config, not
+  // refused as a graph document with an unknown field.
+  const std::string config = invalid + "configs/no_model_type.json";
+  Run run = run_cli({"plan", "--graph", config, "--batch", "4", "--seq", "128"});
+  CHECK(run.exit == 1);
+  CHECK(starts_with(run.err, "pase: error: " + config +
+                                 ": model_type: this looks like a Hugging Face config.json (it "
+                                 "has hidden_size, "));
+  CHECK(contains(run.err,
+                 "add \"model_type\": \"llama\" (for LlamaForCausalLM; supported: llama, "
+                 "mistral, qwen2, gpt2, mixtral)"));
+  CHECK_FALSE(contains(run.err, "unknown field"));
+}
+
 TEST_CASE("cli: a binary file, a truncated model and an invalid model give an error, no crash") {
   const std::string resnet = pase_test::read_binary(kOnnxDir + "resnet50.onnx");
   std::string binary(300, '\0');
@@ -399,9 +443,8 @@ TEST_CASE("cli: a binary file, a truncated model and an invalid model give an er
   const std::string junk = scratch_file("junk.bin", binary);
   Run run = run_cli({"plan", "--graph", junk});
   CHECK(run.exit == 1);
-  CHECK(run.err ==
-        "pase: error: " + junk +
-            ": neither a pase-graph/1 document (JSON), an ONNX model nor a Hugging Face config\n");
+  CHECK(starts_with(run.err, "pase: error: " + junk +
+                                 ": not an ONNX model: the file is binary data of no known kind"));
   run = run_cli({"import", junk});
   CHECK(run.exit == 1);
   CHECK(starts_with(run.err, "pase: error: " + junk + ": not an ONNX model"));
@@ -1211,6 +1254,72 @@ TEST_CASE("cli: a compare sweep under a cap marks the strategies that do not fit
   run = run_cli({"compare", "--model", "rnnlm", "--sweep", "8,16", "--mcmc-iterations", "0"});
   REQUIRE(run.exit == 0);
   CHECK(!contains(run.out, "!"));
+}
+
+TEST_CASE("cli: --headroom sets the practice model's memory margin, and the memory lines add up") {
+  // GPT-2 on 8 H100: 80 GiB, the framework's 3 and a margin of 20% (16 GiB).
+  const std::vector<std::string> args = {"plan",  "--model",    "gpt2",    "--batch", "8",
+                                         "--seq", "256",        "--procs", "8",       "--preset",
+                                         "h100",  "--headroom", "0.2"};
+  TextAndJson r = run_text_and_json(args);
+  const std::string& out = r.text.out;
+  CHECK(line_starting(out, "  reserved") ==
+        "  reserved       3.0 GiB (framework and allocator, outside the total)");
+  CHECK(line_starting(out, "  headroom") ==
+        "  headroom       16.0 GiB (20% of the memory kept free, outside the total)");
+  CHECK(line_starting(out, "  capacity") ==
+        "  capacity       80 GiB, 61 GiB of it for the plan: fits");
+  // Every part of the total has its line.
+  const nlohmann::json& m = r.doc["memory"];
+  for (const auto& [label, key] :
+       std::vector<std::pair<std::string, std::string>>{{"  parameters", "params"},
+                                                        {"  gradients", "grads"},
+                                                        {"  optimizer", "optimizer"},
+                                                        {"  activations", "activations"},
+                                                        {"  working", "working"}}) {
+    CAPTURE(label);
+    CHECK(starts_with(line_starting(out, label),
+                      pad_to(label, 17) + pase::bytes_text(m[key].get<double>())));
+  }
+  CHECK(m["headroom_bytes"].get<double>() == 16 * kGiB);
+  CHECK(m["device_bytes"].get<double>() == 80 * kGiB);
+  CHECK(m["capacity_bytes"].get<double>() == 61 * kGiB);
+  CHECK(r.doc["cluster"]["headroom"] == 0.2);
+
+  // --headroom 0: the capacity of before, the memory less the reserve.
+  Run bare = run_cli({"plan", "--model", "gpt2", "--batch", "8", "--seq", "256", "--procs", "8",
+                      "--preset", "h100", "--headroom", "0"});
+  REQUIRE(bare.exit == 0);
+  CHECK(line_starting(bare.out, "  capacity") ==
+        "  capacity       80 GiB, 77 GiB of it for the plan: fits");
+  // The default: a tenth.
+  Run plain = run_cli({"plan", "--model", "gpt2", "--batch", "8", "--seq", "256", "--procs", "8",
+                       "--preset", "h100"});
+  REQUIRE(plain.exit == 0);
+  CHECK(line_starting(plain.out, "  capacity") ==
+        "  capacity       80 GiB, 69 GiB of it for the plan: fits");
+
+  // Bad values name the flag or the field.
+  const std::pair<std::string, std::string> bad[] = {
+      {"ten", "pase: --headroom: 'ten' is not a number"},
+      {"-0.1", "pase: error: cluster.headroom: must be a fraction of the memory"},
+      {"1", "pase: error: cluster.headroom: must be a fraction of the memory"},
+      {"nan", "pase: error: cluster.headroom: must be a fraction of the memory"},
+      {"0.97", "pase: error: cluster.headroom: the framework's reserve (3 GiB) and the headroom"}};
+  for (const auto& [value, message] : bad) {
+    CAPTURE(value);
+    Run run = run_cli(
+        {"plan", "--model", "gpt2", "--procs", "8", "--preset", "h100", "--headroom", value});
+    CHECK(run.exit != 0);
+    CHECK(run.out.empty());
+    CHECK(starts_with(run.err, message));
+  }
+  // In the usage text of the commands that take a memory.
+  for (const char* command : {"plan", "eval", "compare"}) {
+    CAPTURE(command);
+    Run help = run_cli({command, "--help"});
+    CHECK(contains(help.out, "--headroom F"));
+  }
 }
 
 TEST_CASE("cli: transformer on 64 H100s plans on 8 nodes and reports its memory") {

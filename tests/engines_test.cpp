@@ -173,7 +173,8 @@ TEST_CASE("engines: a config.json model's shape is read back from its graph") {
       {"gpt2", 8, "tp=1 pp=2 dp=4 mbs=1 gbs=16",
        "--num-layers 12 \\\n--hidden-size 768 \\\n--ffn-hidden-size 3072 \\\n"
        "--num-attention-heads 12 \\\n--max-position-embeddings 1024 \\\n"
-       "--position-embedding-type learned_absolute \\\n--normalization LayerNorm \\\n--bf16\n"},
+       "--position-embedding-type learned_absolute \\\n--normalization LayerNorm \\\n"
+       "--make-vocab-size-divisible-by 128 \\\n--bf16\n"},
       {"mixtral-8x7b", 16, "tp=2 pp=2 dp=2 cp=2 ep=2 sp=on mbs=2 gbs=8",
        "--disable-bias-linear \\\n--num-experts 8 \\\n--moe-router-topk 2 \\\n"},
   };

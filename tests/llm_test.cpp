@@ -33,10 +33,14 @@ LlmConfig parsed(const std::string& text) {
   return *c;
 }
 
+// The graph of a config at its exact vocabulary: the layers' tables and
+// shapes below are the config's own sizes (the vocabulary padding that
+// planning applies has its tests in vocab_padding_test.cpp).
 GraphSpec spec_of(const std::string& text, int64_t batch, int64_t seq) {
   ImportOptions options;
   options.batch = batch;
   options.seq = seq;
+  options.vocab_multiple = 1;
   Result<GraphSpec> spec = import_llm_config(text, options);
   REQUIRE_MESSAGE(spec.ok(), testing::why(spec));
   return *spec;
@@ -500,7 +504,7 @@ TEST_CASE("llm: import_model_json errors name the field") {
 TEST_CASE("llm: config errors name the field") {
   check_config_error("[1, 2]", "", "JSON object");
   check_config_error("{", "", "parse error");
-  check_config_error(R"({"hidden_size": 8})", "model_type", "missing");
+  check_config_error(R"({"hidden_size": 8})", "model_type", "has no \"model_type\"; add");
   check_config_error(R"({"model_type": 3})", "model_type", "a string");
   check_config_error(R"({"model_type": "t5"})", "model_type",
                      "supported: llama, mistral, qwen2, gpt2, mixtral");

@@ -3,8 +3,10 @@
 // the rates to published runs (core/docs/practice-model.md).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -167,7 +169,9 @@ TEST_CASE("practice: ZeRO reduce-scatters and gathers, ZeRO-3 gathers every micr
 TEST_CASE("practice: memory counts the working buffers and the framework's reserve") {
   Cluster c = practice_preset("a100-80gb", 8);
   CHECK(c.device.reserved_gib > 0);
-  CHECK(c.capacity_bytes() == doctest::Approx((80 - c.device.reserved_gib) * 0x1p30));
+  // Less the default headroom too (the next case).
+  CHECK(c.capacity_bytes() ==
+        doctest::Approx((80 - c.device.reserved_gib - c.headroom * 80) * 0x1p30));
   Cluster paper = c;
   paper.cost_model = CostModel::kPaper;
   CHECK(paper.capacity_bytes() == doctest::Approx(80 * 0x1p30));
@@ -187,6 +191,135 @@ TEST_CASE("practice: memory counts the working buffers and the framework's reser
   r = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "preset": "a100-80gb",
       "cost_model": "practice", "cluster": {"devices": 8, "device": {"link_efficiency": 0}}})"));
   CHECK(r["error"]["where"] == "cluster.device.link_efficiency");
+}
+
+TEST_CASE("practice: the memory cap is the GPU's memory less the reserve and the headroom") {
+  Cluster c = practice_preset("h100", 8);
+  // The default margin is a tenth of the GPU's memory: 80 - 3 - 8 GiB.
+  CHECK(c.headroom == 0.1);
+  CHECK(c.headroom_gib() == doctest::Approx(8.0));
+  CHECK(c.capacity_bytes() == doctest::Approx((80 - c.device.reserved_gib - 8) * 0x1p30));
+  // --headroom 0 is the cap of before, to the bit.
+  Cluster none = c;
+  none.headroom = 0;
+  CHECK(none.capacity_bytes() == (80 - none.device.reserved_gib) * 0x1p30);
+  // The paper model caps at the memory, whatever the headroom.
+  Cluster paper = c;
+  paper.cost_model = CostModel::kPaper;
+  paper.headroom = 0.5;
+  CHECK(paper.capacity_bytes() == 80 * 0x1p30);
+  CHECK(paper.headroom_gib() == 0);
+
+  // A bad headroom is refused naming the field, in either model.
+  for (double bad : {-0.1, 1.0, 1.5, std::nan("")}) {
+    CAPTURE(bad);
+    for (CostModel model : {CostModel::kPractice, CostModel::kPaper}) {
+      Cluster b = c;
+      b.cost_model = model;
+      b.headroom = bad;
+      std::optional<Error> e = check_cluster(b);
+      REQUIRE(e.has_value());
+      CHECK(e->where == "cluster.headroom");
+      CHECK(contains(e->message, "must be a fraction of the memory"));
+    }
+  }
+  // One that leaves nothing with the reserve: 3 + 0.97 * 80 > 80.
+  Cluster full = c;
+  full.headroom = 0.97;
+  std::optional<Error> e = check_cluster(full);
+  REQUIRE(e.has_value());
+  CHECK(e->where == "cluster.headroom");
+  CHECK(contains(e->message, "leave nothing of the 80 GiB"));
+  // In JSON: the cluster's "headroom", a number.
+  const auto error_at = [](const std::string& headroom) {
+    json r = json::parse(plan_json(R"({"model": "gpt2", "batch": 8, "seq": 256, "preset": "h100",
+        "cluster": {"devices": 8, "headroom": )" +
+                                   headroom + "}}"));
+    return r.contains("error") ? r["error"]["where"].get<std::string>() + ": " +
+                                     r["error"]["message"].get<std::string>()
+                               : std::string();
+  };
+  CHECK(contains(error_at("-0.5"), "cluster.headroom: must be a fraction"));
+  CHECK(contains(error_at("1"), "cluster.headroom: must be a fraction"));
+  CHECK(error_at(R"("ten")").rfind("cluster.headroom: ", 0) == 0);
+  CHECK(error_at("null").rfind("cluster.headroom: ", 0) == 0);
+  CHECK(error_at("0.2").empty());
+}
+
+TEST_CASE("practice: a plan that fits only without a margin is planned again under the headroom") {
+  Result<Graph> g = build_model("gpt2", 8, 256);
+  REQUIRE(g.ok());
+  Cluster c = practice_preset("a100-80gb", 8);
+  c.training.recompute = Recompute::kNone;
+  c.memory_gib = 0;
+  Result<Plan> free = plan(*g, c);
+  REQUIRE(free.ok());
+  // A GPU whose memory less the reserve holds the plan without a cap with
+  // 2% to spare: with no headroom that plan stands, as before the headroom.
+  c.memory_gib = free->memory.total() * 1.02 / 0x1p30 + c.device.reserved_gib;
+  Cluster bare = c;
+  bare.headroom = 0;
+  Result<Plan> tight = plan(*g, bare);
+  REQUIRE_MESSAGE(tight.ok(), testing::why(tight));
+  CHECK(tight->cost == free->cost);
+  CHECK(tight->memory.total() == free->memory.total());
+  CHECK(tight->fits);
+  CHECK(tight->capacity_bytes == (c.memory_gib - c.device.reserved_gib) * 0x1p30);
+  // Under the default headroom it no longer fits: the search finds a dearer
+  // plan within the smaller cap.
+  REQUIRE(c.headroom == 0.1);
+  Result<Plan> margin = plan(*g, c);
+  REQUIRE_MESSAGE(margin.ok(), testing::why(margin));
+  CHECK(margin->capacity_bytes ==
+        doctest::Approx(tight->capacity_bytes - 0.1 * c.memory_gib * 0x1p30));
+  CHECK(free->memory.total() > margin->capacity_bytes);
+  CHECK(margin->fits);
+  CHECK(margin->memory.total() <= margin->capacity_bytes);
+  CHECK(margin->cost > free->cost);
+  // And a margin that leaves too little for any strategy is refused with
+  // the least memory reachable and what the cap is made of.
+  Cluster wide = c;
+  wide.headroom = 0.3;
+  Result<Plan> none = plan(*g, wide);
+  REQUIRE(!none.ok());
+  CHECK(none.error().where == "cluster.memory_gib");
+  CHECK(contains(none.error().message, "GiB are the framework's reserve and "));
+
+  // The result carries the card's parts: the GPU's memory, the reserve and
+  // the headroom, which the capacity is the memory less.
+  json doc = json::parse(plan_to_json(*g, c, *margin));
+  const json& m = doc["memory"];
+  CHECK(m["device_bytes"].get<double>() == c.memory_gib * 0x1p30);
+  CHECK(m["reserved_bytes"].get<double>() == c.device.reserved_gib * 0x1p30);
+  CHECK(m["headroom_bytes"].get<double>() == doctest::Approx(0.1 * c.memory_gib * 0x1p30));
+  CHECK(m["capacity_bytes"].get<double>() ==
+        doctest::Approx(m["device_bytes"].get<double>() - m["reserved_bytes"].get<double>() -
+                        m["headroom_bytes"].get<double>()));
+  CHECK(m["params"].get<double>() + m["grads"].get<double>() + m["optimizer"].get<double>() +
+            m["activations"].get<double>() + m["working"].get<double>() ==
+        doctest::Approx(m["per_device_bytes"].get<double>()));
+  CHECK(doc["cluster"]["headroom"] == 0.1);
+}
+
+TEST_CASE("practice: the headroom leaves the paper model's plans as they were") {
+  // The paper model has no reserve and no headroom: its cap is the memory.
+  Result<Graph> g = build_model("alexnet");
+  REQUIRE(g.ok());
+  Cluster c{.devices = 8, .memory_gib = 0.25};
+  Cluster margin = c;
+  margin.headroom = 0.5;
+  Result<Plan> a = plan(*g, c), b = plan(*g, margin);
+  REQUIRE_MESSAGE(a.ok(), testing::why(a));
+  REQUIRE(b.ok());
+  CHECK(a->capacity_bytes == 0.25 * 0x1p30);
+  CHECK(b->capacity_bytes == a->capacity_bytes);
+  CHECK(b->cost == a->cost);
+  CHECK(b->strategy == a->strategy);
+  CHECK(b->memory.total() == a->memory.total());
+  json doc = json::parse(plan_to_json(*g, margin, *b));
+  CHECK(!doc["memory"].contains("headroom_bytes"));
+  CHECK(!doc["cluster"].contains("headroom"));
+  CHECK(doc["memory"]["device_bytes"] == doc["memory"]["capacity_bytes"]);
 }
 
 TEST_CASE("practice: bench --fit recovers the rate that priced the runs") {
@@ -266,7 +399,9 @@ TEST_CASE("practice: recomputation is searched per decoder block under the memor
   const Graph g = pase::testing::small_llama(8, 4, 1024);
   // One device: the strategy is fixed, the memory is the recomputation's.
   Cluster c = practice_preset("h100", 1);
+  // No reserve and no headroom: the cap is the memory.
   c.device.reserved_gib = 0;
+  c.headroom = 0;
   c.memory_gib = 0;
   const Strategy ones = [&] {
     Strategy s;

@@ -290,8 +290,8 @@ TEST_CASE("practice: a layout is the Megatron strategy on a language model") {
   bad.gbs = 16;
   bad.pp = 2;
   CHECK(layout_strategy(*g, c, bad).ok());
-  // GPT-2's vocabulary of 50,257 does not split 16 ways.
-  Result<Graph> gpt2 = build_model("gpt2", 16, 256);
+  // GPT-2's exact vocabulary of 50,257 (no padding) does not split 16 ways.
+  Result<Graph> gpt2 = build_model("gpt2", 16, 256, 1);
   REQUIRE(gpt2.ok());
   bad.tp = 16;
   bad.dp = 1;
@@ -300,6 +300,7 @@ TEST_CASE("practice: a layout is the Megatron strategy on a language model") {
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().where == "layout.tp");
   CHECK(contains(refused.error().message, "(50257)"));
+  CHECK(contains(refused.error().message, "pads the vocabulary to a multiple of 128 x tp"));
 }
 
 TEST_CASE("practice: eval --layout and a request's layout") {

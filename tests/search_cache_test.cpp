@@ -180,6 +180,7 @@ TEST_CASE("practice loop under a cap: its bound is within the tolerance of the d
     CAPTURE(share);
     const double cap = least + share * (free_bytes - least);
     c.memory_gib = cap / 0x1p30 + c.device.reserved_gib;
+    c.headroom = 0;  // the cap itself: no margin
     REQUIRE(c.capacity_bytes() == doctest::Approx(cap));
     DualPoint dual;
     Result<Plan> p = search_space(g, c, PlanOptions{}, StageWeights{}, space, &prices, std::nullopt,
@@ -221,6 +222,7 @@ TEST_CASE("practice loop under a cap: a warm start ends in fewer searches") {
   for (double share : {0.2, 0.5, 0.8}) {
     CAPTURE(share);
     c.memory_gib = (least + share * (free_bytes - least)) / 0x1p30 + c.device.reserved_gib;
+    c.headroom = 0;  // the cap itself: no margin
     DualPoint dual;
     Result<Plan> ends =
         search_space(g, c, PlanOptions{}, plain, space, &prices, *free, &dual, &cache);
@@ -259,6 +261,7 @@ TEST_CASE("practice plan under a cap: the working buffers kept out when a plan f
   auto at = [&](double cap) {
     Cluster capped = c;
     capped.memory_gib = cap / 0x1p30 + c.device.reserved_gib;
+    capped.headroom = 0;  // the cap itself: no margin
     return plan(g, capped);
   };
   int fitting = 0;
@@ -300,6 +303,7 @@ TEST_CASE("recompute auto under a cap: no choice planned alone beats its plan") 
   auto choice = [&](Recompute mode, int64_t k, Recompute rest, double cap) {
     Cluster at = with_recompute(c, mode, k, rest);
     at.memory_gib = cap > 0 ? cap / 0x1p30 + c.device.reserved_gib : 0;
+    at.headroom = 0;  // the cap itself: no margin
     return plan(g, at);
   };
   Result<Plan> free = choice(Recompute::kNone, -1, Recompute::kNone, 0);
@@ -324,6 +328,7 @@ TEST_CASE("recompute auto under a cap: no choice planned alone beats its plan") 
     CAPTURE(cap);
     Cluster capped = c;
     capped.memory_gib = cap / 0x1p30 + c.device.reserved_gib;
+    capped.headroom = 0;  // the cap itself: no margin
     capped.training.recompute = Recompute::kAuto;
     Result<Plan> chosen = plan(g, capped);
     REQUIRE_MESSAGE(chosen.ok(), testing::why(chosen));

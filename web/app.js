@@ -13,7 +13,7 @@ import { PlannerClient } from './planner-client.js';
 import { ClusterForm, numberValue } from './cluster-form.js';
 import { readState, writeState } from './url-state.js';
 import { ErrorBox } from './error-box.js';
-import { GraphSource } from './source.js';
+import { GraphSource, paperModel } from './source.js';
 import { Planning } from './planning.js';
 import { Results } from './results.js';
 import { ExportMenu } from './export-menu.js';
@@ -63,11 +63,15 @@ const clusterForm = new ClusterForm({
   bandwidth: $('bandwidth'),
   bandwidthLabel: $('bandwidth-label'),
   memory: $('memory'),
+  headroom: $('headroom'),
   zero: $('zero'),
   costModel: $('cost-model'),
   memoryBandwidth: $('memory-bandwidth'),
   recompute: $('recompute'),
   practiceFields: $('practice-fields'),
+  rates: $('rates'),
+  practiceRates: $('practice-rates'),
+  ratesText: $('rates-text'),
   paramBytes: $('param-bytes'),
   gradBytes: $('grad-bytes'),
   optimizerBytes: $('optimizer-bytes'),
@@ -188,8 +192,7 @@ const planning = new Planning(
     setStatus,
     requestText,
     updateUrl,
-    checkInputs: () => pipelineOptions.check(),
-    pipelined: () => pipelineOptions.request() !== null,
+    checkInputs: () => clusterForm.check() ?? pipelineOptions.check(),
   },
 );
 
@@ -278,6 +281,20 @@ async function copyLink() {
   }
 }
 
+/**
+ * The PaSE paper's setting, the page's first screen until a current LLM
+ * replaced it: AlexNet at its default batch on the flat ring of the paper's
+ * preset (8 devices, no memory cap, the paper's cost model), as a link
+ * without those fields opens. The search options stay as they are.
+ */
+async function choosePaperSetup() {
+  clusterForm.restore({});
+  results.markStale();
+  if (!results.plan) results.showSplitHint(clusterForm.pageState().devices);
+  await source.chooseModel(paperModel);
+  setStatus('The PaSE paper\'s setup: AlexNet on a flat ring of 8 devices. Press Plan to plan it.');
+}
+
 // ---- Start-up -------------------------------------------------------------------
 
 function wireControls() {
@@ -322,6 +339,7 @@ function wireControls() {
     else planning.cancelComparison();
   });
   ui.shareButton.addEventListener('click', copyLink);
+  $('paper-setup').addEventListener('click', () => choosePaperSetup());
   // Closing a refused file's error: Plan plans the source chosen before it again.
   $('error-close').addEventListener('click', () => source.forgetRefused());
 }
@@ -352,6 +370,10 @@ async function init() {
     source.models = await state.client.call('models');
     // The GPU presets are the core's own list (the module's presets()).
     clusterForm.setPresets(await state.client.call('presets'));
+    // A URL without parameters opens on a current LLM on one node of 8 H100
+    // with the practice model; one with parameters keeps the paper's values
+    // for those it lacks, so an old link plans what it always did.
+    if (initial.bare) clusterForm.choosePreset('h100');
     ui.moduleVersion.textContent = `module ${await state.client.call('version')}`;
     // How many threads a plan runs on, or why only one (worker.js).
     ui.searchMode.textContent = (await state.client.call('mode')).text;

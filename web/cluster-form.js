@@ -1,5 +1,6 @@
 // The Cluster panel: the preset, nodes x GPUs per node (= devices), compute,
-// the link speeds inside and between nodes, the memory per GPU, the ZeRO
+// the link speeds inside and between nodes, the memory per GPU (and its
+// headroom: the practice model's margin, in percent), the ZeRO
 // stage and the training's byte counts, as the request's "cluster" and
 // "training" (core/docs/cluster.md) and as the page state of the URL.
 //
@@ -11,13 +12,19 @@
 // may be partly used, as the core allows). An empty memory is no cap.
 //
 // The page sends the fields themselves, never a "preset": what the form
-// shows is what is planned. Nothing is validated here; the module names a
-// bad field ("cluster.memory_gib") and the error box marks its control.
+// shows is what is planned. The practice model's rates of a GPU kind (a
+// preset's "practice" object) are a field too, Practice rates, which a
+// preset sets and the link carries by the preset's id (rates=h100), so that
+// a link plans the same numbers as the page it was copied from. Nothing is
+// validated here but that id; the module names a bad field
+// ("cluster.memory_gib") and the error box marks its control.
 
 import { paperPreset, customPreset, trainingDefaults, presetFromModule, matchPreset } from './presets.js';
 import { el } from './views/dom.js';
 
 const defaultDevices = 8;
+// The memory margin in percent: Cluster::headroom's default, 0.1 (core/include/pase/cluster.hpp).
+const defaultHeadroom = 10;
 
 /** An input's number, or null when it is empty or malformed (JSON null: the module names it). */
 export function numberValue(input) {
@@ -34,13 +41,14 @@ export class ClusterForm {
   /** The presets offered: the paper's, then the module's once they arrive. */
   presets = [paperPreset];
   #ui;
-  /** The practice model's rates of the GPU kind last chosen (a preset's "practice"), or null. */
-  #practice = null;
+  /** The Practice rates id asked for (a link's rates=) before the module's presets arrive. */
+  #ratesWanted = '';
 
   /**
    * @param {{preset, devices, nodes, gpusPerNode, tflops, intraBandwidth, bandwidth,
    *          bandwidthLabel, memory, zero, paramBytes, gradBytes, optimizerBytes,
-   *          activationBytes, topology}} ui the panel's elements
+   *          activationBytes, topology, costModel, memoryBandwidth, recompute, practiceFields,
+   *          rates, practiceRates, ratesText}} ui the panel's elements
    */
   constructor(ui) {
     this.#ui = ui;
@@ -57,6 +65,7 @@ export class ClusterForm {
       'cluster.gpus_per_node': ui.gpusPerNode,
       'cluster.intra_node_gbps': ui.intraBandwidth,
       'cluster.memory_gib': ui.memory,
+      'cluster.headroom': ui.headroom,
       'training.param_bytes': ui.paramBytes,
       'training.grad_bytes': ui.gradBytes,
       'training.optimizer_bytes': ui.optimizerBytes,
@@ -64,6 +73,7 @@ export class ClusterForm {
       'training.zero': ui.zero,
       'training.recompute': ui.recompute,
       'cluster.memory_gbps': ui.memoryBandwidth,
+      'cluster.device': ui.rates,
       cost_model: ui.costModel,
     };
   }
@@ -71,7 +81,7 @@ export class ClusterForm {
   /** The fields whose edits make the plan on display stale. */
   get inputs() {
     const ui = this.#ui;
-    return [ui.devices, ui.nodes, ui.gpusPerNode, ui.tflops, ui.intraBandwidth, ui.bandwidth, ui.memory,
+    return [ui.devices, ui.nodes, ui.gpusPerNode, ui.tflops, ui.intraBandwidth, ui.bandwidth, ui.memory, ui.headroom,
       ui.paramBytes, ui.gradBytes, ui.optimizerBytes, ui.activationBytes, ui.memoryBandwidth];
   }
 
@@ -104,11 +114,11 @@ export class ClusterForm {
     edited(ui.devices, () => this.#nodesFromDevices());
     edited(ui.nodes, () => this.#devicesFromNodes());
     edited(ui.gpusPerNode, () => (isCount(numberValue(ui.nodes)) ? this.#devicesFromNodes() : this.#nodesFromDevices()));
-    for (const input of [ui.tflops, ui.intraBandwidth, ui.bandwidth, ui.memory, ui.paramBytes, ui.gradBytes,
+    for (const input of [ui.tflops, ui.intraBandwidth, ui.bandwidth, ui.memory, ui.headroom, ui.paramBytes, ui.gradBytes,
       ui.optimizerBytes, ui.activationBytes, ui.memoryBandwidth]) {
       edited(input);
     }
-    for (const select of [ui.zero, ui.costModel, ui.recompute]) {
+    for (const select of [ui.zero, ui.costModel, ui.recompute, ui.rates]) {
       select.addEventListener('change', () => {
         select.removeAttribute('aria-invalid');
         this.#sync();
@@ -130,6 +140,7 @@ export class ClusterForm {
     setNumber(ui.gpusPerNode, state.gpusPerNode);
     setNumber(ui.intraBandwidth, state.intraBandwidth);
     setNumber(ui.memory, state.memory);
+    setNumber(ui.headroom, state.headroom ?? defaultHeadroom);
     const t = state.training ?? {};
     setNumber(ui.paramBytes, t.paramBytes ?? trainingDefaults.paramBytes);
     setNumber(ui.gradBytes, t.gradBytes ?? trainingDefaults.gradBytes);
@@ -142,6 +153,9 @@ export class ClusterForm {
     ui.costModel.value = state.costModel === 'practice' ? 'practice' : 'paper';
     setNumber(ui.memoryBandwidth, state.memoryBandwidth);
     ui.recompute.value = ['none', 'selective', 'full'].includes(t.recompute) ? t.recompute : 'auto';
+    // Absent: the module's generic rates, as such a link always planned.
+    this.#ratesWanted = state.rates ?? '';
+    this.#fillRates();
     this.#nodesFromDevices();
     this.#sync();
   }
@@ -150,7 +164,26 @@ export class ClusterForm {
   setPresets(list) {
     this.presets = [paperPreset, ...list.map(presetFromModule)];
     this.#fillPresets();
+    this.#fillRates();
     this.#sync();
+  }
+
+  /** Chooses the preset `id` as the select does (the page's first screen). */
+  choosePreset(id) {
+    this.#ui.preset.value = id;
+    this.#applyPreset();
+  }
+
+  /**
+   * What the page refuses itself: Practice rates naming no GPU kind the
+   * module knows (a link's rates=), as {message, where}; null when fine.
+   */
+  check() {
+    if (this.costModel !== 'practice' || this.#ui.rates.value === '' || this.#ratesPreset()) return null;
+    return {
+      message: `no GPU kind '${this.#ui.rates.value}' has practice rates; choose one of ${this.#ratePresets().map((p) => p.id).join(', ')}, or the generic rates`,
+      where: 'cluster.device',
+    };
   }
 
   /** The request's "cluster": node fields only with nodes, memory only when capped. */
@@ -162,10 +195,16 @@ export class ClusterForm {
       cluster.intra_node_gbps = numberValue(ui.intraBandwidth);
     }
     if (ui.memory.value.trim() !== '') cluster.memory_gib = numberValue(ui.memory);
+    // The practice model's memory margin, a share (the field is in percent); empty: the module's default.
+    if (this.costModel === 'practice' && ui.headroom.value.trim() !== '') {
+      const percent = numberValue(ui.headroom);
+      cluster.headroom = percent === null ? null : percent / 100;
+    }
     if (this.costModel === 'practice') {
       cluster.memory_gbps = numberValue(ui.memoryBandwidth);
-      // The rates of the GPU kind last chosen (core/docs/practice-model.md).
-      if (this.#practice) cluster.device = { ...this.#practice };
+      // The rates of the GPU kind chosen (core/docs/practice-model.md).
+      const rates = this.#ratesPreset();
+      if (rates) cluster.device = { ...rates.practice };
     }
     return cluster;
   }
@@ -201,6 +240,8 @@ export class ClusterForm {
       memory: numberValue(ui.memory),
       costModel: ui.costModel.value,
       memoryBandwidth: ui.costModel.value === 'practice' ? numberValue(ui.memoryBandwidth) : null,
+      headroom: ui.costModel.value === 'practice' ? numberValue(ui.headroom) : null,
+      rates: ui.costModel.value === 'practice' && ui.rates.value !== '' ? ui.rates.value : null,
       training: {
         paramBytes: numberValue(ui.paramBytes),
         gradBytes: numberValue(ui.gradBytes),
@@ -237,7 +278,8 @@ export class ClusterForm {
     if (preset.gpusPerNode !== null) setNumber(ui.intraBandwidth, preset.intraBandwidth);
     setNumber(ui.memory, preset.memory);
     if (preset.memoryBandwidth != null) setNumber(ui.memoryBandwidth, preset.memoryBandwidth);
-    this.#practice = preset.practice ?? null;
+    // The GPU kind's rates come with it; the paper's flat machine keeps those chosen (unused).
+    if (preset.practice) ui.rates.value = preset.id;
     // The practice model is the default for a GPU; the paper's for its flat
     // machine (core/docs/practice-model.md).
     ui.costModel.value = preset.memoryBandwidth != null ? 'practice' : 'paper';
@@ -245,6 +287,42 @@ export class ClusterForm {
     this.#nodesFromDevices();
     for (const input of this.inputs) input.removeAttribute('aria-invalid');
     this.#sync();
+  }
+
+  /** The presets that carry practice rates: the Practice rates' choices. */
+  #ratePresets() {
+    return this.presets.filter((p) => p.practice);
+  }
+
+  /** The preset whose rates are chosen, or null (the generic rates, or an unknown id). */
+  #ratesPreset() {
+    const id = this.#ui.rates.value;
+    return id === '' ? null : this.#ratePresets().find((p) => p.id === id) ?? null;
+  }
+
+  /** The Practice rates select: generic, each GPU kind, and an id asked for that none has. */
+  #fillRates() {
+    const ui = this.#ui;
+    const wanted = this.#ratesWanted || ui.rates.value;
+    const options = [el('option', { value: '', text: 'Generic (the module\'s defaults)' }),
+      ...this.#ratePresets().map((p) => el('option', { value: p.id, text: p.label }))];
+    if (wanted && !options.some((o) => o.value === wanted)) {
+      options.push(el('option', { value: wanted, text: this.presets.length > 1 ? `Unknown: ${wanted}` : wanted }));
+    }
+    ui.rates.replaceChildren(...options);
+    ui.rates.value = wanted;
+    if (this.presets.length > 1) this.#ratesWanted = '';
+  }
+
+  /** The rates chosen, in words: what the practice model prices with beyond the fields. */
+  #ratesText() {
+    const p = this.#ratesPreset()?.practice;
+    if (!p) return this.#ui.rates.value === '' ? 'The module\'s generic rates (core/docs/practice-model.md).' : '';
+    const pct = (x) => `${Math.round(x * 1000) / 10}%`;
+    return `Products at ${pct(p.matmul_efficiency)} of the peak (half rate at ${p.matmul_half} per device dimension), `
+      + `attention at ${pct(p.attention_efficiency)}, memory-bound ops at ${pct(p.memory_efficiency)} of the bandwidth, `
+      + `collectives at ${pct(p.link_efficiency)} of the links with ${p.latency_intra_us}/${p.latency_inter_us} µs a step `
+      + `inside/between nodes, ${pct(p.overlap)} of the gradient reduction hidden, ${p.reserved_gib} GiB reserved.`;
   }
 
   #devicesFromNodes() {
@@ -265,7 +343,11 @@ export class ClusterForm {
     const nodes = this.hasNodes;
     ui.nodes.disabled = !nodes;
     ui.practiceFields.hidden = ui.costModel.value !== 'practice';
+    ui.practiceRates.hidden = ui.costModel.value !== 'practice';
+    ui.ratesText.textContent = this.#ratesText();
     ui.intraBandwidth.disabled = !nodes;
+    // The paper model has no headroom (nor reserve): its cap is the memory.
+    ui.headroom.disabled = ui.costModel.value !== 'practice';
     ui.nodes.placeholder = nodes ? '' : '—';
     ui.bandwidthLabel.textContent = nodes ? 'Inter-node GB/s' : 'GB/s per link';
     ui.topology.textContent = this.#topologyText();

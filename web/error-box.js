@@ -1,4 +1,5 @@
-// The one place errors appear: the #error box above the results.
+// The one place errors appear: the #error box above the results, kept in
+// the window when it is shown (#reveal).
 //
 // A planner error names the request field it came from (`where`); the box
 // shows that field and marks the form control it belongs to, so a bad
@@ -45,6 +46,22 @@ export class ErrorBox {
     // A control folded away (the training's byte counts) is shown.
     const details = control?.closest('details');
     if (details) details.open = true;
+    this.#reveal();
+  }
+
+  /**
+   * Brings the box into the window when it is not there: where the user is
+   * (at the Plan button, say, far down the page), not only at the top of the
+   * results. Beside the inputs the box is sticky (style.css) and already in
+   * view; on a narrow screen the results are below the inputs, and the page
+   * scrolls it to the middle of the window, clear of the Run panel held at
+   * the window's bottom.
+   */
+  #reveal() {
+    const box = this.#ui.box;
+    const rect = box.getBoundingClientRect();
+    const height = window.innerHeight || document.documentElement.clientHeight;
+    if (rect.top < 0 || rect.bottom > height) box.scrollIntoView({ block: 'center' });
   }
 
   /** The error on display, {title, message, where} as show() got them (to show it again), or null. */

@@ -96,3 +96,20 @@ export function capacityText(bytes) {
   const gib = bytes / 2 ** 30;
   return Number.isInteger(gib) ? `${gib} GiB` : formatBytes(bytes);
 }
+
+/** The GPU's memory of a result's memory report under a cap (its device_bytes), or 0. */
+export function deviceCapacity(memory) {
+  if (!(memory?.capacity_bytes > 0)) return 0;
+  return memory.device_bytes > 0 ? memory.device_bytes : memory.capacity_bytes;
+}
+
+/**
+ * The GPU's memory in words and, when the practice model's reserve and
+ * headroom take a part of it, what a plan may use (capacity_bytes):
+ * "80 GiB", "80 GiB per GPU (69 GiB usable)" with `per` ' per GPU'.
+ */
+export function capacityOf(memory, per = '') {
+  const device = deviceCapacity(memory);
+  const usable = memory.capacity_bytes;
+  return `${capacityText(device)}${per}${usable < device ? ` (${capacityText(usable)} usable)` : ''}`;
+}

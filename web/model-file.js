@@ -16,8 +16,11 @@ export const sniffBytes = 64;
  * ModelProto starts with a protobuf field tag, and '{', '[', ' ', '\t', '\n'
  * and '\r' are none of the ModelProto's. So content that looks like JSON is
  * JSON whatever its name; otherwise a name ending in .onnx is ONNX, one
- * ending in .json is (broken) JSON, and any other file with content is
- * handed to the importer, which says whether it is ONNX.
+ * ending in .json is (broken) JSON unless its first bytes hold a control
+ * character, which no text has, and any other file with content is handed to
+ * the importer, whose content detection (sniff_file(), import.hpp) says
+ * whether it is ONNX and, if not, what it is: a PNG, a PyTorch checkpoint,
+ * safetensors (the same message as the CLI's).
  *
  * @param {string} name the file name
  * @param {Uint8Array} prefix the file's first bytes (sniffBytes of them, or all of a smaller file)
@@ -30,25 +33,36 @@ export function fileKind(name, prefix) {
   if (prefix[i] === 0x7b || prefix[i] === 0x5b) return 'json'; // '{' '['
   const lower = name.toLowerCase();
   if (lower.endsWith('.onnx')) return 'onnx';
-  if (lower.endsWith('.json') || i >= prefix.length) return 'json';
+  const binary = prefix.some((b) => (b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) || b === 0x7f);
+  if ((lower.endsWith('.json') && !binary) || i >= prefix.length) return 'json';
   return 'onnx';
 }
 
 /**
- * What a parsed JSON document is: 'config' for a Hugging Face config.json (an
- * object with a string "model_type" and no "layers", the core's test in
- * looks_like_llm_config(), llm.hpp), which the module imports like an ONNX
- * file; 'graph' for anything else, a pase-graph/1 document (or something
- * that validate() then refuses as one).
+ * What a parsed JSON document is: 'config' for a Hugging Face config.json,
+ * which the module imports like an ONNX file: an object with no "layers"
+ * and either a string "model_type" or, with no "format" either, a field
+ * that every config has (configFields), the core's test in
+ * looks_like_llm_config(), llm.hpp; the module then says what a config
+ * without its model_type lacks. 'graph' for anything else, a pase-graph/1
+ * document (or something that validate() then refuses as one).
  *
  * @param {unknown} document the result of JSON.parse
  * @returns {'config'|'graph'}
  */
 export function jsonKind(document) {
   const isObject = document !== null && typeof document === 'object' && !Array.isArray(document);
-  if (!isObject || typeof document.model_type !== 'string') return 'graph';
-  return Object.hasOwn(document, 'layers') ? 'graph' : 'config';
+  if (!isObject || Object.hasOwn(document, 'layers')) return 'graph';
+  if (typeof document.model_type === 'string') return 'config';
+  const hasConfigField = configFields.some((field) => Object.hasOwn(document, field));
+  return !Object.hasOwn(document, 'format') && hasConfigField ? 'config' : 'graph';
 }
+
+// The fields of kConfigFields (core/src/model/llm/llm_config.cpp): Hugging
+// Face writes one of them into every language model's config, and no
+// pase-graph/1 document has them.
+const configFields = ['hidden_size', 'num_attention_heads', 'num_hidden_layers', 'vocab_size', 'intermediate_size',
+  'n_embd', 'n_head', 'n_layer', 'architectures', 'transformers_version'];
 
 /**
  * The "name" import option for the file `fileName`: its name without the

@@ -1,7 +1,8 @@
 // Request/response calls to the planner worker (worker.js).
 //
 // Each call() gets a fresh id and a promise; the worker answers with
-// {id, result}, {id, error} or, while planning, {id, progress}. The actions
+// {id, result}, {id, error} or, while planning, {id, progress, phase,
+// secondsLeft} (onProgress(fraction, {phase, secondsLeft})). The actions
 // are those of worker.js: plan, evaluate and estimate (a request's JSON text), compare
 // (the same plus an optional "mcmc" object; no progress), validate (a graph
 // document's JSON text), models, presets, version, mode (the module the
@@ -84,7 +85,7 @@ export class PlannerClient {
     const entry = this.#pending.get(message.id);
     if (!entry) return;
     if ('progress' in message) {
-      entry.onProgress?.(message.progress);
+      entry.onProgress?.(message.progress, { phase: message.phase ?? '', secondsLeft: message.secondsLeft ?? null });
       return;
     }
     this.#pending.delete(message.id);

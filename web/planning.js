@@ -1,6 +1,7 @@
 // What Plan (or Enter) does: wait for a file or example still being checked
-// (source.js), or, when the latest choice failed, show why again rather than
-// plan the graph chosen before it; estimate the search and, above the
+// (source.js), and say why when that choice fails; once a refused file's
+// error is on display, plan the graph the page shows (the error box gives
+// way to the plan); estimate the search and, above the
 // long-search threshold, ask whether to go on (long-search.js), plan in the
 // page's worker and show the result (results.js), then compare it with the
 // baselines (views/compare.js), or only offer to after a long search. Also
@@ -17,6 +18,18 @@ import { confirmAboveSeconds, durationPhrase, estimatedSeconds, isBounded, longS
 // limit, so the page shows the same numbers on every machine (compare.hpp,
 // DETERMINISM); 20000 proposals take well under a second on every benchmark.
 const comparisonMcmc = { iterations: 20000, time_limit_s: 0 };
+
+/**
+ * ", about 12 s left", ", about 3 min left", ", under a second left"; '' while
+ * the module has no estimate (null) yet.
+ */
+export function timeLeftText(seconds) {
+  if (seconds === null || !Number.isFinite(seconds) || seconds < 0) return '';
+  if (seconds < 1) return ', under a second left';
+  if (seconds < 90) return `, about ${Math.round(seconds)} s left`;
+  if (seconds < 5400) return `, about ${Math.round(seconds / 60)} min left`;
+  return `, about ${Math.round(seconds / 3600)} h left`;
+}
 
 export class Planning {
   /** token of the plan in flight; any other answer is stale */
@@ -44,17 +57,18 @@ export class Planning {
    * @param {() => void} hooks.updateUrl
    * @param {() => ({message: string, where: string}|null)} [hooks.checkInputs] what the page
    *   refuses itself before planning (a pipeline field that is not a count or "auto")
-   * @param {() => boolean} [hooks.pipelined] whether the request has a pipeline: its
-   *   progress counts stage plans, not vertices
    */
   constructor(ui, hooks) {
     this.#ui = ui;
     this.#hooks = hooks;
   }
 
+  /** Sets the bar (clamped to 0..1); returns the value shown. */
   #setProgress(fraction) {
-    this.#ui.progress.value = Math.max(0, Math.min(1, fraction));
-    this.#ui.progress.textContent = `${Math.round(fraction * 100)}%`;
+    const value = Math.max(0, Math.min(1, fraction));
+    this.#ui.progress.value = value;
+    this.#ui.progress.textContent = `${Math.round(value * 100)}%`;
+    return value;
   }
 
   setRunning(running) {
@@ -92,11 +106,12 @@ export class Planning {
   }
 
   /**
-   * When the latest choice failed (the source's `refused`), Plan does not
-   * plan the source chosen before it, which the select still shows: it shows
-   * the file's error again and says on the status line that nothing was
-   * planned, and how to plan that source (close the error, or give a
-   * model's dynamic dimensions or cancel them). Returns whether it said so.
+   * When the choice a click waited for failed (the source's `refused`), that
+   * click does not plan the source chosen before it, which the select still
+   * shows: it shows the file's error and says on the status line that
+   * nothing was planned, and how to plan that source (press Plan again, or
+   * give a model's dynamic dimensions or cancel them). Returns whether it
+   * said so.
    */
   #sayWhyNot() {
     const { source, errors, setStatus } = this.#hooks;
@@ -109,17 +124,28 @@ export class Planning {
     }
     const { title, message, where } = refused.error;
     errors.show(title, message, where);
-    setStatus(`${refused.name} was not ${refused.verb}, so nothing was planned.${current ? ` Close the error to plan ${current}.` : ''}`);
+    setStatus(`${refused.name} was not ${refused.verb}, so nothing was planned.${current ? ` Press Plan to plan ${current}.` : ''}`);
     return true;
   }
 
   /**
    * What Plan and Enter do: plan the current source, once a pending choice
-   * is in; if the latest choice failed, say why instead.
+   * is in (if that choice fails, say why instead). A file refused before
+   * the click, its error on display, is taken as seen: Plan plans the
+   * source the page shows, as closing the error would have let it, rather
+   * than do nothing until the error is closed. A model still waiting for
+   * its dynamic dimensions is asked for first.
    */
   async start() {
-    if (this.#hooks.source.pending && !(await this.#waitForPendingChoice())) return;
-    if (this.#sayWhyNot()) return;
+    const { source } = this.#hooks;
+    if (source.pending) {
+      if (!(await this.#waitForPendingChoice())) return;
+    } else if (source.refused?.asked || (source.refused && !source.current)) {
+      this.#sayWhyNot();
+      return;
+    } else if (source.refused) {
+      source.forgetRefused();
+    }
     await this.planCurrent();
   }
 
@@ -160,7 +186,7 @@ export class Planning {
     const refused = this.#hooks.checkInputs?.();
     if (refused) {
       errors.show('The plan request was refused', refused.message, refused.where);
-      setStatus('Not planned: a search option is not valid.');
+      setStatus(`Not planned: ${refused.where} is not valid.`);
       return;
     }
     const token = {};
@@ -177,8 +203,6 @@ export class Planning {
     // The comparison plans without a pipeline (compare_json() has none); a
     // pipeline plan is set beside its results (views/compare.js).
     const compareRequest = requestText({ mcmc: comparisonMcmc }, { pipeline: false });
-    // A pipeline search reports its progress over the stage plans it makes.
-    const progressOf = this.#hooks.pipelined?.() ? ' of the stage plans' : '';
     const asked = { devices: clusterForm.pageState().devices, zero: clusterForm.zero };
     let long = false;
     let planned = null;
@@ -197,10 +221,13 @@ export class Planning {
       setStatus(`Planning ${label}…`);
       started = performance.now();
       const plan = await this.#hooks.client().call('plan', request, {
-        onProgress: (fraction) => {
+        // The module's progress is the whole request's and never goes back
+        // (each search fills its share of it), with its phase and the time
+        // left (pase::Progress).
+        onProgress: (fraction, { phase = '', secondsLeft = null } = {}) => {
           if (this.running === token) {
-            this.#setProgress(fraction);
-            setStatus(`Planning ${label}… ${Math.round(fraction * 100)}%${progressOf}`);
+            const shown = this.#setProgress(fraction);
+            setStatus(`Planning ${label}… ${Math.round(shown * 100)}%${phase ? `, ${phase}` : ''}${timeLeftText(secondsLeft)}`);
           }
         },
       });

@@ -167,7 +167,11 @@ export class Results {
     const parameters = Number.isFinite(plan.parameters) ? ` · ${parametersText(plan.parameters)}` : '';
     // The bounded search sums its rounds' tables (core/docs/bounded-search.md).
     const how = s.method === 'bounded' ? ` (bounded search, ${s.rounds} round${s.rounds === 1 ? '' : 's'})` : '';
-    ui.planNote.textContent = `${linksText(c)} · ${plan.vertices.length} layers${parameters} · searched ${formatCount(s.table_entries)} table entries in ${formatSeconds(s.time_s)}${how}`;
+    // A language model's vocabulary as the engines pad it (core/docs/llm.md,
+    // "Vocabulary padding"): its rows count in the cost and the memory.
+    const v = plan.vocab_padding;
+    const padding = v ? ` · vocabulary padded from ${formatCount(v.vocab_size)} to ${formatCount(v.padded_vocab_size)} rows (a multiple of ${v.multiple}, as Megatron-LM pads it)` : '';
+    ui.planNote.textContent = `${linksText(c)} · ${plan.vertices.length} layers${parameters}${padding} · searched ${formatCount(s.table_entries)} table entries in ${formatSeconds(s.time_s)}${how}`;
     renderBound(ui.bound, plan);
     ui.downloadButton.disabled = false;
     this.onShow();

@@ -19,7 +19,9 @@ import { formatCount, formatParameters } from './format.js';
 import { FileIntake, graphBatch } from './file-intake.js';
 import { renderImported } from './views/imported.js';
 
-export const defaultModel = 'alexnet';
+// The first screen's network, a current LLM; the PaSE paper's, one choice away (app.js).
+export const defaultModel = 'llama3-8b';
+export const paperModel = 'alexnet';
 const uploadValue = 'upload';
 const examplePrefix = 'example:';
 
@@ -257,6 +259,12 @@ export class GraphSource {
       this.#ui.seq.value = this.hasSeq() ? saved?.seq ?? info.default_seq : '';
     }
     this.#fill();
+  }
+
+  /** Chooses the built-in network `name` with its default batch, as the select does. */
+  chooseModel(name) {
+    this.#ui.select.value = name;
+    return this.#chooseFromSelect();
   }
 
   /** The select when the module failed to load. */

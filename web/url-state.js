@@ -14,6 +14,12 @@
 //                                             of memory bandwidth per GPU and full
 //                                             recomputation (the paper model, and no
 //                                             recomputation, when absent)
+//   ...&rates=h100                            the practice model's rates of a GPU
+//                                             kind, by its preset's id (the module's
+//                                             generic rates when absent)
+//   ...&cm=practice&hr=5                      the practice model's memory headroom, in
+//                                             percent of the memory (the page's 10, the
+//                                             module's default, when absent)
 //   ...&search=bounded&pow2=1&mesh=1&maxmem=8 search options: the search (exact or
 //                                             bounded; auto when absent), powers of
 //                                             two only, mesh splits only (their product
@@ -24,7 +30,8 @@
 //
 // Fields missing from the URL keep the page defaults: a link written before
 // the cluster editor existed has no gpn, mem, zero or byte counts, and plans
-// on a flat ring without a memory cap, as it did. ZeRO 0 and byte counts
+// on a flat ring without a memory cap, as it did. (A URL without any
+// parameter is the page's first screen instead: app.js.) ZeRO 0 and byte counts
 // equal to the defaults are left out, and so are the search options when
 // they are the defaults (the auto search, every split, the planner's own
 // table limit, one stage, one micro-batch, 1F1B).
@@ -50,11 +57,12 @@ export const maxGraphFragment = 48 * 1024;
  * @typedef {{source: Source|null, devices: number|null, tflops: number|null,
  *            bandwidth: number|null, gpusPerNode: number|null, intraBandwidth: number|null,
  *            memory: number|null, costModel: string|null ('practice'; null: paper),
- *            memoryBandwidth: number|null, training: Training & {recompute: string|null},
+ *            memoryBandwidth: number|null, headroom: number|null (percent), rates: string|null (a preset id; null: generic),
+ *            training: Training & {recompute: string|null},
  *            order: string|null,
  *            search: string|null ('auto', 'exact', 'bounded'; null: auto),
  *            pow2Only: boolean, meshOnly: boolean, maxMemory: number|null (GiB), pipeline: Pipeline,
- *            embed: boolean, hasPlanState: boolean}} PageState
+ *            embed: boolean, bare: boolean, hasPlanState: boolean}} PageState
  * @typedef {{stages: string|null, microbatches: string|null, schedule: string|null}} Pipeline
  *   the pipeline fields as typed ("2", "auto"); null: the default
  */
@@ -98,6 +106,8 @@ export async function readState(href) {
     memory: numberParam(params, 'mem'),
     costModel: textParam(params, 'cm'),
     memoryBandwidth: numberParam(params, 'membw'),
+    headroom: numberParam(params, 'hr'),
+    rates: textParam(params, 'rates'),
     training: {
       ...Object.fromEntries(trainingParams.map(([key, name]) => [key, numberParam(params, name)])),
       recompute: textParam(params, 'rc'),
@@ -109,6 +119,8 @@ export async function readState(href) {
     maxMemory: numberParam(params, 'maxmem'),
     pipeline: { stages: textParam(params, 'stages'), microbatches: textParam(params, 'mb'), schedule: textParam(params, 'sched') },
     embed: params.get('embed') === '1',
+    // A URL with no parameter at all: the page opens on its first screen.
+    bare: [...params.keys()].length === 0,
     // A link that names what to plan is a shared plan: the page plans it on load.
     hasPlanState: source !== null,
   };
@@ -152,7 +164,9 @@ export async function writeState(base, state) {
   if (state.costModel === 'practice') {
     params.set('cm', 'practice');
     if (state.memoryBandwidth != null && state.memoryBandwidth !== '') params.set('membw', String(state.memoryBandwidth));
+    if (state.headroom != null && state.headroom !== '') params.set('hr', String(state.headroom));
     if (state.training?.recompute && state.training.recompute !== 'auto') params.set('rc', state.training.recompute);
+    if (state.rates) params.set('rates', state.rates);
   }
   if (state.order && state.order !== 'genseq') params.set('order', state.order);
   if (state.search && state.search !== 'auto') params.set('search', state.search);

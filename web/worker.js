@@ -13,7 +13,9 @@
  *
  * Protocol (planner-client.js is the other side):
  *   in:  {id, action, payload}
- *   out: {id, result} | {id, error: {message, where, missing_dims?}} | {id, progress}
+ *   out: {id, result} | {id, error: {message, where, missing_dims?}}
+ *     | {id, progress, phase, secondsLeft} (the request's fraction done, never lower than
+ *       before; what runs now; the time left, null until it is estimated)
  * Long work is cancelled by terminating this worker, which ends its thread
  * workers too; it keeps no state that would need cleaning up.
  */
@@ -180,7 +182,8 @@ self.onmessage = async (event) => {
     return;
   }
   try {
-    const text = run(pase, payload, (fraction) => self.postMessage({ id, progress: fraction }), mode);
+    const progress = (fraction, phase = '', secondsLeft = null) => self.postMessage({ id, progress: fraction, phase, secondsLeft });
+    const text = run(pase, payload, progress, mode);
     const doc = JSON.parse(text);
     if (doc && typeof doc === 'object' && !Array.isArray(doc) && doc.error) {
       // An import's error may list the dynamic dimensions it needs.

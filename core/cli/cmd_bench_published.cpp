@@ -255,6 +255,9 @@ pase::Result<PlannedRun> plan_run(const PreparedRun& run, double limit_s) {
   out.published_s = published->predicted_s;
   pase::Cluster cluster = run.laid.cluster;
   cluster.memory_gib = run.base.capacity_gib;
+  // No headroom: the published layouts ran in the memory less the reserve,
+  // and the planner is held to the same.
+  cluster.headroom = 0;
   cluster.training.recompute = pase::Recompute::kAuto;
   cluster.training.recompute_blocks = -1;
   cluster.training.recompute_rest = pase::Recompute::kNone;

@@ -55,8 +55,13 @@ std::string memory_notes(const pase::Comparison& c) {
   std::string out = "memory: device 0's (" + training_text(c.cluster.training) + ")";
   const pase::Plan& p = c.pase.plan;
   if (!(p.capacity_bytes > 0)) return out + "\n";
-  out += "; capacity " + format("%g", c.cluster.memory_gib) +
-         " GiB per device\npase is the cheapest strategy found that fits, " +
+  out += "; capacity " + format("%g", c.cluster.memory_gib) + " GiB per device";
+  // The practice model's reserve and headroom (pase::Cluster::capacity_bytes()).
+  if (p.capacity_bytes < c.cluster.memory_gib * 0x1p30)
+    out += ", " + format("%g", p.capacity_bytes / 0x1p30) + " GiB of it for a plan (" +
+           pase::bytes_text(c.cluster.reserve_gib() * 0x1p30) + " reserved, " +
+           pase::bytes_text(c.cluster.headroom_gib() * 0x1p30) + " headroom)";
+  out += "\npase is the cheapest strategy found that fits, " +
          (p.optimal ? std::string("proven optimal among those that fit")
                     : "not proven optimal (every strategy that fits costs at least " +
                           format("%.4e", p.lower_bound) + ")") +
@@ -203,6 +208,9 @@ std::string compare_usage() {
          "  --memory GIB          memory of one device in GiB: PaSE plans the cheapest\n"
          "                        strategy found that fits, and every strategy that\n"
          "                        does not is marked (default: no limit; 0: none)\n"
+         "  --headroom F          with --memory, the share of it a plan leaves free under\n"
+         "                        the practice model, besides the framework's 3 GiB\n"
+         "                        (default 0.1: 10%, the margin runs launch with; 0: none)\n"
          "  --zero Z              ZeRO stage, 0 to 3 (default 0)\n"
          "  --param-bytes N       bytes per weight element (default 2); likewise\n"
          "                        --grad-bytes (2), --optimizer-bytes (12) and\n"

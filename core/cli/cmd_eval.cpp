@@ -31,7 +31,7 @@ std::string eval_usage() {
          std::string(kGraphHelp) + std::string(kClusterHelp) +
          "  --memory GIB        memory of one device in GiB: says whether the strategy\n"
          "                      fits (default: no limit; 0: none)\n" +
-         std::string(kTrainingHelp) +
+         std::string(kHeadroomHelp) + std::string(kTrainingHelp) +
          "  --strategy FILE     the strategy ('-': standard input)\n"
          "  --layout L          a layout: tp, pp, dp, cp, ep, sp, zero, recompute, mbs,\n"
          "                      gbs, vpp as name=value items\n"
@@ -52,6 +52,8 @@ int run_layout(const Flags& flags, const Args& args, bool json, GraphSource sour
   // global batch unless --batch says otherwise.
   const bool built = !source.model.empty() || (!source.path.empty() && is_config_file(source.path));
   if (built && source.batch == 0) source.batch = layout->gbs;
+  // Its vocabulary padded as Megatron-LM pads it: to a multiple of 128 x tp.
+  source.vocab_tp = layout->tp;
   pase::Result<pase::Graph> graph = load_source(source);
   if (!graph) return input_error(graph.error());
   pase::Result<pase::LayoutStrategy> laid = pase::layout_strategy(*graph, cluster, *layout);

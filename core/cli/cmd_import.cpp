@@ -18,7 +18,7 @@ namespace pase_cli {
 
 std::string import_usage() {
   return "usage: pase import FILE [--dim NAME=SIZE ...] [--batch B] [--seq S]\n"
-         "                   [--output FILE]\n\n"
+         "                   [--vocab-padding M] [--output FILE]\n\n"
          "Translates an ONNX model (e.g. from torch.onnx.export) or a Hugging Face\n"
          "config.json (llama, mistral, qwen2, gpt2, mixtral) to a pase-graph/1 document,\n"
          "written to standard output by default. Only the model's structure is read; an\n"
@@ -35,14 +35,19 @@ std::string import_usage() {
          "                      the batch of a config (default 32)\n"
          "  --seq S             the sequence length of a config (default: its\n"
          "                      max_position_embeddings, at most 8192)\n"
+         "  --vocab-padding M   a config's vocabulary padded to a multiple of M, as\n"
+         "                      Megatron-LM pads it (default 128; 1: exact)\n"
          "  --output FILE       write to FILE instead of standard output\n";
 }
 
 int run_import(const Args& args) {
   Flags flags;
   std::vector<std::string> files;
-  const std::vector<FlagSpec> specs = {
-      {"--dim", true, true}, {"--batch", true}, {"--seq", true}, {"--output", true}};
+  const std::vector<FlagSpec> specs = {{"--dim", true, true},
+                                       {"--batch", true},
+                                       {"--seq", true},
+                                       {"--vocab-padding", true},
+                                       {"--output", true}};
   if (auto message = parse_flags(args, specs, flags, &files)) {
     return usage_error("import", *message);
   }
@@ -64,6 +69,13 @@ int run_import(const Args& args) {
     return failure->report("import");
   }
   if (auto failure = positive_from_flag(flags, "--seq", "seq", options.seq)) {
+    return failure->report("import");
+  }
+  if (flags.has("--vocab-padding") && !is_config_file(path) && path != "-") {
+    return usage_error("import", "--vocab-padding applies only to a Hugging Face config");
+  }
+  if (auto failure =
+          positive_from_flag(flags, "--vocab-padding", "vocab_padding", options.vocab_multiple)) {
     return failure->report("import");
   }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "commands.hpp"
@@ -22,48 +23,35 @@ namespace pase_cli {
 
 namespace {
 
-// Prints "planning: 120/245 vertices (48%)" on stderr for plans that run
-// longer than a second, at most twice a second. On a terminal the line is
-// redrawn in place and erased at the end; elsewhere (a log) each report is a line.
-// Under a memory cap plan() may run several searches (core/docs/cluster.md,
-// "Planning under a memory cap"), each reported from 0 to 1: from the second
-// on, the line says which ("planning: search 3 under the memory cap: ...").
+// Prints the request's progress (pase::Progress: one fraction that never goes
+// back, its phase and the time left) on stderr for plans that run longer
+// than a second: "planning: 42%, search 3 under the memory cap, about 12 s
+// left". On a terminal the line is redrawn in place, at most twice a
+// second, and erased at the end. Elsewhere (a log) a line is written when a
+// phase of the request begins (its first part, before ": ", e.g. "full
+// recomputation of the first 12 blocks"), if the bar moved 10 points or 30
+// seconds passed since the line before: a log of a plan of a hundred
+// searches reads a dozen lines, one per phase at most.
 class ProgressPrinter {
  public:
-  // A pipeline's progress counts stage plans, each a search of its own.
-  explicit ProgressPrinter(bool pipeline = false)
-      : tty_(isatty(fileno(stderr)) != 0), pipeline_(pipeline) {}
+  ProgressPrinter() : tty_(isatty(fileno(stderr)) != 0) {}
 
   void operator()(const pase::Progress& p) {
-    if (p.fraction >= 1 && pipeline_) {
-      finish();
-      return;
-    }
     if (p.fraction >= 1) {
-      ++searches_;
       finish();
       return;
     }
     const Clock::time_point now = Clock::now();
     if (now - start_ < std::chrono::seconds(1)) return;
-    if (printed_ && now - last_ < std::chrono::milliseconds(500)) return;
-    if (pipeline_) {
-      std::fprintf(stderr, "%splanning the pipeline: %d/%d stage plans (%.0f%%)%s",
-                   tty_ ? "\r\033[K" : "", p.vertices_done, p.vertices_total, 100 * p.fraction,
-                   tty_ ? "" : "\n");
-      std::fflush(stderr);
-      printed_ = true;
-      last_ = now;
-      return;
-    }
-    const std::string search =
-        searches_ > 0 ? "search " + std::to_string(searches_ + 1) + " under the memory cap: " : "";
-    std::fprintf(stderr, "%splanning: %s%d/%d vertices (%.0f%%)%s", tty_ ? "\r\033[K" : "",
-                 search.c_str(), p.vertices_done, p.vertices_total, 100 * p.fraction,
-                 tty_ ? "" : "\n");
+    if (tty_ ? printed_ && now - last_ < std::chrono::milliseconds(500) : !log_now(p, now)) return;
+    std::string line = "planning: " + std::to_string(static_cast<int>(100 * p.fraction)) + "%";
+    if (!p.phase.empty()) line += ", " + p.phase;
+    if (p.seconds_left >= 0) line += ", " + duration_text(p.seconds_left) + " left";
+    std::fprintf(stderr, "%s%s%s", tty_ ? "\r\033[K" : "", line.c_str(), tty_ ? "" : "\n");
     std::fflush(stderr);
     printed_ = true;
     last_ = now;
+    last_fraction_ = p.fraction;
   }
 
   // Erases the redrawn line; also called when the plan stops early (error).
@@ -74,10 +62,30 @@ class ProgressPrinter {
 
  private:
   using Clock = std::chrono::steady_clock;
+
+  // "about 8 s", "about 3 min", "under a second": whole units, as a rough
+  // estimate reads.
+  static std::string duration_text(double seconds) {
+    if (seconds < 1) return "under a second";
+    if (seconds < 90) return "about " + std::to_string(static_cast<int>(seconds + 0.5)) + " s";
+    if (seconds < 5400)
+      return "about " + std::to_string(static_cast<int>(seconds / 60 + 0.5)) + " min";
+    return "about " + std::to_string(static_cast<int>(seconds / 3600 + 0.5)) + " h";
+  }
+
+  // Whether a log gets a line for `p`: the first report of a phase not
+  // logged yet, 10 points or 30 s after the line before.
+  bool log_now(const pase::Progress& p, Clock::time_point now) {
+    const std::string phase = p.phase.substr(0, p.phase.find(": "));
+    if (printed_ && p.fraction < last_fraction_ + 0.1 && now - last_ < std::chrono::seconds(30))
+      return false;
+    return logged_.insert(phase).second;
+  }
+
   bool tty_;
-  bool pipeline_;
-  bool printed_ = false;
-  int searches_ = 0;  // finished so far
+  bool printed_ = false;          // a line stands on the terminal, or one was logged
+  double last_fraction_ = 0;      // the bar at the last line
+  std::set<std::string> logged_;  // the phases with a line in the log
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_;
 };
@@ -89,7 +97,7 @@ std::string plan_usage() {
          "                 [--batch B] [--seq S] [options]\n\n"
          "Finds the per-layer parallelization of least cost (the PaSE search).\n\n" +
          std::string(kGraphHelp) + std::string(kClusterHelp) + std::string(kMemoryHelp) +
-         std::string(kTrainingHelp) +
+         std::string(kHeadroomHelp) + std::string(kTrainingHelp) +
          "  --order ORDER       vertex order: genseq (default), bfs, mintable\n"
          "  --max-memory SIZE   limit for the search tables, the planner's own memory\n"
          "                      (default 4GiB; 0: none); bytes or e.g. 512M, 4GiB, 2GB\n"
@@ -164,7 +172,7 @@ int run_plan(const Args& args) {
 
   pase::Result<pase::Graph> graph = load_source(source);
   if (!graph) return input_error(graph.error());
-  ProgressPrinter progress(pipeline.has_value());
+  ProgressPrinter progress;
   options.on_progress = [&progress](const pase::Progress& p) { progress(p); };
   if (pipeline) {
     pase::Result<pase::PipelinePlan> piped =

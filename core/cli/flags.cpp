@@ -143,11 +143,9 @@ std::vector<std::string> split_list(std::string_view text) {
   }
 }
 
-const std::vector<FlagSpec> kGraphFlags = {{"--model", true},
-                                           {"--batch", true},
-                                           {"--seq", true},
-                                           {"--graph", true},
-                                           {"--dim", true, true}};
+const std::vector<FlagSpec> kGraphFlags = {{"--model", true},     {"--batch", true},
+                                           {"--seq", true},       {"--graph", true},
+                                           {"--dim", true, true}, {"--vocab-padding", true}};
 const std::vector<FlagSpec> kClusterFlags = {
     {"--procs", true},           {"--preset", true},
     {"--flops", true},           {"--bandwidth", true},
@@ -156,7 +154,7 @@ const std::vector<FlagSpec> kClusterFlags = {
     {"--param-bytes", true},     {"--grad-bytes", true},
     {"--optimizer-bytes", true}, {"--activation-bytes", true},
     {"--cost-model", true},      {"--memory-bandwidth", true},
-    {"--recompute", true}};
+    {"--recompute", true},       {"--headroom", true}};
 
 std::vector<FlagSpec> join(std::initializer_list<std::vector<FlagSpec>> groups) {
   std::vector<FlagSpec> all;

@@ -61,11 +61,11 @@ std::vector<std::string> split_list(std::string_view text);
 
 // ---- Shared flag groups ------------------------------------------------------------
 
-// --model NAME, --batch B, --seq S, --graph FILE, --dim NAME=SIZE
-// (inputs.hpp: graph_source_from_flags()).
+// --model NAME, --batch B, --seq S, --graph FILE, --dim NAME=SIZE,
+// --vocab-padding M (inputs.hpp: graph_source_from_flags()).
 extern const std::vector<FlagSpec> kGraphFlags;
 // --procs P, --preset NAME, --flops TF, --bandwidth GBS, --gpus-per-node G,
-// --intra-bandwidth GBS, --memory GIB and the training's --zero Z,
+// --intra-bandwidth GBS, --memory GIB, --headroom F and the training's --zero Z,
 // --param-bytes N, --grad-bytes N, --optimizer-bytes N, --activation-bytes N
 // (inputs.hpp: cluster_from_flags()).
 extern const std::vector<FlagSpec> kClusterFlags;
@@ -103,7 +103,11 @@ constexpr std::string_view kGraphHelp =
     "  --seq S             sequence length of --model or a config (default: the\n"
     "                      model's; none for the CNNs)\n"
     "  --dim NAME=SIZE     size of a named (dynamic) dimension of an ONNX --graph;\n"
-    "                      repeatable\n";
+    "                      repeatable\n"
+    "  --vocab-padding M   a language model's vocabulary (--model or a config) is\n"
+    "                      padded to a multiple of M (x tp with --layout), as\n"
+    "                      Megatron-LM's --make-vocab-size-divisible-by (default\n"
+    "                      128; 1: the exact vocabulary, with --layout too)\n";
 // The cluster's lines but --memory, which each command words itself
 // (kMemoryHelp: plan and compare), then the training's (kTrainingHelp).
 constexpr std::string_view kClusterHelp =
@@ -126,6 +130,12 @@ constexpr std::string_view kClusterHelp =
 constexpr std::string_view kMemoryHelp =
     "  --memory GIB        memory of one device in GiB: the plan is the cheapest\n"
     "                      strategy found that fits (default: no limit; 0: none)\n";
+// --headroom's line, after --memory's in plan and eval (compare, whose
+// columns are wider, words its own).
+constexpr std::string_view kHeadroomHelp =
+    "  --headroom F        with --memory, the share of it a plan leaves free under\n"
+    "                      the practice model, besides the framework's 3 GiB\n"
+    "                      (default 0.1: 10%, the margin runs launch with; 0: none)\n";
 constexpr std::string_view kTrainingHelp =
     "  --zero Z            ZeRO stage, 0 to 3 (default 0)\n"
     "  --param-bytes N     bytes per weight element (default 2); likewise\n"

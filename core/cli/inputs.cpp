@@ -25,9 +25,6 @@ namespace pase_cli {
 
 namespace {
 
-// Enough of a file for looks_like_onnx() to tell ONNX from JSON.
-constexpr size_t kPrefixBytes = 64;
-
 // The first bytes of `path`; nullopt when it cannot be read (the loading
 // that follows says why).
 std::optional<std::string> file_prefix(const std::string& path) {
@@ -35,33 +32,26 @@ std::optional<std::string> file_prefix(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) return std::nullopt;
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
-  std::string prefix(kPrefixBytes, '\0');
+  std::string prefix(pase::kSniffBytes, '\0');
   in.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
   prefix.resize(static_cast<size_t>(in.gcount()));
   return prefix;
 }
 
+// The core's content detection (import.hpp, sniff_file()) on a file's first
+// bytes. A JSON text that is a string or a number ('"pase-graph/1"') stays
+// JSON, so its error is the JSON one ("the document must be a JSON object").
 bool looks_like_onnx(std::string_view text) {
-  // A JSON text that is a string or a number ('"pase-graph/1"') can decode as
-  // protobuf fields too (0x22 is field 4, length-delimited), while exporters
-  // start a model with ir_version (0x08): such a text stays JSON, so its
-  // error is the JSON one ("the document must be a JSON object").
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string_view::npos &&
-      (text[first] == '"' || text[first] == '-' || (text[first] >= '0' && text[first] <= '9')))
-    return false;
-  return pase::looks_like_onnx(text.substr(0, kPrefixBytes));
+  return pase::sniff_file(text) == pase::FileContent::kOnnx;
 }
 
-// Neither JSON nor ONNX: a control byte other than JSON's white space in the
-// first bytes (JSON text has none, not even in strings; a PNG has \x1a, most
-// binary formats a NUL). Said as such rather than as a JSON syntax error.
-bool looks_binary(std::string_view text) {
-  for (char ch : text.substr(0, kPrefixBytes)) {
-    const auto c = static_cast<unsigned char>(ch);
-    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) return true;
-  }
-  return false;
+// Neither JSON (nor an empty file, which the JSON parser reports) nor ONNX:
+// an image, an archive, a checkpoint, plain text. not_a_model_error() says
+// which, rather than a JSON syntax error.
+bool is_no_model(std::string_view text) {
+  const pase::FileContent content = pase::sniff_file(text);
+  return content != pase::FileContent::kJson && content != pase::FileContent::kOnnx &&
+         content != pase::FileContent::kEmpty;
 }
 
 // import_onnx() of `source` (the file `path`), its errors under the file's name.
@@ -90,6 +80,7 @@ pase::ImportOptions import_options(const GraphSource& source) {
   options.dims = source.dims;
   options.batch = source.batch;
   options.seq = source.seq;
+  options.vocab_multiple = source.vocab_multiple();
   return options;
 }
 
@@ -103,11 +94,11 @@ Kind text_kind(std::string_view text) {
 }
 
 // The kind of the file `path` (not standard input); nullopt when it cannot
-// be read (the loading that follows says why). Only an ONNX model is not
-// read whole.
+// be read or is no model at all (the loading that follows says why). Only
+// an ONNX model is not read whole.
 std::optional<Kind> file_kind(const std::string& path) {
   std::optional<std::string> prefix = file_prefix(path);
-  if (!prefix) return std::nullopt;
+  if (!prefix || is_no_model(*prefix)) return std::nullopt;
   if (looks_like_onnx(*prefix)) return Kind::kOnnx;
   pase::Result<std::string> text = read_file(path);
   if (!text) return std::nullopt;
@@ -135,17 +126,13 @@ pase::Result<pase::GraphSpec> load_spec(const GraphSource& source) {
   pase::Result<std::string> text = read_file(path);
   if (!text) return text.error();
   if (looks_like_onnx(*text)) return import_text(*text, path, import_options(source));
-  if (looks_binary(*text)) {
-    return pase::Error{
-        "neither a pase-graph/1 document (JSON), an ONNX model nor a Hugging Face config",
-        display_name(path)};
-  }
+  if (is_no_model(*text)) return in_file(path, pase::not_a_model_error(*text));
   if (text_kind(*text) == Kind::kConfig) return import_config(*text, path, import_options(source));
   // Files were checked by graph_source_from_flags(); standard input only now.
-  if (source.batch > 0 || source.seq > 0 || !source.dims.empty()) {
+  if (source.batch > 0 || source.seq > 0 || !source.dims.empty() || source.vocab_padding > 0) {
     return pase::Error{
-        "--batch, --seq and --dim apply only to --model, an ONNX model or a Hugging Face "
-        "config, not to a pase-graph/1 document",
+        "--batch, --seq, --dim and --vocab-padding apply only to --model, an ONNX model or a "
+        "Hugging Face config, not to a pase-graph/1 document",
         display_name(path)};
   }
   pase::Result<pase::GraphSpec> spec = pase::parse_graph_spec(*text);
@@ -156,6 +143,12 @@ pase::Result<pase::GraphSpec> load_spec(const GraphSource& source) {
 }
 
 }  // namespace
+
+int64_t GraphSource::vocab_multiple() const {
+  // 1 keeps the exact vocabulary, with a layout too.
+  if (vocab_padding == 1) return 1;
+  return (vocab_padding > 0 ? vocab_padding : pase::kLlmVocabMultiple) * vocab_tp;
+}
 
 std::string display_name(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
@@ -257,7 +250,8 @@ std::optional<Failure> graph_source_from_flags(const Flags& flags, GraphSource& 
   // sizes. A file that cannot be read passes here: loading it says why.
   std::optional<Kind> kind;
   if (graph && source.path != "-" &&
-      (flags.has("--batch") || flags.has("--seq") || flags.has("--dim"))) {
+      (flags.has("--batch") || flags.has("--seq") || flags.has("--dim") ||
+       flags.has("--vocab-padding"))) {
     kind = file_kind(source.path);
   }
   const bool document = kind == Kind::kDocument;
@@ -280,6 +274,22 @@ std::optional<Failure> graph_source_from_flags(const Flags& flags, GraphSource& 
         "--seq applies only to --model or a Hugging Face config, not to a pase-graph/1 document");
   }
   if (auto failure = positive_from_flag(flags, "--seq", "seq", source.seq)) return failure;
+  // Only a language model's vocabulary is padded: the engines run an ONNX
+  // model or a document as it is (core/docs/llm.md, "Vocabulary padding").
+  if (flags.has("--vocab-padding") && kind.has_value() && *kind != Kind::kConfig) {
+    return Failure::bad_usage(
+        "--vocab-padding applies only to --model or a Hugging Face config, not to an ONNX "
+        "model or a pase-graph/1 document");
+  }
+  if (auto failure =
+          positive_from_flag(flags, "--vocab-padding", "vocab_padding", source.vocab_padding))
+    return failure;
+  if (source.vocab_padding > pase::kLlmMaxVocabMultiple) {
+    return Failure::bad_input(pase::Error{"must be at most " +
+                                              std::to_string(pase::kLlmMaxVocabMultiple) +
+                                              ", not " + std::to_string(source.vocab_padding),
+                                          "vocab_padding"});
+  }
   return std::nullopt;
 }
 
@@ -300,6 +310,7 @@ std::optional<Failure> cluster_from_flags(const Flags& flags, pase::Cluster& clu
       {"--bandwidth", &cluster.bandwidth_gbps},
       {"--intra-bandwidth", &cluster.intra_node_gbps},
       {"--memory", &cluster.memory_gib},
+      {"--headroom", &cluster.headroom},
       {"--memory-bandwidth", &cluster.device.memory_gbps}};
   std::vector<std::pair<int64_t*, int64_t>> given_integers;
   std::vector<std::pair<double*, double>> given_numbers;
@@ -412,7 +423,8 @@ pase::Result<pase::GraphSpec> import_file(const std::string& path, pase::ImportO
 }
 
 pase::Result<pase::Graph> load_source(const GraphSource& source) {
-  if (!source.model.empty()) return pase::build_model(source.model, source.batch, source.seq);
+  if (!source.model.empty())
+    return pase::build_model(source.model, source.batch, source.seq, source.vocab_multiple());
   pase::Result<pase::GraphSpec> spec = load_spec(source);
   if (!spec) return spec.error();
   pase::Result<pase::Graph> graph = pase::build_graph(*spec);

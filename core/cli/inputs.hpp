@@ -49,12 +49,22 @@ struct GraphSource {
   int64_t seq = 0;    // 0: the model's default; a built-in or a config only
   std::string path;
   std::vector<std::pair<std::string, int64_t>> dims;  // --dim NAME=SIZE, ONNX only
+  // --vocab-padding: a language model's vocabulary padded to a multiple of
+  // vocab_padding x vocab_tp (llm.hpp); 0: kLlmVocabMultiple, 1: exact
+  // (whatever the tp). vocab_tp is a layout's tp (eval --layout), as
+  // Megatron-LM multiplies by it.
+  int64_t vocab_padding = 0;
+  int64_t vocab_tp = 1;
+  // The multiple the graph's vocabulary is padded to.
+  int64_t vocab_multiple() const;
 };
 
-// --model / --batch / --seq / --graph / --dim (kGraphFlags) into `source`.
+// --model / --batch / --seq / --graph / --dim / --vocab-padding
+// (kGraphFlags) into `source`.
 // Usage errors: --batch or --seq with a --graph that is a pase-graph/1
-// document, --dim with anything but an ONNX --graph (the file is read to
-// tell; standard input is checked when it is read, an input error then).
+// document, --dim with anything but an ONNX --graph, --vocab-padding with
+// anything but --model or a config (the file is read to tell; standard
+// input is checked when it is read, an input error then).
 // --seq with a model that has no sequence (a CNN, an ONNX model) is the
 // core's input error at "seq", found when the graph is loaded.
 std::optional<Failure> graph_source_from_flags(const Flags& flags, GraphSource& source);

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "format.hpp"
 #include "pase/json_api.hpp"
 #include "pase/layout.hpp"
+#include "pase/llm.hpp"
 #include "pase/summary.hpp"
 #include "util/text.hpp"
 
@@ -48,9 +50,13 @@ std::string line(std::string_view label, const std::string& value) {
 
 }  // namespace
 
-std::string capacity_text(const pase::Plan& plan) {
+std::string capacity_text(const pase::Cluster& cluster, const pase::Plan& plan) {
   if (!(plan.capacity_bytes > 0)) return "";
-  const std::string capacity = format("%g", plan.capacity_bytes / 0x1p30) + " GiB";
+  // The GPU's memory and, when the reserve or the headroom take part of it
+  // (the practice model), the part the plan may use.
+  std::string capacity = format("%g", cluster.memory_gib) + " GiB";
+  if (plan.capacity_bytes < cluster.memory_gib * 0x1p30)
+    capacity += ", " + format("%g", plan.capacity_bytes / 0x1p30) + " GiB of it for the plan";
   if (plan.fits) return capacity + ": fits";
   return capacity + ": does not fit (" +
          pase::bytes_text(plan.memory.total() - plan.capacity_bytes) + " over)";
@@ -74,9 +80,13 @@ std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, Pl
                 pad_right(pase::bytes_text(m.working), 10) + "  " + percent(m.working, total));
     out += line("  reserved", pase::bytes_text(cluster.device.reserved_gib * 0x1p30) +
                                   " (framework and allocator, outside the total)");
+    if (plan.capacity_bytes > 0)
+      out += line("  headroom", pase::bytes_text(cluster.headroom_gib() * 0x1p30) + " (" +
+                                    format("%g", 100 * cluster.headroom) +
+                                    "% of the memory kept free, outside the total)");
   }
   if (!(plan.capacity_bytes > 0)) return out;
-  out += line("  capacity", capacity_text(plan));
+  out += line("  capacity", capacity_text(cluster, plan));
   if (source == PlanSource::kSearched) {
     const std::string bound = format("%.6e", plan.lower_bound);
     out += line("lower bound",
@@ -195,7 +205,10 @@ std::string stages_text(const pase::Graph& graph, const pase::Cluster& cluster,
 std::string plan_text(const pase::Graph& graph, const pase::Cluster& cluster,
                       const pase::Plan& plan, PlanSource source,
                       const pase::PipelineInfo* pipeline) {
-  std::string out = graph.name + ": " + graph_text(graph) + " on " + cluster_text(cluster) + "\n\n";
+  std::string out = graph.name + ": " + graph_text(graph) + " on " + cluster_text(cluster) + "\n";
+  if (std::optional<pase::VocabPadding> padding = pase::vocab_padding(graph))
+    out += pase::vocab_padding_text(*padding) + "\n";
+  out += "\n";
   if (pipeline != nullptr) out += stages_text(graph, cluster, plan, *pipeline) + "\n";
   out += summary_text(graph, plan, pipeline) + "\n";
   size_t name_width = 5, op_width = 2;

@@ -52,8 +52,10 @@ std::string memory_text(const pase::Cluster& cluster, const pase::Plan& plan, Pl
 // bound and the gap to it, or that none is known.
 std::string bounded_text(const pase::Plan& plan, bool pipeline = false);
 
-// "80 GiB: fits" or "80 GiB: does not fit (49.3 GiB over)"; empty without a cap.
-std::string capacity_text(const pase::Plan& plan);
+// "80 GiB: fits" or "80 GiB: does not fit (49.3 GiB over)"; under the
+// practice model "80 GiB, 69 GiB of it for the plan: fits" (less the
+// framework's reserve and the headroom); empty without a cap.
+std::string capacity_text(const pase::Cluster& cluster, const pase::Plan& plan);
 
 // The two "search" lines: order, time, dependent set, configurations, table
 // entries, pairs and table memory.

@@ -72,7 +72,10 @@ function assertError(doc, where) {
 
 function assertConfigImport(doc) {
   assert.equal(doc.error, undefined, JSON.stringify(doc.error));
-  assert.deepEqual(Object.keys(doc), ['graph', 'parameters', 'layers', 'format', 'config', 'batch', 'seq', 'dynamic_dims', 'layer_outputs']);
+  // vocab_padding only when the config's vocabulary is padded (core/docs/llm.md).
+  assert.deepEqual(Object.keys(doc).filter((k) => k !== 'vocab_padding'),
+    ['graph', 'parameters', 'layers', 'format', 'config', 'batch', 'seq', 'dynamic_dims', 'layer_outputs']);
+  if (doc.vocab_padding) assert.equal(doc.vocab_padding.vocab_size, doc.config.vocab_size);
   assert.equal(doc.format, 'hf-config');
   assert.equal(doc.graph.format, 'pase-graph/1');
   assert.equal(doc.layers, doc.graph.layers.length);
@@ -134,6 +137,18 @@ test('llm import: every example config imports with its Hugging Face parameter c
   const mixtral = importModel(configBytes('Mixtral-8x7B-v0.1'), { batch: 1, seq: 64 });
   assert.equal(mixtral.config.num_experts, 8);
   assert.equal(mixtral.config.experts_per_token, 2);
+});
+
+test('llm import: GPT-2\'s vocabulary is padded to 50304 rows, Llama 3\'s 128256 stays', () => {
+  const gpt2 = importModel(configBytes('gpt2'), { batch: 1, seq: 64 });
+  assertConfigImport(gpt2);
+  assert.deepEqual([gpt2.vocab_padding.vocab_size, gpt2.vocab_padding.padded_vocab_size], [50257, 50304]);
+  assert.equal(gpt2.graph.layers.find((l) => l.name === 'embed').vocab, 50304);
+  const exact = importModel(configBytes('gpt2'), { batch: 1, seq: 64, vocab_padding: 1 });
+  assert.equal(exact.vocab_padding, undefined);
+  assert.equal(exact.graph.layers.find((l) => l.name === 'embed').vocab, 50257);
+  assert.equal(importModel(configBytes('Meta-Llama-3-8B'), { batch: 1, seq: 64 }).vocab_padding, undefined);
+  assert.equal(importModel(configBytes('gpt2'), { vocab_padding: 0 }).error.where, 'vocab_padding');
 });
 
 test('llm import: white space before the config', () => {

@@ -309,6 +309,25 @@ test('plan: progress is optional, and when given rises to 1', () => {
   assertSamePlan(JSON.parse(pase.plan(request)), withProgress);
 });
 
+test('plan: progress over many searches never goes back, and names its phase and the time left', () => {
+  // GPT-2 on 16 H100 under 6 GiB: the recomputation chosen, several searches
+  // under the cap, each of which ran its own 0 to 1 before (core/docs/architecture.md, "Progress").
+  const request = JSON.stringify({ model: 'gpt2', batch: 32, preset: 'h100', cluster: { devices: 16, memory_gib: 6 } });
+  const seen = [];
+  const doc = JSON.parse(pase.plan(request, (fraction, phase, secondsLeft) => seen.push({ fraction, phase, secondsLeft })));
+  assert.equal(doc.error, undefined, JSON.stringify(doc.error));
+  assert.ok(doc.search.searches >= 4, `searches: ${doc.search.searches}`);
+  assert.ok(seen.length >= 4, 'several progress reports');
+  assert.ok(seen.every((r, i) => r.fraction >= 0 && r.fraction <= 1 && (i === 0 || r.fraction >= seen[i - 1].fraction)),
+    seen.map((r) => r.fraction.toFixed(3)).join(' '));
+  assert.equal(seen.at(-1).fraction, 1);
+  assert.ok(seen.every((r) => typeof r.phase === 'string' && r.phase.length > 0), 'every report names its phase');
+  assert.ok(seen.some((r) => /search \d+ under the memory cap/.test(r.phase)), [...new Set(seen.map((r) => r.phase))].join(' | '));
+  assert.ok(seen.every((r) => r.secondsLeft === null || (Number.isFinite(r.secondsLeft) && r.secondsLeft >= 0)));
+  assert.ok(seen.some((r) => r.secondsLeft > 0), 'a time left estimated');
+  assert.equal(seen.at(-1).secondsLeft, 0);
+});
+
 test('plan: alexnet at 8 devices reaches the golden optimum of the PaSE prototype', () => {
   // tests/data/golden/alexnet_p8.json: optimal_cost at 10 TFLOP/s, 16 GB/s, batch 128.
   const doc = plan({ model: 'alexnet', cluster: { devices: 8, tflops: 10, bandwidth_gbps: 16 } });

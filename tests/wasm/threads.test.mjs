@@ -10,7 +10,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpus } from 'node:os';
-import { loadModule, loadThreadedModule } from './load-module.mjs';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadModule, loadThreadedModule, repo } from './load-module.mjs';
 
 // What std::thread::hardware_concurrency() reads under Node (Emscripten's
 // emscripten_num_logical_cores()), clamped to the module's 8.
@@ -46,6 +48,31 @@ test('threads: a request for more threads than the module has is an error naming
   assert.match(doc.error.message, new RegExp(`at most ${expectedThreads}\\b`));
   // The single-threaded module has one.
   assert.equal(plan(single, { model: 'alexnet', cluster: { devices: 8 }, threads: 2 }).error?.where, 'threads');
+});
+
+// The files of tests/invalid/ that are no ONNX model (an image, a
+// checkpoint, safetensors, a ZIP, text) and the config without model_type.
+// Their refusal does not go through an exception, which the threaded module
+// would not catch by type (core/src/model/onnx/onnx_sniff.cpp): it used to
+// answer "internal error" where the single-threaded module named the file.
+test('threads: a file that is no model gets the single-threaded module\'s message, from bytes and from a reader', () => {
+  const invalid = path.join(repo, 'tests/invalid');
+  const files = JSON.parse(readFileSync(path.join(invalid, 'models/cases.json'), 'utf8')).cases
+    .filter((c) => c.message.startsWith('not an ONNX model: the file is '))
+    .map((c) => ({ ...c, file: `models/${c.file}` }));
+  assert.ok(files.some((c) => c.name === 'png_image') && files.length >= 6, files.map((c) => c.name).join(', '));
+  files.push({ name: 'no_model_type', file: 'configs/no_model_type.json', where: 'model_type', message: 'this looks like a Hugging Face config.json' });
+  for (const c of files) {
+    const buffer = readFileSync(path.join(invalid, c.file));
+    const bytes = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+    const reader = { size: bytes.length, read: (offset, length) => bytes.slice(offset, offset + length) };
+    const expected = JSON.parse(single.importModel(bytes, '{}')).error;
+    assert.ok(expected?.message.includes(c.message), `${c.name}: ${JSON.stringify(expected)}`);
+    for (const source of [bytes, reader]) {
+      const error = JSON.parse(threaded.importModel(source, '{}')).error;
+      assert.deepEqual(error, { message: expected.message, where: c.where }, c.name);
+    }
+  }
 });
 
 test('threads: the single-threaded module runs one thread, the threaded one every CPU up to 8', () => {

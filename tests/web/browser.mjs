@@ -54,6 +54,17 @@ export async function openSitePage(browser, url, { viewport = { width: 1400, hei
   return { page, problems, close: () => context.close() };
 }
 
+/**
+ * openSitePage, then **Paper setup** pressed: AlexNet at batch 128 on the
+ * paper's flat ring of 8 devices with the paper's cost model, which the
+ * page opened on before its first screen became Llama 3 8B on an H100 node.
+ */
+export async function openPaperSetup(browser, url, options) {
+  const opened = await openSitePage(browser, url, options);
+  await opened.page.click('#paper-setup');
+  return opened;
+}
+
 /** Waits until `page` shows a plan and none is in flight. */
 export async function waitForPlan(page, { timeout = 60_000 } = {}) {
   await page.waitForFunction(() => document.body.classList.contains('has-plan') && !document.body.classList.contains('planning'),

@@ -11,7 +11,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { assertClose, browserSkip, openSitePage, useSite, waitForCost } from './browser.mjs';
+import { assertClose, browserSkip, openPaperSetup, openSitePage, useSite, waitForCost } from './browser.mjs';
 import { repo } from '../wasm/load-module.mjs';
 import { formatBytes } from '../../web/format.js';
 import { planBound } from '../../web/views/bound.js';
@@ -26,6 +26,8 @@ const site = useSite();
 // ---- Helpers --------------------------------------------------------------------
 
 const openPage = (query = '') => openSitePage(site.browser, site.url + query);
+// AlexNet on the paper's flat ring, what the tests below start from.
+const openPaperPage = () => openPaperSetup(site.browser, site.url);
 
 function planned(request) {
   const doc = JSON.parse(site.pase.plan(JSON.stringify(request)));
@@ -52,7 +54,7 @@ async function shownError(page) {
 // ---- Bad input first ------------------------------------------------------------
 
 test('cluster: a negative memory, zero GPUs per node or negative bytes name their field', { skip, timeout }, async () => {
-  const { page, problems, close } = await openPage();
+  const { page, problems, close } = await openPaperPage();
   const cases = [
     ['#memory', '-1', 'cluster.memory_gib', /must be a positive number, not -1/],
     ['#gpus-per-node', '0', 'cluster.gpus_per_node', /must be a positive integer, not 0/],
@@ -136,11 +138,11 @@ test('cluster: a cap that nothing meets shows the least memory reachable and wha
 // ---- Presets --------------------------------------------------------------------
 
 test('cluster: the presets are the module\'s list after the paper\'s, and h100 fills the fields', { skip, timeout }, async () => {
-  const { page, problems, close } = await openPage();
+  const { page, problems, close } = await openPaperPage();
   const list = JSON.parse(site.pase.presets());
   const options = await page.$$eval('#preset option', (items) => items.map((o) => o.value));
   assert.deepEqual(options, ['paper', ...list.map((p) => p.id), 'custom']);
-  // The page opens on the paper's flat ring without a cap.
+  // The paper setup is the paper's flat ring without a cap.
   let fields = await clusterFields(page);
   assert.deepEqual([fields.preset, fields.tflops, fields.bandwidth, fields['gpus-per-node'], fields.memory], ['paper', '10', '16', '', '']);
   assert.equal(await page.isDisabled('#nodes'), true, 'no nodes on a flat ring');
@@ -261,7 +263,10 @@ test('cluster: the comparison marks a baseline that does not fit (Llama 3 8B on 
   assert.ok(pase_.bytes <= 80 * GiB);
   assert.equal(pase_.memory, `${formatBytes(pase_.bytes)} per GPU`);
   assert.equal(await page.locator('#comparison .compare-nofit').count(), rows.filter((r) => r.fits === 'false').length);
-  assert.match(await page.textContent('#comparison .compare-headline'), /faster than data parallelism, which does not even fit in 80 GiB per GPU/);
+  // Nothing is measured against a strategy that does not fit: here only PaSE's plan fits, the reference.
+  assert.match(await page.textContent('#comparison .compare-headline'), /^Data parallelism (and .+ )?do(es)? not fit in 80 GiB.* per GPU; PaSE's plan does$/);
+  assert.equal(await page.textContent('#comparison [data-strategy="data_parallel"] .compare-speedup'), 'does not fit');
+  assert.equal(await page.getAttribute('#comparison [data-strategy="pase"]', 'data-reference'), 'true');
   // The plan itself is PaSE's, under the cap.
   assertClose(Number(await page.$eval('#memory-chart .memory-bar', (b) => b.dataset.total)), pase_.bytes, 'the memory card is PaSE\'s');
   await page.locator('.compare-card').screenshot({ path: path.join(resultsDir, 'page-comparison-memory.png') });

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { browserSkip, openPaperSetup, openSitePage, useSite } from './browser.mjs';
 import { repo } from '../wasm/load-module.mjs';
 
 const skip = browserSkip;
@@ -60,11 +60,13 @@ async function openHoldingPage() {
   });
   await page.goto(site.url);
   await page.waitForSelector('#plan-button:not([disabled])', { timeout: 30_000 });
+  // AlexNet on the paper's flat ring, what these tests start from.
+  await page.click('#paper-setup');
   return { page, problems, close: () => context.close() };
 }
 
 test('consistency: a graph file\'s batch shows in the greyed field, not the previous model\'s', { skip, timeout }, async () => {
-  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  const { page, problems, close } = await openPaperSetup(site.browser, site.url);
   await page.selectOption('#model-select', 'transformer');
   assert.equal(await page.inputValue('#batch'), '64');
   await page.setInputFiles('#graph-file', attentionPath);
@@ -107,7 +109,7 @@ test('consistency: a refused file says so on the status line, and another choice
 });
 
 test('consistency: every preset label shows whole in the preset menu', { skip, timeout }, async () => {
-  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  const { page, problems, close } = await openPaperSetup(site.browser, site.url);
   const fits = await page.$eval('#preset', (select) => {
     const style = getComputedStyle(select);
     const context = document.createElement('canvas').getContext('2d');
@@ -139,7 +141,7 @@ test('consistency: the plan title names a built-in network as the status line do
 });
 
 test('consistency: the table\'s b÷N hint follows the device count', { skip, timeout }, async () => {
-  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  const { page, problems, close } = await openPaperSetup(site.browser, site.url);
   const hint = () => page.textContent('#split-hint');
   assert.match(await hint(), /b÷8 means the batch is split 8 ways/);
   // Before any plan, the form's count.
@@ -202,7 +204,7 @@ test('consistency: Plan pressed while a bad file is checked says why nothing was
   await page.evaluate(() => window.paseTest.release());
 
   await page.waitForFunction(() => document.getElementById('status').textContent
-    === 'bad-input.json was not loaded, so nothing was planned. Close the error to plan AlexNet.', null, { timeout: 30_000 });
+    === 'bad-input.json was not loaded, so nothing was planned. Press Plan to plan AlexNet.', null, { timeout: 30_000 });
   assert.match(await page.textContent('#error'), /bad-input\.json/);
   assert.match(await page.textContent('#error'), /layers\[2\]/);
   // The previous graph was not planned in its place, and is still the one chosen.

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { assertClose, browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
+import { assertClose, browserSkip, openPaperSetup, startSiteAndBrowser } from './browser.mjs';
 import { loadModule, repo } from '../wasm/load-module.mjs';
 import { dynamicOnnxModel, onnxBytes, onnxModel, onnxPath } from '../wasm/onnx-fixtures.mjs';
 
@@ -44,7 +44,8 @@ after(async () => {
 // ---- Helpers --------------------------------------------------------------------
 
 /** A page in a fresh context, ready to plan; `problems` collects console and page errors. */
-const openPage = () => openSitePage(browser, baseUrl);
+// AlexNet on the paper's flat ring (Paper setup), what these tests start from.
+const openPage = () => openPaperSetup(browser, baseUrl);
 
 /** The module's import of `bytes` under Node: what the page must show and plan. */
 function imported(bytes, options = {}) {
@@ -121,8 +122,8 @@ test('import: a garbage file shows what is wrong, and the page stays usable', { 
   await page.setInputFiles('#graph-file', { name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{"format": ') });
   await page.waitForFunction(() => document.getElementById('error').textContent.includes('broken.json'));
   assert.match(await page.textContent('#error'), /not valid JSON/);
-  // The page still plans, once the refused file's error is closed (until
-  // then Plan shows it: tests/web/refused-file.test.mjs).
+  // The page still plans, once the refused file's error is closed (Plan
+  // pressed with it on display plans too: tests/web/refused-file.test.mjs).
   await page.click('#error-close');
   const cost = await planAndWait(page, 8);
   assert.ok(cost > 0);

@@ -12,7 +12,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { caseBytes, loadCases } from '../invalid/corpus.mjs';
-import { browserSkip, openSitePage, startSiteAndBrowser } from './browser.mjs';
+import { browserSkip, openPaperSetup, startSiteAndBrowser } from './browser.mjs';
 
 
 const skip = browserSkip;
@@ -39,7 +39,8 @@ after(async () => {
 });
 
 /** A page in a fresh context, ready to plan; `problems` collects console and page errors. */
-const openPage = () => openSitePage(browser, baseUrl);
+// AlexNet on the paper's flat ring (Paper setup), what these tests start from.
+const openPage = () => openPaperSetup(browser, baseUrl);
 
 /** The visible error box: title, the `where` in its <code> ('' if none) and the whole message. */
 async function shownError(page) {

@@ -15,7 +15,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { browserSkip, openPaperSetup, openSitePage, useSite } from './browser.mjs';
 import { repo } from '../wasm/load-module.mjs';
 import { formatParameters } from '../../web/format.js';
 
@@ -31,6 +31,8 @@ const site = useSite();
 
 /** A page in a fresh context, ready to plan; `problems` collects console and page errors. */
 const openPage = (query = '') => openSitePage(site.browser, site.url + query);
+// AlexNet on the paper's flat ring, what the tests without a link start from.
+const openPaperPage = () => openPaperSetup(site.browser, site.url);
 
 function configText(model) {
   return readFileSync(path.join(hfDir, model, 'config.json'), 'utf8');
@@ -75,7 +77,7 @@ async function setField(page, selector, value) {
 // ---- A bad config first -----------------------------------------------------------
 
 test('llm: a bad config.json shows the field in the error box, and the page keeps its graph', { skip, timeout }, async () => {
-  const { page, problems, close } = await openPage();
+  const { page, problems, close } = await openPaperPage();
   const llama = JSON.parse(configText('Meta-Llama-3-8B'));
   for (const [config, where, message] of [
     [{ ...llama, model_type: 'bert' }, 'model_type', /bert/],
@@ -111,7 +113,7 @@ test('llm: a bad config.json shows the field in the error box, and the page keep
 
 test('llm: a dropped config.json shows 8,030,261,248 parameters, then plans at batch 4 and seq 256 on 8 devices', { skip, timeout }, async () => {
   const text = configText('Meta-Llama-3-8B');
-  const { page, problems, close } = await openPage();
+  const { page, problems, close } = await openPaperPage();
   await dropFile(page, 'config.json', text);
   await page.waitForSelector('#imported:not([hidden])', { timeout: 60_000 });
   assert.equal(await page.isVisible('#error'), false);
@@ -170,7 +172,7 @@ test('llm: a dropped config.json shows 8,030,261,248 parameters, then plans at b
 
 test('llm: a config chosen under its own name is named after the file; a byte order mark is no matter', { skip, timeout }, async () => {
   const text = configText('gpt2');
-  const { page, problems, close } = await openPage();
+  const { page, problems, close } = await openPaperPage();
   const bom = Buffer.from([0xef, 0xbb, 0xbf]);
   await page.setInputFiles('#graph-file', { name: 'gpt2-small.json', mimeType: 'application/json', buffer: Buffer.concat([bom, Buffer.from(text)]) });
   await page.waitForSelector('#imported:not([hidden])', { timeout: 60_000 });
@@ -188,7 +190,7 @@ test('llm: a config chosen under its own name is named after the file; a byte or
 
 test('llm: the built-in language models are listed with their parameter counts and plan at the form\'s sequence length', { skip, timeout }, async () => {
   const models = JSON.parse(site.pase.models());
-  const { page, problems, close } = await openPage();
+  const { page, problems, close } = await openPaperPage();
   const options = await page.$$eval('#model-select optgroup[label="Language models"] option', (list) => list.map((o) => [o.value, o.textContent]));
   assert.deepEqual(options.map(([value]) => value), llms);
   for (const [value, label] of options) {
@@ -232,6 +234,8 @@ test('llm: a shared link with a sequence length plans on load; a bad one names t
   const { page, problems, close } = await openPage('?model=gpt2&batch=2&seq=64&devices=4');
   await waitForCostOf(page, expectedCost({ model: 'gpt2', batch: 2, seq: 64, cluster: { devices: 4 } }));
   assert.equal(await page.inputValue('#seq'), '64');
+  // GPT-2's 50,257 tokens planned as Megatron-LM pads them (core/docs/llm.md).
+  assert.match(await page.textContent('#plan-note'), /vocabulary padded from 50,257 to 50,304 rows \(a multiple of 128/);
   assert.deepEqual(problems, []);
   await close();
 

@@ -29,6 +29,8 @@ test('model-file: other content is ONNX by name, JSON by name, else ONNX', () =>
   assert.equal(fileKind('garbage.onnx', bytes('not a model')), 'onnx');
   // A broken graph document keeps its JSON error.
   assert.equal(fileKind('broken.json', bytes('not json')), 'json');
+  // Binary content named .json (a PNG) goes to the importer, which names it.
+  assert.equal(fileKind('graph.json', new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])), 'onnx');
   assert.equal(fileKind('model.bin', new Uint8Array([0x08, 0x07])), 'onnx');
   assert.equal(fileKind('notes.txt', bytes('hello')), 'onnx');
   // Empty (or only white space): nothing for the importer; JSON says "empty".
@@ -79,10 +81,15 @@ test('model-file: graph documents and other JSON are graphs', () => {
   }
   // A graph document that also says "model_type" is still a graph (it has layers).
   assert.equal(jsonKind({ format: 'pase-graph/1', model_type: 'llama', layers: [] }), 'graph');
-  // model_type must be a string.
-  assert.equal(jsonKind({ model_type: 7, hidden_size: 4096 }), 'graph');
+  // Without a string model_type, only a field that every config has makes
+  // a config (which the importer then refuses, saying what to add), unless
+  // the document says its format.
   assert.equal(jsonKind({ model_type: null }), 'graph');
-  assert.equal(jsonKind({ hidden_size: 4096 }), 'graph');
+  assert.equal(jsonKind({ inputs: {} }), 'graph');
+  assert.equal(jsonKind({ format: 'pase-graph/1', hidden_size: 4096 }), 'graph');
+  assert.equal(jsonKind({ hidden_size: 4096 }), 'config');
+  assert.equal(jsonKind({ model_type: 7, hidden_size: 4096 }), 'config');
+  assert.equal(jsonKind({ architectures: ['LlamaForCausalLM'], num_attention_heads: 32 }), 'config');
   for (const value of [null, 42, 'llama', [], [{ model_type: 'llama' }]]) assert.equal(jsonKind(value), 'graph', JSON.stringify(value));
   // A string model_type is enough: the importer names what else is wrong
   // (an unsupported type, a missing size).

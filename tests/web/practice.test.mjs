@@ -9,13 +9,15 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertClose, browserSkip, openSitePage, useSite, waitForCost } from './browser.mjs';
+import { assertClose, browserSkip, openPaperSetup, openSitePage, useSite, waitForCost } from './browser.mjs';
 
 const skip = browserSkip;
 const timeout = 180_000;
 const site = useSite();
 
 const openPage = (query = '') => openSitePage(site.browser, site.url + query);
+// AlexNet on the paper's flat ring with the paper's cost model, what the tests below start from.
+const openPaperPage = () => openPaperSetup(site.browser, site.url);
 
 function planned(request) {
   const doc = JSON.parse(site.pase.plan(JSON.stringify(request)));
@@ -24,7 +26,7 @@ function planned(request) {
 }
 
 test('practice: the switch plans with the preset\'s memory bandwidth and rates, and says so with the MFU', { skip, timeout }, async () => {
-  const { page, problems, close } = await openPage();
+  const { page, problems, close } = await openPaperPage();
   assert.equal(await page.isVisible('#memory-bandwidth'), false, 'the paper model needs no memory bandwidth');
   await page.selectOption('#model-select', 'gpt2');
   await page.fill('#batch', '8');
@@ -73,7 +75,7 @@ test('practice: the switch plans with the preset\'s memory bandwidth and rates, 
 });
 
 test('practice: without a memory bandwidth the field is named and marked', { skip, timeout }, async () => {
-  const { page, close } = await openPage();
+  const { page, close } = await openPaperPage();
   await page.selectOption('#cost-model', 'practice');
   await page.fill('#memory-bandwidth', '');
   await page.click('#plan-button');

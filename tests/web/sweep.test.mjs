@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { browserSkip, openPaperSetup, useSite } from './browser.mjs';
 import { repo } from '../wasm/load-module.mjs';
 import { sweepCounts } from '../../web/sweep.js';
 
@@ -36,7 +36,7 @@ test('sweep: the device counts are the powers of two below the cluster\'s, then 
 });
 
 test('sweep: AlexNet on 1 to 8 devices draws the speedups the module computes', { skip, timeout }, async () => {
-  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  const { page, problems, close } = await openPaperSetup(site.browser, site.url);
   await page.selectOption('#model-select', 'alexnet');
   await page.fill('#devices', '8');
   assert.equal(await page.isEnabled('#sweep-button'), true, 'no plan needed first');
@@ -66,7 +66,7 @@ test('sweep: AlexNet on 1 to 8 devices draws the speedups the module computes', 
 });
 
 test('sweep: counts where no strategy fits are marked, and the sweep goes on', { skip, timeout }, async () => {
-  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  const { page, problems, close } = await openPaperSetup(site.browser, site.url);
   await page.selectOption('#model-select', 'alexnet');
   await page.fill('#devices', '8');
   await page.fill('#memory', '0.5');
@@ -84,7 +84,7 @@ test('sweep: counts where no strategy fits are marked, and the sweep goes on', {
 });
 
 test('sweep: Cancel stops it, a new graph too, and a long sweep asks first', { skip, timeout }, async () => {
-  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  const { page, problems, close } = await openPaperSetup(site.browser, site.url);
   // The Transformer up to 64 devices: seconds of comparisons.
   await page.selectOption('#model-select', 'transformer');
   await page.fill('#devices', '64');

@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import path from 'node:path';
-import { browserSkip, openSitePage, useSite } from './browser.mjs';
+import { browserSkip, openPaperSetup, openSitePage, useSite } from './browser.mjs';
 import { startServer } from './serve.mjs';
 import { repo, siteDir } from '../wasm/load-module.mjs';
 
@@ -108,7 +108,7 @@ async function progressCancelAndPlanAgain(page) {
 
 test('threads: progress and cancel work in both modes', { skip, timeout }, async () => {
   for (const url of [site.url, plain.url]) {
-    const { page, problems, close } = await openSitePage(site.browser, url);
+    const { page, problems, close } = await openPaperSetup(site.browser, url);
     await progressCancelAndPlanAgain(page);
     assert.deepEqual(problems, [], url);
     await close();
@@ -116,7 +116,7 @@ test('threads: progress and cancel work in both modes', { skip, timeout }, async
 });
 
 test('threads: cancelling ends the thread workers with the planner worker', { skip: multiSkip, timeout }, async () => {
-  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  const { page, problems, close } = await openPaperSetup(site.browser, site.url);
   const threads = await browserThreads(page);
   // The planner worker and its pool: one worker per thread but the calling one.
   const workerUrls = () => page.workers().map((w) => path.basename(new URL(w.url()).pathname)).sort();
@@ -146,6 +146,7 @@ test('threads: when the threaded module fails to load, the page plans on one thr
   page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
   await page.goto(site.url);
   await page.waitForSelector('#plan-button:not([disabled])', { timeout: 60_000 });
+  await page.click('#paper-setup');
   assert.match(await page.textContent('#search-mode'), /^Search on one thread: the threaded module failed to load \(.+\)$/);
   await page.selectOption('#model-select', 'alexnet');
   await page.fill('#devices', '8');

@@ -172,3 +172,18 @@ test('url-state: the search options round-trip; the defaults are left out', asyn
   assert.equal((await readState(bounded.href)).search, 'bounded');
   assert.equal((await writeState(base, { source, search: 'auto' })).href, `${base}?model=transformer&batch=64`);
 });
+
+test('url-state: the practice rates travel by their preset\'s id; a URL without parameters is bare', async () => {
+  const { href } = await writeState(base, {
+    source: { kind: 'model', name: 'llama3-8b', batch: 32, seq: 8192 }, devices: 16, costModel: 'practice', memoryBandwidth: 3350, rates: 'h100',
+  });
+  assert.equal(href, `${base}?model=llama3-8b&batch=32&seq=8192&devices=16&cm=practice&membw=3350&rates=h100`);
+  const state = await readState(href);
+  assert.equal(state.rates, 'h100');
+  assert.equal(state.bare, false);
+  // The paper model has no rates to carry; an old practice link has none and keeps the generic ones.
+  assert.equal(new URL((await writeState(base, { source: { kind: 'model', name: 'gpt2' }, rates: 'h100' })).href).searchParams.get('rates'), null);
+  assert.equal((await readState(`${base}?model=gpt2&cm=practice&membw=3350`)).rates, null);
+  assert.equal((await readState(base)).bare, true);
+  assert.equal((await readState(`${base}?devices=16`)).bare, false);
+});

@@ -11,7 +11,7 @@
 // Test hooks: #plan-bound[data-optimal="true"|"false"][data-method][data-gap]
 // (data-gap: the result's gap_percent, absent when unknown).
 
-import { capacityText, formatCostUnit, formatShare } from '../format.js';
+import { capacityOf, formatCostUnit, formatShare } from '../format.js';
 
 /** "3 rounds", "1 round". */
 function rounds(count) {
@@ -48,7 +48,7 @@ export function planBound(plan) {
   if (optimal) {
     const text = bounded
       ? `Proven optimal by the bounded search's bound${searchRounds}: no strategy${fits} costs less.`
-      : `Proven optimal: the cheapest strategy that fits in ${capacityText(memory.capacity_bytes)} per GPU.`;
+      : `Proven optimal: the cheapest strategy that fits in ${capacityOf(memory, ' per GPU')}.`;
     return { optimal, method, gap, text };
   }
   const who = bounded ? `the bounded search${searchRounds}${capped ? ' under the memory cap' : ''}`

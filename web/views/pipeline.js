@@ -14,7 +14,7 @@
 // per stage with `.stage-devices`, `.stage-time` and
 // `.stage-memory[data-bytes][data-fits]`.
 
-import { capacityText, formatBytes, formatDeviceRange, formatSeconds, formatShare } from '../format.js';
+import { capacityOf, formatBytes, formatDeviceRange, formatSeconds, formatShare } from '../format.js';
 import { el } from './dom.js';
 
 // Stage colours cycle through this many (pipeline.css, --stage-0 ...).
@@ -37,18 +37,19 @@ function layerRange(stage) {
   return last === stage.first_vertex ? `layer ${last}` : `layers ${stage.first_vertex}–${last}`;
 }
 
-function memoryText(stage, capacity) {
+/** `memory`: the plan's memory report (its capacity, the GPU's). */
+function memoryText(stage, memory) {
   const bytes = formatBytes(stage.memory_bytes);
-  if (!(capacity > 0)) return `${bytes} per GPU`;
-  return stage.fits === false ? `${bytes} per GPU: over ${capacityText(capacity)}` : `${bytes} per GPU: fits`;
+  if (!(memory?.capacity_bytes > 0)) return `${bytes} per GPU`;
+  return stage.fits === false ? `${bytes} per GPU: over ${capacityOf(memory)}` : `${bytes} per GPU: fits`;
 }
 
-function segment(stage, index, capacity, onStage) {
+function segment(stage, index, memoryReport, onStage) {
   const busy = Number.isFinite(stage.busy_share) ? Math.min(1, Math.max(0, stage.busy_share)) : 1;
   const idle = 1 - busy;
   const devices = formatDeviceRange(stage.first_device, stage.devices);
   const time = `${formatSeconds(stage.time_s)} per micro-batch`;
-  const memory = memoryText(stage, capacity);
+  const memory = memoryText(stage, memoryReport);
   const layers = `${stage.layers} layer${stage.layers === 1 ? '' : 's'}`;
   const over = stage.fits === false;
   return el('li', { class: 'stage-item', style: { flex: `${Math.max(1, stage.layers)} 1 0` } }, el('button', {
@@ -92,7 +93,6 @@ export function renderStageStrip(container, plan, { onStage } = {}) {
     container.replaceChildren();
     return;
   }
-  const capacity = plan.memory?.capacity_bytes;
   const bubble = Number.isFinite(pipeline.bubble) ? pipeline.bubble : 0;
   container.hidden = false;
   container.replaceChildren(
@@ -103,7 +103,7 @@ export function renderStageStrip(container, plan, { onStage } = {}) {
       el('span', { class: 'stage-strip-note', text: `${pipeline.label}, micro-batch of ${pipeline.micro_batch}` }),
     ]),
     el('ol', { class: 'stage-segs', 'aria-label': 'Pipeline stages, in layer order' },
-      pipeline.stage.map((stage, index) => segment(stage, index, capacity, onStage))),
+      pipeline.stage.map((stage, index) => segment(stage, index, plan.memory, onStage))),
     el('p', { class: 'stage-strip-key' }, [
       'Width: the stage\'s share of the layers. Bar: how busy the stage is over the pipeline\'s latency; ',
       el('span', { class: 'stage-idle-swatch', 'aria-hidden': 'true' }), ' hatched: idle (the bubble). ',

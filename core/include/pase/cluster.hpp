@@ -74,8 +74,18 @@ struct Cluster {
   // core/docs/cost-model.md, unchanged; they are given together.
   int64_t gpus_per_node = 0;
   double intra_node_gbps = 0;
-  // Usable memory per device in GiB; 0: unlimited.
+  // Memory per device in GiB (the GPU's); 0: unlimited.
   double memory_gib = 0;
+  // The memory margin: the share of memory_gib a plan leaves free, in
+  // [0, 1). Under the practice model the plan's cap is memory_gib less the
+  // framework's reserve (DeviceProfile::reserved_gib) and headroom *
+  // memory_gib; the paper model caps at memory_gib and ignores both. The
+  // default, a tenth, is the margin practitioners launch with: PyTorch's
+  // caching allocator fragments (its reserved memory runs above the
+  // allocated by several percent) and a step's peaks vary (NCCL's lazily
+  // made communicators, the logits and loss in FP32, longer sequences).
+  // 0 plans to the last byte (core/docs/cluster.md, "Memory per device").
+  double headroom = 0.1;
   // The cost model, and the device as the practice model sees it.
   CostModel cost_model = CostModel::kPaper;
   DeviceProfile device{};
@@ -89,11 +99,19 @@ struct Cluster {
   int64_t first_device = 0;
 
   bool hierarchical() const { return gpus_per_node > 0; }
-  // memory_gib in bytes (0: no cap); under the practice model less what the
-  // framework and the allocator hold (DeviceProfile::reserved_gib).
-  double capacity_bytes() const {
-    return (memory_gib - (cost_model == CostModel::kPractice ? device.reserved_gib : 0.0)) * 0x1p30;
+  // The parts of the GPU's memory a plan may not use, in GiB: under the
+  // practice model the framework's reserve and the headroom; 0 under the
+  // paper model. (The headroom is 0 without a cap: it is a share of it.)
+  double reserve_gib() const {
+    return cost_model == CostModel::kPractice ? device.reserved_gib : 0.0;
   }
+  double headroom_gib() const {
+    return cost_model == CostModel::kPractice ? headroom * memory_gib : 0.0;
+  }
+  // The plan's memory cap in bytes, memory_gib less the reserve and the
+  // headroom (0 memory_gib: no cap). With headroom 0 it is the memory less
+  // the reserve to the bit.
+  double capacity_bytes() const { return (memory_gib - reserve_gib() - headroom_gib()) * 0x1p30; }
 };
 
 inline constexpr int64_t kMaxDevices = 65536;

@@ -24,6 +24,7 @@
 //   Nothing throws.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <optional>
@@ -87,6 +88,10 @@ struct ImportOptions {
   int64_t seq = 0;
   // The graph's name; empty: the ONNX graph's name.
   std::string name;
+  // A Hugging Face config's vocabulary padded to a multiple of this
+  // (llm.hpp, kLlmVocabMultiple); 0: that default, 1: the exact vocabulary.
+  // An ONNX model keeps its own sizes and ignores it.
+  int64_t vocab_multiple = 0;
 };
 
 // A dynamic dimension the file leaves open: `name` (the dim_param) and the
@@ -96,9 +101,49 @@ struct DynamicDim {
   std::string input;
 };
 
-// True when `prefix` (the first bytes of a file) starts like an ONNX
-// ModelProto rather than a JSON document (content detection for --graph).
+// True when `prefix` (the first bytes of a file; 64 are read) starts like an
+// ONNX ModelProto rather than a JSON document.
 bool looks_like_onnx(std::string_view prefix);
+
+// CONTENT DETECTION
+//   What a file is, told by its first bytes whatever its name. The CLI, the
+//   importer and import_model_json() (so the module and the page) all tell
+//   files apart with sniff_file() and refuse a file that is no model with
+//   not_a_model_error(), so each says the same. Nothing throws.
+enum class FileContent {
+  kEmpty,
+  kJson,         // a JSON text: '{', '[', a string, a number or a literal first
+  kOnnx,         // looks_like_onnx()
+  kPng,          // \x89PNG
+  kJpeg,         // \xFF\xD8\xFF
+  kGif,          // GIF87a, GIF89a
+  kPdf,          // %PDF-
+  kHdf5,         // \x89HDF (a Keras .h5 model)
+  kGzip,         // \x1F\x8B
+  kZip,          // PK\x03\x04 (or an empty archive) that is not a checkpoint
+  kTorchZip,     // torch.save's ZIP archive: its first record is .../data.pkl
+  kPickle,       // \x80 and a protocol 2 to 5: torch.save's older format
+  kSafetensors,  // an 8-byte little-endian header length (<= 100 MB), then '{'
+  kText,         // none of the above, no control byte: plain text
+  kBinary,       // none of the above
+};
+
+// The prefix sniff_file() needs: a ZIP's first record name, the start of a
+// line of text.
+inline constexpr size_t kSniffBytes = 512;
+
+// What `prefix` (the first kSniffBytes of a file, or all of a shorter one)
+// is. Signatures first, then JSON, then ONNX, then text or binary.
+FileContent sniff_file(std::string_view prefix);
+
+// The error (`where` empty) for a file that is not an ONNX model, from its
+// first bytes: what it looks like and what the planner reads instead,
+// "not an ONNX model: the file is a PNG image; give an ONNX model (export it
+// with torch.onnx.export), a Hugging Face config.json or a pase-graph/1
+// document". A checkpoint or a safetensors file is told that it holds the
+// weights but not the graph; text is quoted (its first line, printable
+// ASCII only).
+Error not_a_model_error(std::string_view prefix);
 
 // The dynamic dimensions of the model's graph inputs, in order of first use.
 Result<std::vector<DynamicDim>> onnx_dynamic_dims(ByteSource& source);

@@ -80,24 +80,66 @@ std::optional<Error> check_llm_config(const LlmConfig& config);
 // ONNX file is (content detection of the importers).
 bool starts_like_json_object(std::string_view prefix);
 
-// True when `text` is a JSON object with a string "model_type" and no
-// pase-graph/1 "layers": a Hugging Face config rather than a graph document.
+// True when `text` is a JSON object with no pase-graph/1 "layers" and either
+// a string "model_type" or, with no "format" either, a field that every
+// Hugging Face config has (hidden_size, num_attention_heads, vocab_size,
+// n_embd, architectures, ...): a Hugging Face config rather than a graph
+// document. One without its model_type is then refused at "model_type",
+// saying that it looks like a config and what to add.
 bool looks_like_llm_config(std::string_view text);
 
 // The exact parameter count, as PyTorch's sum(p.numel()) over the Hugging
 // Face model (a tied table counted once); saturates at 2^63 - 1.
 int64_t llm_parameters(const LlmConfig& config);
 
-// The training graph for `batch` sequences of `seq` tokens (0: the defaults
-// above), named `name`, with `parameters` set to llm_parameters(). Errors:
-// batch or seq not positive ("batch", "seq"), a sequence longer than a
-// learned position table ("seq").
-Result<GraphSpec> llm_spec(const LlmConfig& config, const std::string& name, int64_t batch = 0,
-                           int64_t seq = 0);
+// The vocabulary as the engines run it (core/docs/llm.md, "Vocabulary
+// padding"): Megatron-LM pads the tokenizer's vocabulary up to a multiple of
+// --make-vocab-size-divisible-by (128) x tp, so that the embedding, the head
+// and the loss split evenly. A graph is built with the vocabulary padded to
+// a multiple of `vocab_multiple`: kLlmVocabMultiple for a plan that chooses
+// its splits per layer (every power-of-two split up to 128 divides it),
+// that times tp for a layout; 1 keeps the exact vocabulary.
+inline constexpr int64_t kLlmVocabMultiple = 128;
+// The largest multiple accepted (larger ones are errors at "vocab_padding").
+inline constexpr int64_t kLlmMaxVocabMultiple = int64_t{1} << 20;
+// `vocab` rounded up to a multiple of `multiple` (>= 1).
+int64_t padded_vocab(int64_t vocab, int64_t multiple);
 
-// parse_llm_config() then llm_spec() with the options' batch, seq and name
-// (empty: the config's model_type). `dims` has no meaning for a config and
-// is an error at "dims.<its first name>".
+// A graph's padded vocabulary: the tokenizer's `vocab`, the graph's `padded`
+// (> vocab), and the `multiple` it was rounded up to.
+struct VocabPadding {
+  int64_t vocab = 0;
+  int64_t padded = 0;
+  int64_t multiple = 0;
+};
+
+// The padding that llm_spec() recorded in a graph's document (its "meta":
+// vocab_size, padded_vocab_size, vocab_multiple) when the embedding's
+// vocabulary is the padded one; nullopt for an exact vocabulary and for
+// any graph that is not a padded language model (the paper's networks, an
+// ONNX model, a document without that record).
+std::optional<VocabPadding> vocab_padding(const GraphSpec& spec);
+std::optional<VocabPadding> vocab_padding(const Graph& graph);
+
+// What a result says of it: "the vocabulary is padded from 50257 to 51200
+// rows (a multiple of 1024), as Megatron-LM pads it so that its splits
+// divide; the padded rows count in the cost and the memory".
+std::string vocab_padding_text(const VocabPadding& padding);
+
+// The training graph for `batch` sequences of `seq` tokens (0: the defaults
+// above), named `name`, with the vocabulary padded to a multiple of
+// `vocab_multiple` (above) and `parameters` set to llm_parameters() of the
+// config: the model's own count, the padded rows being in the weights'
+// shapes (so in memory and cost) but not in the model. Errors: batch or seq
+// not positive ("batch", "seq"), a sequence longer than a learned position
+// table ("seq"), a multiple below 1 or above kLlmMaxVocabMultiple
+// ("vocab_padding").
+Result<GraphSpec> llm_spec(const LlmConfig& config, const std::string& name, int64_t batch = 0,
+                           int64_t seq = 0, int64_t vocab_multiple = kLlmVocabMultiple);
+
+// parse_llm_config() then llm_spec() with the options' batch, seq, name
+// (empty: the config's model_type) and vocab_multiple (0: kLlmVocabMultiple). `dims` has no meaning
+// for a config and is an error at "dims.<its first name>".
 Result<GraphSpec> import_llm_config(std::string_view json_text, const ImportOptions& options);
 Result<GraphSpec> import_llm_config(const LlmConfig& config, const ImportOptions& options);
 

@@ -41,11 +41,16 @@ struct ModelInfo {
 // the language models.
 const std::vector<ModelInfo>& list_models();
 
-// The network's document; batch 0 and seq 0 mean the model's defaults.
-Result<GraphSpec> model_spec(std::string_view name, int64_t batch = 0, int64_t seq = 0);
+// The network's document; batch 0 and seq 0 mean the model's defaults. A
+// language model's vocabulary is padded to a multiple of `vocab_multiple`
+// (0: kLlmVocabMultiple; 1: exact; llm.hpp), the paper's networks keep
+// theirs whatever it is.
+Result<GraphSpec> model_spec(std::string_view name, int64_t batch = 0, int64_t seq = 0,
+                             int64_t vocab_multiple = 0);
 
 // model_spec() followed by build_graph().
-Result<Graph> build_model(std::string_view name, int64_t batch = 0, int64_t seq = 0);
+Result<Graph> build_model(std::string_view name, int64_t batch = 0, int64_t seq = 0,
+                          int64_t vocab_multiple = 0);
 
 // The config of a built-in language model, or nullptr for another name.
 const LlmConfig* llm_config(std::string_view name);

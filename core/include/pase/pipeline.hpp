@@ -34,13 +34,16 @@
 // one only where the fewest tensors cross (the boundaries between repeated
 // blocks). The result is exact over the boundaries allowed.
 //
-// PROGRESS. PlanOptions::on_progress sees the fraction of the stage plans
-// searched (vertices_done / vertices_total count stage plans, not vertices),
-// and fraction 1 once at the end. The total counts every range the pairs
-// left may need; it drops as pruning passes ranges by. When the search
-// plans S = M = 1 first (several pairs, pruning on), that one whole-graph
-// search fills the first half of the fraction, and the stage plans the
-// second.
+// PROGRESS. PlanOptions::on_progress sees one fraction for the request that
+// never goes back (Progress), and fraction 1 once at the end;
+// vertices_done / vertices_total count stage plans, not vertices. The stage
+// plans' share counts those searched of every range the pairs left may
+// need (and the plans under the cap, as they are needed); it drops as
+// pruning passes ranges by. When the search plans S = M = 1 first (several
+// pairs, pruning on), that whole-graph plan fills the first half ("pipeline:
+// the plan without a pipeline", each search under the cap its share), the
+// pairs' lower bounds a tenth of the rest, and the stage plans the others.
+// With recompute kAuto under a cap, each recomputation tried is a third.
 //
 // RECOMPUTATION. With Training::recompute kAuto, the search above runs with
 // none, then selective, then full recomputation of every block, and keeps

@@ -100,13 +100,25 @@ struct BoundedOptions {
   int max_rounds = 12;
 };
 
-// Progress of a running plan: called on the planning thread at most about a
-// hundred times, and once at the end with fraction 1.
+// Progress of a running plan (plan(), plan_pipeline(), plan_json()): called
+// on the planning thread, at most once per half percent, phase or half
+// second, and once at the end with fraction 1. The fraction is the whole
+// request's and never goes back: each search fills its share of it, and a
+// sequence of searches of unknown length (the Lagrangian loop under a memory
+// cap, the recomputations tried) gives each further search a share of what
+// is left (core/docs/architecture.md, "Progress").
 struct Progress {
-  double fraction = 0;  // of the predicted work (pairs), 0..1
+  double fraction = 0;  // of the whole request, 0..1, never lower than before
+  // Of the search running now: its steps done and in all, and the vertex
+  // (a pipeline's: stage plans done and the most it may still need).
   int vertices_done = 0;
   int vertices_total = 0;
   int current_vertex = -1;
+  // What runs now, e.g. "search 3 under the memory cap" or "pipeline: stage
+  // plans"; "" before the first search.
+  std::string phase;
+  double elapsed_s = 0;      // since the request started
+  double seconds_left = -1;  // estimated from elapsed_s and fraction; -1: not yet known
 };
 
 struct PlanOptions {
@@ -168,9 +180,10 @@ struct Plan {
   double compute = 0, comm = 0, redistribution = 0;  // the total, by part
   MemoryBytes memory;                                // device 0's, summed over vertices
   std::vector<double> vertex_memory;                 // device 0's bytes, by vertex id
-  // Planned under a memory cap (Cluster::memory_gib): the capacity in bytes,
-  // whether the plan fits, a proven lower bound on the cost of every
-  // enumerated strategy that fits, and whether the plan's cost meets it.
+  // Planned under a memory cap (Cluster::memory_gib): the capacity in bytes
+  // (what the plan may use, Cluster::capacity_bytes()), whether it fits, a
+  // proven lower bound on the cost of every enumerated strategy that fits,
+  // and whether the plan's cost meets it.
   // Without a cap: capacity 0, fits, bound = cost, optimal; except after the
   // bounded search (SearchStats::bounded), whose bound is below the cost
   // unless it proves the plan optimal.
@@ -190,7 +203,8 @@ struct Plan {
 // (core/docs/cluster.md, "Planning under a memory cap"); no strategy that
 // fits is an error at "cluster.memory_gib" naming the least memory reachable.
 // Under a cap a plan runs several searches, each of the cost of COMPLEXITY
-// above and each reported by on_progress from 0 to 1: the least cost, then,
+// above and each filling its share of on_progress's fraction (Progress):
+// the least cost, then,
 // if that does not fit, the least memory and one per breakpoint of the
 // Lagrangian dual (at most 100; a handful in practice). With
 // Training::recompute kAuto (the practice model) it plans again per

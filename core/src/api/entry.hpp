@@ -34,6 +34,8 @@ inline Json cluster_to_json(const Cluster& cluster) {
   if (cluster.cost_model == CostModel::kPractice) {
     j["cost_model"] = cost_model_name(cluster.cost_model);
     j["memory_gbps"] = cluster.device.memory_gbps;
+    // The memory margin, where it applies (a share of a cap).
+    if (cluster.memory_gib > 0) j["headroom"] = cluster.headroom;
   }
   return j;
 }

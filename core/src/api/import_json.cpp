@@ -63,11 +63,14 @@ Result<ImportOptions> parse_import_options(std::string_view text) {
   }
   if (!document->is_object()) return type_error("a JSON object", *document, "options");
   ObjectReader reader(*document, "");
-  reader.allow_only({"dims", "batch", "seq", "name"});
+  reader.allow_only({"dims", "batch", "seq", "name", "vocab_padding"});
   reader.read("dims", options.dims, dims_from_json);
   reader.read("batch", options.batch, json_detail::to_positive_int);
   reader.read("seq", options.seq, json_detail::to_positive_int);
   reader.read("name", options.name, json_detail::to_non_empty_string);
+  // A config's vocabulary padded to a multiple of this (llm.hpp); an ONNX
+  // model ignores it.
+  reader.read("vocab_padding", options.vocab_multiple, json_detail::to_positive_int);
   if (!reader.ok()) return reader.error();
   return options;
 }
@@ -199,6 +202,11 @@ std::string import_config_json(ByteSource& source, const ImportOptions& options)
   const Shape& tokens = spec->inputs.front().second;
   j["batch"] = tokens[0];
   j["seq"] = tokens[1];
+  if (std::optional<VocabPadding> padding = vocab_padding(*spec))
+    j["vocab_padding"] = Json{{"vocab_size", padding->vocab},
+                              {"padded_vocab_size", padding->padded},
+                              {"multiple", padding->multiple},
+                              {"note", vocab_padding_text(*padding)}};
   j["dynamic_dims"] = Json::array();
   add_layer_outputs(*spec, *graph, j);
   return json_detail::dump_pretty(j) + "\n";

@@ -103,6 +103,12 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan,
   Json j = Json::object();
   j["graph"] = graph.name;
   j["parameters"] = graph.parameters;
+  // A language model's vocabulary as the engines pad it (core/docs/llm.md).
+  if (std::optional<VocabPadding> padding = vocab_padding(graph))
+    j["vocab_padding"] = Json{{"vocab_size", padding->vocab},
+                              {"padded_vocab_size", padding->padded},
+                              {"multiple", padding->multiple},
+                              {"note", vocab_padding_text(*padding)}};
   j["cluster"] = cluster_to_json(cluster);
   j["cost"] = plan.cost;
   j["step_time_s"] = plan.step_time_s;
@@ -177,11 +183,15 @@ Json plan_object(const Graph& graph, const Cluster& cluster, const Plan& plan,
                      {"fits", plan.fits},
                      {"lower_bound", capped ? Json(plan.lower_bound) : Json()},
                      {"optimal", capped ? Json(plan.optimal) : Json()}};
+  // The GPU's memory under a cap; capacity_bytes is what the plan may use of it.
+  if (capped) j["memory"]["device_bytes"] = cluster.memory_gib * 0x1p30;
   if (cluster.cost_model == CostModel::kPractice) {
-    // The practice model's working buffers (in per_device_bytes) and the
-    // framework's reserve (outside it: the capacity is the memory less it).
+    // The practice model's working buffers (in per_device_bytes), and the
+    // framework's reserve and the headroom (outside it: the capacity is the
+    // GPU's memory less both).
     j["memory"]["working"] = mb.working;
     j["memory"]["reserved_bytes"] = cluster.device.reserved_gib * 0x1p30;
+    j["memory"]["headroom_bytes"] = cluster.headroom_gib() * 0x1p30;
   }
   // The training as priced: the search's choice of recomputation, if it
   // made one.

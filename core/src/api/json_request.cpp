@@ -58,7 +58,7 @@ Result<Cluster> cluster_over(const Json& value, const std::string& where, const 
   if (!value.is_object()) return type_error("an object", value, where);
   ObjectReader reader(value, where);
   reader.allow_only({"devices", "tflops", "bandwidth_gbps", "gpus_per_node", "intra_node_gbps",
-                     "memory_gib", "memory_gbps", "device"});
+                     "memory_gib", "headroom", "memory_gbps", "device"});
   Cluster cluster = base;
   const bool had_nodes = cluster.hierarchical();
   if (reader.read("devices", cluster.devices, json_detail::to_positive_int) &&
@@ -79,6 +79,7 @@ Result<Cluster> cluster_over(const Json& value, const std::string& where, const 
                       reader.path(nodes ? "intra_node_gbps" : "gpus_per_node")});
   }
   reader.read("memory_gib", cluster.memory_gib, json_detail::to_positive_number);
+  reader.read("headroom", cluster.headroom, json_detail::to_number);  // checked by check_cluster
   reader.read("memory_gbps", cluster.device.memory_gbps, json_detail::to_positive_number);
   // The practice model's rates (a preset's "practice" object;
   // core/docs/practice-model.md): each field optional.
@@ -278,9 +279,10 @@ Result<uint64_t> bytes_from_json(const Json& value, const std::string& where) {
 Result<PlanRequest> request_from_json(const Json& value) {
   if (!value.is_object()) return Error{"the request must be a JSON object", ""};
   ObjectReader reader(value, "");
-  reader.allow_only({"graph", "model", "batch", "seq", "preset", "cluster", "training", "order",
-                     "max_memory", "search", "strategy", "pow2_only", "all_devices", "mesh_only",
-                     "threads", "pipeline", "cost_model", "layout", "emit"});
+  reader.allow_only({"graph",    "model",      "batch",       "seq",        "preset",
+                     "cluster",  "training",   "order",       "max_memory", "search",
+                     "strategy", "pow2_only",  "all_devices", "mesh_only",  "threads",
+                     "pipeline", "cost_model", "layout",      "emit",       "vocab_padding"});
 
   PlanRequest request;
   const Json* graph = reader.find("graph");
@@ -299,6 +301,19 @@ Result<PlanRequest> request_from_json(const Json& value) {
   int64_t seq = 0;
   if (reader.read("seq", seq, json_detail::to_positive_int) && model == nullptr) {
     reader.fail(Error{"'seq' applies only to a built-in 'model'", "seq"});
+  }
+  // A language model's vocabulary padded to a multiple of this (x a
+  // layout's tp), as Megatron-LM's --make-vocab-size-divisible-by
+  // (core/docs/llm.md); 1 keeps it exact; a graph document keeps its own.
+  int64_t vocab_padding = kLlmVocabMultiple;
+  if (reader.read("vocab_padding", vocab_padding, json_detail::to_positive_int)) {
+    if (model == nullptr) {
+      reader.fail(Error{"'vocab_padding' applies only to a built-in 'model'", "vocab_padding"});
+    } else if (vocab_padding > kLlmMaxVocabMultiple) {
+      reader.fail(Error{"must be at most " + std::to_string(kLlmMaxVocabMultiple) + ", not " +
+                            std::to_string(vocab_padding),
+                        "vocab_padding"});
+    }
   }
   // The small fields come before the graph so that their errors do not wait
   // for a large graph to be built.
@@ -394,7 +409,8 @@ Result<PlanRequest> request_from_json(const Json& value) {
   // build_model() and build_graph() report paths relative to the graph
   // document; inside a request they live under "graph" (or "model").
   if (model != nullptr) {
-    Result<Graph> built = build_model(model_name, batch, seq);
+    Result<Graph> built = build_model(
+        model_name, batch, seq, vocab_padding == 1 ? 1 : vocab_padding * (layout ? layout->tp : 1));
     if (!built) {
       Error error = built.error();
       if (error.where.empty()) error.where = "model";

@@ -195,8 +195,15 @@ Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
   // plan is not proven optimal, be a fitting strategy the search missed.
   const double optimum = c.pase.plan.cost;
   const bool capped = c.pase.plan.capacity_bytes > 0;
-  const std::string cap_text =
+  // The GPU's memory and, under the practice model, what a plan may use of
+  // it (less the framework's reserve and the headroom).
+  std::string cap_text =
       capped ? baselines::number_text(cluster.memory_gib) + " GiB per device" : "";
+  if (capped && c.pase.plan.capacity_bytes < cluster.memory_gib * 0x1p30) {
+    cap_text += " (";
+    cap_text += baselines::number_text(c.pase.plan.capacity_bytes / 0x1p30);
+    cap_text += " GiB of it for a plan)";
+  }
   for (size_t i = 1; i < all.size(); ++i) {
     const StrategyReport& r = *all[i];
     if (!(r.plan.cost < optimum * (1 - 1e-12))) continue;

@@ -56,9 +56,10 @@ Shape engine_weight(const GraphSpec& spec, const std::string& name) {
 // embedding is tied. A built-in model of the same name and shape gives its
 // own config (its longest sequence and top-k exactly).
 struct EngineModel {
-  LlmConfig config;
+  LlmConfig config;  // the tokenizer's vocabulary
   int64_t seq = 0;
   bool positions_known = true;
+  int64_t padded_vocab = 0;  // the graph's rows (core/docs/llm.md, "Vocabulary padding")
 };
 
 Result<EngineModel> engine_model(const Graph& g, const char* engine) {
@@ -79,7 +80,11 @@ Result<EngineModel> engine_model(const Graph& g, const char* engine) {
   const std::string key = "\"model_type\": \"", meta = spec->meta_json;
   const size_t at = meta.find(key) == std::string::npos ? 0 : meta.find(key) + key.size();
   c.model_type = at == 0 ? "llama" : meta.substr(at, meta.find('"', at) - at);
-  c.vocab_size = embed->vocab;
+  // The tokenizer's vocabulary, which the engine pads itself; the graph
+  // holds the padded rows.
+  m.padded_vocab = embed->vocab;
+  const std::optional<VocabPadding> padding = vocab_padding(*spec);
+  c.vocab_size = padding ? padding->vocab : embed->vocab;
   c.hidden_size = embed->dim;
   c.num_layers = blocks;
   c.num_kv_heads = q[1];
@@ -320,6 +325,7 @@ std::string engine_header(const char* engine, const PlanView& view, const Engine
                   engine_num(c.hidden_size) + ", " + engine_num(c.num_heads) + " heads (" +
                   engine_num(c.num_kv_heads) + " key-value), MLP " +
                   engine_num(c.intermediate_size) + ", vocabulary " + engine_num(c.vocab_size);
+  if (m.padded_vocab != c.vocab_size) h += " (padded to " + engine_num(m.padded_vocab) + ")";
   if (c.num_experts > 0)
     h +=
         ", " + engine_num(c.num_experts) + " experts (top " + engine_num(c.experts_per_token) + ")";
@@ -396,9 +402,23 @@ std::string engine_megatron(const PlanView& view, const EngineModel& m, const En
   if (c.num_experts > 0) arg("--moe-router-topk", c.experts_per_token);
   if (c.num_experts > 0 && l.tp > 1 && !l.sp)
     e.notes.push_back("Megatron-LM needs --sequence-parallel with tensor and expert parallelism");
+  // Megatron-LM pads the tokenizer's vocabulary to a multiple of this x tp:
+  // the largest power of two up to its default 128 that gives the graph's
+  // rows, else the rows over tp (the layout's tp divides them).
+  int64_t divisible = m.padded_vocab / l.tp;
+  for (int64_t d = 128; d >= 1; d /= 2)
+    if (padded_vocab(c.vocab_size, d * l.tp) == m.padded_vocab) {
+      divisible = d;
+      break;
+    }
+  arg("--make-vocab-size-divisible-by", divisible);
   a.push_back("--bf16");
-  e.notes.push_back("the vocabulary (" + engine_num(c.vocab_size) + ") comes from the tokenizer, " +
-                    "padded to a multiple of --make-vocab-size-divisible-by x tp");
+  e.notes.push_back("the vocabulary (" + engine_num(c.vocab_size) + ") comes from the tokenizer; " +
+                    "--make-vocab-size-divisible-by " + engine_num(divisible) + " x tp " +
+                    engine_num(l.tp) +
+                    (m.padded_vocab == c.vocab_size
+                         ? " divides it, as the plan has it"
+                         : " pads it to the plan's " + engine_num(m.padded_vocab) + " rows"));
   if (view.pipeline != nullptr && view.pipeline->schedule == Schedule::kGPipe && l.pp > 1)
     e.notes.push_back("the plan's GPipe schedule runs as 1F1B (the same step time, less memory)");
   if (const std::string uneven = engine_uneven(l, c.num_layers); !uneven.empty())
@@ -470,6 +490,9 @@ std::string engine_torchtitan(const PlanView& view, const EngineModel& m, const 
     e.notes.push_back(
         "torchtitan's op-level selective checkpointing (keeping attention and some "
         "matrix products) is near the planner's selective, not the same");
+  if (m.padded_vocab != c.vocab_size)
+    e.notes.push_back("torchtitan keeps the tokenizer's vocabulary (" + engine_num(c.vocab_size) +
+                      "); the plan priced it padded to " + engine_num(m.padded_vocab) + " rows");
   return engine_header("torchtitan job configuration", view, m, e) +
          "# with [model] name and flavor set to the model\n" + t;
 }

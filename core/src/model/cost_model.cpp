@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -39,6 +40,17 @@ std::vector<int> follow_dimension(const Graph& g, const GraphModel& model,
   return pos;
 }
 
+namespace {
+
+// "0.1", "8", "nan": a number in a message, as typed.
+std::string cluster_number_text(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", x);
+  return buffer;
+}
+
+}  // namespace
+
 std::optional<Error> check_cluster(const Cluster& c) {
   if (c.devices < 1)
     return Error{"must be at least 1, got " + std::to_string(c.devices), "cluster.devices"};
@@ -62,6 +74,11 @@ std::optional<Error> check_cluster(const Cluster& c) {
                  nodes ? "cluster.intra_node_gbps" : "cluster.gpus_per_node"};
   if (c.memory_gib != 0 && (!(c.memory_gib > 0) || !std::isfinite(c.memory_gib)))
     return Error{"must be a positive number", "cluster.memory_gib"};
+  // A share of the memory (NaN fails the test too).
+  if (!(c.headroom >= 0 && c.headroom < 1))
+    return Error{"must be a fraction of the memory from 0 to below 1 (0.1: 10%), not " +
+                     cluster_number_text(c.headroom),
+                 "cluster.headroom"};
   const std::pair<int64_t, const char*> bytes[] = {
       {c.training.param_bytes, "training.param_bytes"},
       {c.training.grad_bytes, "training.grad_bytes"},
@@ -93,6 +110,11 @@ std::optional<Error> check_cluster(const Cluster& c) {
       return Error{"the framework's reserve (" + std::to_string(d.reserved_gib) +
                        " GiB) leaves nothing of the memory",
                    "cluster.device.reserved_gib"};
+    if (c.memory_gib > 0 && d.reserved_gib + c.headroom_gib() >= c.memory_gib)
+      return Error{"the framework's reserve (" + cluster_number_text(d.reserved_gib) +
+                       " GiB) and the headroom (" + cluster_number_text(c.headroom_gib()) +
+                       " GiB) leave nothing of the " + cluster_number_text(c.memory_gib) + " GiB",
+                   "cluster.headroom"};
   }
   if (c.training.recompute_rest == Recompute::kAuto)
     return Error{"must be none, selective or full", "training.recompute_rest"};

@@ -14,6 +14,7 @@
 #include "pase/pipeline.hpp"
 #include "pipeline/pipeline_model.hpp"
 #include "pipeline/pipeline_searcher.hpp"
+#include "search/progress.hpp"
 #include "search/weighted_plan.hpp"
 
 namespace pase {
@@ -201,25 +202,37 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
   if (pipeline.prune && pairs.size() > 1) {
     if (pairs.front().stages == 1 && pairs.front().microbatches == 1) {
       // Half the progress bar: on a deep network the one whole-graph search
-      // is most of the work (GPT-3 175B on 1,024 GPUs: 84 s of 103).
+      // is most of the work (GPT-3 175B on 1,024 GPUs: 84 s of 103), and
+      // under a cap it moves with each search of its Lagrangian loop.
       // When its floor rules it out before any search (the memory's floor
       // over the cap: GPT-3 175B at batch 1536), the bar has had nothing
-      // of it, and the stage plans take the whole bar.
-      searcher.lead = 0.5;
+      // of it, and the phases after it take the whole bar.
+      searcher.phase = Searcher::Phase::kLead;
+      searcher.to = 0.5;
       if (std::optional<Error> e = search_pair(pairs.front())) return *e;
-      if (searcher.searches == 0) searcher.lead = 0;
-      searcher.lead_done = true;
+      searcher.from = searcher.searches == 0 ? 0 : searcher.to;
       pairs.erase(pairs.begin());
     }
+    // A tenth of what is left for the pairs' bounds, counted by pair: their
+    // parts' plans are searched without progress of their own.
+    searcher.phase = Searcher::Phase::kFloors;
+    searcher.to = searcher.from + 0.1 * (1 - searcher.from);
+    searcher.pairs_to_floor = static_cast<double>(pairs.size());
+    searcher.report();
     for (Pair& pair : pairs) {
       Result<Partition> floor = best_partition(searcher, micros.at(pair.microbatches), pair.stages,
                                                pair.microbatches, best.T, true);
       if (!floor) return floor.error();
       pair.floor = floor->floor;
+      searcher.floored += 1;
+      searcher.report();
     }
+    searcher.from = searcher.to;
     std::stable_sort(pairs.begin(), pairs.end(),
                      [](const Pair& a, const Pair& b) { return a.floor < b.floor; });
   }
+  searcher.phase = Searcher::Phase::kPlans;
+  searcher.to = 1;
   // A pair whose floor exceeds the best T so far is skipped, and leaves the
   // progress's count as soon as it is known to be skipped.
   std::vector<char> skipped(pairs.size(), 0);
@@ -270,21 +283,50 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
 
 }  // namespace
 
+namespace {
+
 // Recomputation chosen by the search with a pipeline (core/docs/
 // practice-model.md, "Recomputation"): none, then selective, then full on
 // every block, the first whose pipeline fits; without a cap, none.
+Result<PipelinePlan> plan_pipeline_choosing(const Graph& graph, const Cluster& cluster,
+                                            const PipelineOptions& pipeline,
+                                            const PlanOptions& options);
+
+}  // namespace
+
 Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
                                    const PipelineOptions& pipeline, const PlanOptions& options) {
+  // The caller's progress: one for the request, whatever searches it runs.
+  RequestProgress progress(options);
+  Result<PipelinePlan> out = plan_pipeline_choosing(graph, cluster, pipeline, progress.options());
+  if (out) progress.finish();
+  return out;
+}
+
+namespace {
+
+Result<PipelinePlan> plan_pipeline_choosing(const Graph& graph, const Cluster& cluster,
+                                            const PipelineOptions& pipeline,
+                                            const PlanOptions& options) {
   if (cluster.training.recompute != Recompute::kAuto)
     return plan_pipeline_fixed(graph, cluster, pipeline, options);
   if (std::optional<Error> e = check_cluster(cluster)) return *e;
   Result<PipelinePlan> out = Error{"no recomputation tried", "training.recompute"};
+  // Progress: a third for each recomputation when more than none may be
+  // tried (the loop's last test below).
+  const bool choosing = cluster.memory_gib > 0 && cluster.cost_model == CostModel::kPractice;
+  static constexpr const char* kPhases[] = {"no recomputation", "selective recomputation",
+                                            "full recomputation"};
+  int part = 0;
   for (Recompute mode : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     Cluster c = cluster;
     c.training.recompute = mode;
     c.training.recompute_blocks = -1;
     c.training.recompute_rest = mode;
-    out = plan_pipeline_fixed(graph, c, pipeline, options);
+    const PlanOptions o =
+        choosing ? progress_part(options, part / 3.0, (part + 1) / 3.0, kPhases[part]) : options;
+    ++part;
+    out = plan_pipeline_fixed(graph, c, pipeline, o);
     if (out) out->plan.training = c.training;
     if (out && out->plan.fits) break;
     if (!out && out.error().where != "cluster.memory_gib") break;
@@ -292,5 +334,7 @@ Result<PipelinePlan> plan_pipeline(const Graph& graph, const Cluster& cluster,
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace pase

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "pase/pipeline.hpp"
 #include "pipeline/pipeline_model.hpp"
 #include "search/dynamic_program.hpp"
+#include "search/progress.hpp"
 #include "search/weighted_plan.hpp"
 
 namespace pase::pipeline_detail {
@@ -85,24 +87,50 @@ struct Searcher {
     return ids.emplace(std::move(key), static_cast<int>(ids.size())).first->second;
   }
 
-  // The share of the bar of a first search that is most of the work (the
-  // plan without a pipeline, before the pairs it lets the bounds skip), and
-  // whether that search is over; 0: every stage plan counts alike.
-  double lead = 0;
-  bool lead_done = false;
+  // Progress runs in three phases, each over its share [from, to) of the
+  // bar (plan_pipeline()): the plan without a pipeline (kLead: on a deep
+  // network most of the work, before the pairs it lets the bounds skip),
+  // the pairs' lower bounds (kFloors: `floored` of `pairs_to_floor`), then
+  // the stage plans (kPlans: those searched of those the search may still
+  // need).
+  enum class Phase { kLead, kFloors, kPlans };
+  Phase phase = Phase::kPlans;
+  double from = 0, to = 1;
+  double floored = 0, pairs_to_floor = 1;
 
-  void report(double fraction) {
+  // The phase's fraction done. In the lead, its stage plan without the cap
+  // fills what the first search of a plan under the cap does (open_part()),
+  // and the one under the cap, which runs the Lagrangian loop, the rest.
+  double phase_fraction(double fraction) const {
+    fraction = std::clamp(fraction, 0.0, 1.0);
+    switch (phase) {
+      case Phase::kLead: {
+        if (cluster.memory_gib <= 0) return done >= 1 ? 1.0 : fraction;
+        const double first = 1 / (1 + kSearchesAhead);
+        return done >= 2 ? 1.0 : done >= 1 ? first + (1 - first) * fraction : first * fraction;
+      }
+      case Phase::kFloors:
+        return std::min(1.0, floored / pairs_to_floor);
+      case Phase::kPlans:
+        break;
+    }
+    return std::min(1.0, (done + fraction) / total);
+  }
+
+  // `inner`: the progress of the stage plan being searched, if any.
+  void report(const Progress& inner = {}) {
     if (!options.on_progress) return;
-    const double rest = std::min(1.0, (done + fraction) / total);
-    const double value = lead == 0   ? rest
-                         : lead_done ? lead + (1 - lead) * rest
-                                     : lead * (done >= 1 ? 1.0 : std::min(1.0, fraction));
-    shown = std::max(shown, value);
+    shown = std::max(shown, from + (to - from) * phase_fraction(inner.fraction));
     Progress p;
     p.fraction = shown;
     // A pipeline's progress counts stage plans (pipeline.hpp).
     p.vertices_done = static_cast<int>(done);
     p.vertices_total = static_cast<int>(std::max(total, done));
+    p.phase = phase == Phase::kLead ? "pipeline: the plan without a pipeline" +
+                                          (inner.phase.empty() ? std::string() : ": " + inner.phase)
+              : phase == Phase::kFloors
+                  ? "pipeline: lower bounds of the stage and micro-batch counts"
+                  : "pipeline: stage plans";
     options.on_progress(p);
   }
 
@@ -261,8 +289,12 @@ struct Searcher {
                            int64_t microbatches, int64_t k, double sync_weight = 1) {
     const auto start = std::chrono::steady_clock::now();
     PlanOptions o = options;
-    o.on_progress = [&](const Progress& p) { report(p.fraction); };
+    o.on_progress = [&](const Progress& p) { report(p); };
     ++searches;
+    // A plan under the cap is counted once it is needed (the count holds
+    // the plans without it): else the bar would stand at its end while
+    // they run.
+    if (cs.memory_gib > 0) total += 1;
     // The whole graph at M = 1 (S = M = 1) is plan() itself, ties and all.
     const bool whole = a == 0 && b == static_cast<int>(micro.vertices.size()) && microbatches == 1;
     // The least F alone (sync_weight 0) needs no ties to the smaller A.
@@ -293,7 +325,7 @@ struct Searcher {
     };
     const Result<Plan> r = plan_range();
     done += 1;
-    report(0);
+    report();
     StagePlan sp;
     if (!r) {
       if (r.error().where == "cluster.memory_gib") return sp;  // nothing fits

@@ -16,6 +16,7 @@
 #include "model/cost_model.hpp"
 #include "plan/recompute_search.hpp"
 #include "plan/testing.hpp"
+#include "search/progress.hpp"
 #include "search/weighted_plan.hpp"
 #include "util/text.hpp"
 
@@ -154,11 +155,16 @@ int default_threads() {
 }
 
 Result<Plan> plan(const Graph& graph, const Cluster& cluster, const PlanOptions& options) {
-  if (cluster.training.recompute == Recompute::kAuto) {
+  // The caller's progress: one for the request, whatever searches it runs.
+  RequestProgress progress(options);
+  Result<Plan> out = [&]() -> Result<Plan> {
+    if (cluster.training.recompute != Recompute::kAuto)
+      return plan_weighted(graph, cluster, progress.options(), StageWeights{});
     if (std::optional<Error> e = check_cluster(cluster)) return *e;
-    return plan_recompute(graph, cluster, options);
-  }
-  return plan_weighted(graph, cluster, options, StageWeights{});
+    return plan_recompute(graph, cluster, progress.options());
+  }();
+  if (out) progress.finish();
+  return out;
 }
 
 Result<Plan> exhaustive_search(const Graph& graph, const Cluster& cluster,

@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "cost/cost_tables.hpp"
 #include "model/cost_model.hpp"
+#include "search/progress.hpp"
 #include "search/weighted_plan.hpp"
 
 namespace pase {
@@ -27,6 +30,23 @@ std::pair<int, int> block_range(const Graph& graph) {
     last = std::max(last, b);
   }
   return {first, last};
+}
+
+// The choice of a training, for progress: "no recomputation", "selective
+// recomputation", "full recomputation", "full recomputation of the first 4
+// blocks" (the others selective); `first` is the first decoder block.
+std::string choice_phase(const Training& t, int first) {
+  switch (t.recompute) {
+    case Recompute::kNone:
+      return "no recomputation";
+    case Recompute::kSelective:
+      return "selective recomputation";
+    default:
+      break;
+  }
+  if (t.recompute_blocks < 0) return "full recomputation";
+  const int64_t k = t.recompute_blocks - first;
+  return "full recomputation of the first " + std::to_string(k) + (k == 1 ? " block" : " blocks");
 }
 
 // Whether two trainings make the same recomputation choice.
@@ -100,15 +120,24 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   if (!space || !practice_cap || bounded_instead(space->est, options) ||
       space->est.peak_bytes > table_limit(options)) {
     // Nothing to choose, or a space that plan_weighted() searches (or
-    // refuses) its own way: each choice planned in turn.
-    Result<Plan> p = plan_weighted(graph, none, options, StageWeights{});
+    // refuses) its own way: each choice planned in turn, a third of the
+    // progress each when there is a choice.
+    Result<Plan> p = plan_weighted(
+        graph, none,
+        practice_cap ? progress_part(options, 0, 1.0 / 3, choice_phase(none.training, first))
+                     : options,
+        StageWeights{});
     if (p) p->training = none.training;
     if (!p || !practice_cap) return p;
     if (p->fits) return p;
     std::optional<Plan> best;
     for (Recompute mode : {Recompute::kSelective, Recompute::kFull}) {
       const Cluster c = training(mode, -1, mode);
-      Result<Plan> q = plan_weighted(graph, c, options, StageWeights{});
+      const double part = mode == Recompute::kSelective ? 1 : 2;
+      Result<Plan> q = plan_weighted(
+          graph, c,
+          progress_part(options, part / 3, (part + 1) / 3, choice_phase(c.training, first)),
+          StageWeights{});
       if (!q && q.error().where != "cluster.memory_gib") return q;
       if (q) q->training = c.training;
       if (q && q->fits && (!best || q->cost < best->cost)) best = std::move(*q);
@@ -123,10 +152,18 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   // What every choice's searches share (the vertices' costs, the pair
   // matrices).
   SearchCache cache;
+  // Progress: every search here and every choice's loop under the cap is a
+  // part of a sequence whose length the bounds decide (OpenParts), read as
+  // about three parts (the search without the cap, the dual, the loop) for
+  // each of 3 + log2(blocks) choices.
+  OpenParts parts(options, 3 * (3 + std::ceil(std::log2(static_cast<double>(blocks)))));
   auto once = [&](const Cluster& c, double cost_weight, double memory_weight) {
     ++searches;
-    return search_once(graph, c, options, plain, *space, prices, cost_weight, memory_weight,
-                       &cache);
+    const std::string phase =
+        choice_phase(c.training, first) +
+        (memory_weight == 0 ? ": searching without the cap" : ": its bound under the memory cap");
+    return search_once(graph, c, parts.next(phase), plain, *space, prices, cost_weight,
+                       memory_weight, &cache);
   };
   // The memory weight of the latest search under the cap that gave its
   // bound: the weight for the next choices' dual bounds; and the choices
@@ -146,8 +183,8 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
     std::optional<WarmStart> from;
     if (warm && same_choice(warm->first, c.training)) from = std::move(warm->second);
     warm.reset();
-    Result<Plan> p = search_space(graph, c, options, plain, *space, &prices, std::move(free), &dual,
-                                  &cache, std::move(from));
+    Result<Plan> p = search_space(graph, c, parts.next(choice_phase(c.training, first)), plain,
+                                  *space, &prices, std::move(free), &dual, &cache, std::move(from));
     if (dual.lambda > 0) {
       lambda = dual.lambda;
       at_lambda.assign(1, AtLambda{c, dual.objective});

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "cost/configurations.hpp"
@@ -29,6 +30,7 @@
 #include "model/cost_model.hpp"
 #include "search/dynamic_program.hpp"
 #include "search/ordering.hpp"
+#include "search/progress.hpp"
 #include "search/weighted_plan.hpp"
 
 namespace pase {
@@ -273,14 +275,10 @@ Result<Plan> plan_bounded(const Graph& graph, const Cluster& cluster, const Plan
 
   const int segments = max_rounds + 1;  // progress: the relaxation, then the rounds
   auto progress_of = [&](int segment) {
-    PlanOptions o = options;
-    if (options.on_progress)
-      o.on_progress = [&, segment](const Progress& p) {
-        Progress q = p;
-        q.fraction = (segment + p.fraction) / segments;
-        options.on_progress(q);
-      };
-    return o;
+    return progress_part(options, static_cast<double>(segment) / segments,
+                         static_cast<double>(segment + 1) / segments,
+                         segment == 0 ? "bounded search: the relaxation"
+                                      : "bounded search: round " + std::to_string(segment));
   };
   auto value = [&](const Plan& p) { return weights.value(p); };
 

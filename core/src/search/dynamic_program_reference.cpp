@@ -172,7 +172,12 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
     double frac = est.pairs > 0 ? std::min(1.0, done_pairs / est.pairs) : 1.0;
     if (!force && frac - last_report < 0.01) return;
     last_report = frac;
-    options.on_progress(Progress{frac, steps_done, static_cast<int>(n_steps), current});
+    Progress p;
+    p.fraction = frac;
+    p.vertices_done = steps_done;
+    p.vertices_total = static_cast<int>(n_steps);
+    p.current_vertex = current;
+    options.on_progress(p);
   };
   auto tick = [&](uint64_t pairs_done) {
     done_pairs += static_cast<double>(pairs_done);

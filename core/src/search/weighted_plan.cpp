@@ -18,6 +18,7 @@
 #include "pase/plan.hpp"
 #include "search/dynamic_program.hpp"
 #include "search/ordering.hpp"
+#include "search/progress.hpp"
 #include "util/text.hpp"
 
 namespace pase {
@@ -197,9 +198,19 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
   // the searches share what SearchCache keeps.
   std::optional<SearchCache> own_cache;
   SearchCache* cache = shared_cache ? shared_cache : &own_cache.emplace();
+  // Progress: without a cap the one search is all of it; under the cap the
+  // searches are parts of a sequence whose length the loop finds
+  // (OpenParts), numbered from the first, given or not.
+  const bool given = first_search.has_value();
+  OpenParts parts(options, kSearchesAhead);
   auto search = [&](double cost_weight, double memory_weight) -> Result<WeightedSearch> {
     ++searches;
-    return search_once(graph, cluster, options, weights, space, *prices, cost_weight, memory_weight,
+    const PlanOptions o = cluster.memory_gib <= 0 ? options
+                          : searches == 1 && !given
+                              ? parts.next("searching without the cap")
+                              : parts.next("search " + std::to_string(searches + (given ? 1 : 0)) +
+                                           " under the memory cap");
+    return search_once(graph, cluster, o, weights, space, *prices, cost_weight, memory_weight,
                        cache);
   };
   auto finish = [&](Plan p) {
@@ -273,7 +284,16 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
                     "no strategy fits in %.4g GiB per device: the least memory any strategy "
                     "reaches is %.4g GiB",
                     cluster.memory_gib, bytes(least->plan) / 0x1p30);
-      return Error{text, "cluster.memory_gib"};
+      std::string message = text;
+      // Under the practice model the cap is less than the GPU's memory: say by what.
+      if (practice) {
+        std::snprintf(text, sizeof text,
+                      " (the plan may use %.4g GiB of it: %.4g GiB are the framework's reserve "
+                      "and %.4g GiB the headroom)",
+                      cap / 0x1p30, cluster.reserve_gib(), cluster.headroom_gib());
+        message += text;
+      }
+      return Error{message, "cluster.memory_gib"};
     }
     // The dual g(lambda) = DP(lambda) - lambda * C is concave and piecewise
     // linear; its maximum sits where a plan that does not fit (lo) and one
@@ -346,8 +366,9 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
   if (again && !best.fits && working > 0 && working < cap) {
     Cluster lower = cluster;
     lower.memory_gib -= working / 0x1p30;
-    Result<Plan> retried = search_space_once(graph, lower, options, weights, space, prices,
-                                             std::move(free), nullptr, cache, false, std::nullopt);
+    Result<Plan> retried = search_space_once(
+        graph, lower, parts.next("under the cap less the working buffers"), weights, space, prices,
+        std::move(free), nullptr, cache, false, std::nullopt);
     if (!retried && retried.error().where != "cluster.memory_gib") return retried.error();
     if (retried) searches += retried->search.searches;
     if (retried && bytes(*retried) + retried->memory.working <= cap) {

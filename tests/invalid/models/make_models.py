@@ -5,6 +5,7 @@ Each model is small and built with onnx.helper, so the files are the same on
 every run.
 """
 import os
+import struct
 
 import onnx
 from onnx import TensorProto, helper
@@ -36,6 +37,22 @@ def small_cnn():
 def main():
     with open(os.path.join(HERE, "not_onnx.onnx"), "wb") as f:
         f.write(b"This is a text file, not an ONNX model.\n")
+    # Files of other kinds renamed .onnx, which the content detection names
+    # (core/src/model/onnx/onnx_sniff.cpp): an image, torch.save's ZIP (the
+    # local header of its first record, archive/data.pkl) and its older
+    # pickle, a safetensors header, another ZIP archive.
+    zip_header = lambda name: (b"PK\x03\x04" + struct.pack("<HHHHHIIIHH", 0, 0, 0, 0, 0, 0, 0, 0, len(name), 0)
+                               + name)
+    others = {
+        "png_image": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde",
+        "torch_checkpoint": zip_header(b"archive/data.pkl") + b"\x80\x02}q\x00.",
+        "torch_legacy": b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.",
+        "weights_safetensors": struct.pack("<Q", 19) + b'{"__metadata__":{}}',
+        "zip_archive": zip_header(b"notes.txt"),
+    }
+    for name, data in others.items():
+        with open(os.path.join(HERE, name + ".onnx"), "wb") as f:
+            f.write(data)
 
     nodes, inputs, outputs, inits = small_cnn()
     model = save("truncated", nodes, inputs, outputs, initializers=inits)

@@ -1,6 +1,7 @@
 // Reading a Hugging Face config.json into an LlmConfig, checking it, and the
 // exact parameter count (llm.hpp; core/docs/llm.md, "Reading config.json" and
 // "Parameters").
+#include <cctype>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +64,70 @@ std::string supported_types() {
   std::string out;
   for (const ConfigFamily& f : families()) out += (out.empty() ? "" : ", ") + std::string(f.type);
   return out;
+}
+
+// Fields that Hugging Face writes into every language model's config.json
+// and that no pase-graph/1 document has: an object with one of them (and no
+// "layers" or "format") is a config, even without its model_type.
+constexpr std::string_view kConfigFields[] = {"hidden_size",
+                                              "num_attention_heads",
+                                              "num_hidden_layers",
+                                              "vocab_size",
+                                              "intermediate_size",
+                                              "n_embd",
+                                              "n_head",
+                                              "n_layer",
+                                              "architectures",
+                                              "transformers_version"};
+
+// The config fields of `object`, in kConfigFields' order, as "a, b, c".
+std::string config_fields_of(const Json& object) {
+  std::string out;
+  for (std::string_view field : kConfigFields) {
+    if (object.contains(std::string(field))) out += (out.empty() ? "" : ", ") + std::string(field);
+  }
+  return out;
+}
+
+// The first name of the config's "architectures" ("LlamaForCausalLM"), or
+// empty.
+std::string architecture_of(const Json& object) {
+  auto it = object.find("architectures");
+  if (it == object.end() || !it->is_array() || it->empty() || !(*it)[0].is_string()) return "";
+  return (*it)[0].get<std::string>();
+}
+
+// The model_type that an architecture names: the family whose type starts
+// it, ignoring case, before a capital ("LlamaForCausalLM" is llama,
+// "GPT2LMHeadModel" gpt2); empty when none does.
+std::string type_of_architecture(const std::string& architecture) {
+  for (const ConfigFamily& f : families()) {
+    const size_t n = f.type.size();
+    if (architecture.size() <= n || !std::isupper(static_cast<unsigned char>(architecture[n]))) {
+      continue;
+    }
+    bool same = true;
+    for (size_t i = 0; i < n; ++i) {
+      same = same && std::tolower(static_cast<unsigned char>(architecture[i])) == f.type[i];
+    }
+    if (same) return std::string(f.type);
+  }
+  return "";
+}
+
+// The error for a config without a model_type: what makes it look like a
+// config, and what to add.
+Error missing_model_type(const Json& object) {
+  const std::string fields = config_fields_of(object);
+  const std::string architecture = architecture_of(object);
+  const std::string guess = type_of_architecture(architecture);
+  std::string message = fields.empty() ? std::string("missing required field 'model_type'")
+                                       : "this looks like a Hugging Face config.json (it has " +
+                                             fields + ") but has no \"model_type\"";
+  message += guess.empty() ? "; add \"model_type\": one of " + supported_types()
+                           : "; add \"model_type\": \"" + guess + "\" (for " + architecture +
+                                 "; supported: " + supported_types() + ")";
+  return Error{std::move(message), "model_type"};
 }
 
 // Reads the fields of one config object. Hugging Face writes `null` for an
@@ -174,8 +239,7 @@ Result<LlmConfig> llm_config_from_json(const Json& document) {
   ConfigReader reader(document);
   const Json* type = reader.find("model_type");
   if (type == nullptr) {
-    return Error{"missing required field 'model_type' (one of " + supported_types() + ")",
-                 "model_type"};
+    return missing_model_type(document);
   }
   if (!type->is_string()) return json_detail::type_error("a string", *type, "model_type");
   const std::string name = type->get<std::string>();
@@ -243,8 +307,12 @@ bool looks_like_llm_config(std::string_view text) {
   if (!starts_like_json_object(text)) return false;
   Result<Json> document = json_detail::parse_document(text);
   if (!document || !document->is_object()) return false;
+  if (document->contains("layers")) return false;
   auto type = document->find("model_type");
-  return type != document->end() && type->is_string() && !document->contains("layers");
+  if (type != document->end() && type->is_string()) return true;
+  // A config without its model_type (or with one that is not a string),
+  // which llm_config_from_json() then refuses saying what to add.
+  return !document->contains("format") && !config_fields_of(*document).empty();
 }
 
 int64_t llm_parameters(const LlmConfig& c) {
@@ -304,7 +372,8 @@ Result<GraphSpec> import_llm_config(const LlmConfig& config, const ImportOptions
                  "dims." + options.dims.front().first};
   }
   return llm_spec(config, options.name.empty() ? config.model_type : options.name, options.batch,
-                  options.seq);
+                  options.seq,
+                  options.vocab_multiple == 0 ? kLlmVocabMultiple : options.vocab_multiple);
 }
 
 }  // namespace pase

@@ -4,10 +4,13 @@
 // h key-value heads, r query heads per key-value head, k the head width,
 // f the MLP width, v the vocabulary, x experts, t an expert's token slots.
 #include <limits>
+#include <optional>
 #include <string>
 
+#include "model/cost_model.hpp"
 #include "model/zoo/builder.hpp"
 #include "pase/llm.hpp"
+#include "util/json_util.hpp"
 
 namespace pase {
 namespace {
@@ -135,11 +138,49 @@ class LlmBuilder {
 
 }  // namespace
 
+int64_t padded_vocab(int64_t vocab, int64_t multiple) {
+  return multiple <= 1 ? vocab : (vocab + multiple - 1) / multiple * multiple;
+}
+
+std::optional<VocabPadding> vocab_padding(const GraphSpec& spec) {
+  Result<json_detail::Json> meta = json_detail::parse_document(spec.meta_json);
+  if (!meta || !meta->is_object()) return std::nullopt;
+  const auto number = [&](const char* key) -> int64_t {
+    const auto it = meta->find(key);
+    return it != meta->end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+  };
+  const VocabPadding p{number("vocab_size"), number("padded_vocab_size"), number("vocab_multiple")};
+  if (p.vocab <= 0 || p.padded <= p.vocab || p.multiple < 1) return std::nullopt;
+  // Only a record that the graph bears out: its embedding has the padded rows.
+  for (const LayerSpec& l : spec.layers)
+    if (l.name == "embed")
+      return l.op == "Embedding" && l.vocab == p.padded ? std::optional(p) : std::nullopt;
+  return std::nullopt;
+}
+
+std::optional<VocabPadding> vocab_padding(const Graph& graph) {
+  if (graph.model == nullptr || graph.model->spec == nullptr) return std::nullopt;
+  return vocab_padding(*graph.model->spec);
+}
+
+std::string vocab_padding_text(const VocabPadding& p) {
+  return "the vocabulary is padded from " + std::to_string(p.vocab) + " to " +
+         std::to_string(p.padded) + " rows (a multiple of " + std::to_string(p.multiple) +
+         "), as Megatron-LM pads it so that its splits divide; the padded rows count in the cost "
+         "and the memory";
+}
+
 Result<GraphSpec> llm_spec(const LlmConfig& config, const std::string& name, int64_t batch,
-                           int64_t seq) {
+                           int64_t seq, int64_t vocab_multiple) {
   if (auto e = check_llm_config(config)) return *e;
   if (batch < 0) return Error{"must be a positive integer", "batch"};
   if (seq < 0) return Error{"must be a positive integer", "seq"};
+  if (vocab_multiple < 1 || vocab_multiple > kLlmMaxVocabMultiple) {
+    return Error{"the vocabulary's multiple must be from 1 (no padding) to " +
+                     std::to_string(kLlmMaxVocabMultiple) + ", not " +
+                     std::to_string(vocab_multiple),
+                 "vocab_padding"};
+  }
   if (batch == 0) batch = kLlmDefaultBatch;
   if (seq == 0) seq = llm_default_seq(config);
   int64_t routed = 0;
@@ -152,11 +193,24 @@ Result<GraphSpec> llm_spec(const LlmConfig& config, const std::string& name, int
                      std::to_string(config.max_positions) + " learned positions",
                  "seq"};
   }
-  GraphSpec spec = LlmBuilder(config, name.empty() ? config.model_type : name, batch, seq).build();
+  // The graph has the padded rows; the model's parameter count does not.
+  LlmConfig padded = config;
+  padded.vocab_size = padded_vocab(config.vocab_size, vocab_multiple);
+  if (padded.vocab_size != config.vocab_size &&
+      llm_parameters(padded) == std::numeric_limits<int64_t>::max()) {
+    return Error{"the padded vocabulary " + std::to_string(padded.vocab_size) + " is too large",
+                 "vocab_padding"};
+  }
+  GraphSpec spec = LlmBuilder(padded, name.empty() ? config.model_type : name, batch, seq).build();
   spec.parameters = llm_parameters(config);
   spec.meta_json = "{\"model_type\": \"" + config.model_type +
-                   "\", \"batch\": " + std::to_string(batch) + ", \"seq\": " + std::to_string(seq) +
-                   "}";
+                   "\", \"batch\": " + std::to_string(batch) + ", \"seq\": " + std::to_string(seq);
+  if (padded.vocab_size != config.vocab_size) {
+    spec.meta_json += ", \"vocab_size\": " + std::to_string(config.vocab_size) +
+                      ", \"padded_vocab_size\": " + std::to_string(padded.vocab_size) +
+                      ", \"vocab_multiple\": " + std::to_string(vocab_multiple);
+  }
+  spec.meta_json += "}";
   return spec;
 }
 

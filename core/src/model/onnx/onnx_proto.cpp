@@ -1,4 +1,4 @@
-// The byte sources of import.hpp, content detection, and read_model(): the walk
+// The byte sources of import.hpp and read_model(): the walk
 // of ModelProto and GraphProto (onnx_proto.hpp, core/docs/import.md "Reading
 // the file"). The walk reads each field's header and then either the field
 // whole (nodes, inputs, outputs, opsets, names) or nothing more (weights,
@@ -71,56 +71,6 @@ bool FileSource::read(uint64_t offset, size_t length, std::string& out) {
   return true;
 }
 
-// ---- Content detection ---------------------------------------------------------------------
-
-bool looks_like_onnx(std::string_view prefix) {
-  const size_t first = prefix.find_first_not_of(" \t\r\n");
-  // A JSON document starts with an object, an array or a string (the byte
-  // '"' would also decode as a protobuf field).
-  if (first == std::string_view::npos || prefix[first] == '{' || prefix[first] == '[' ||
-      prefix[first] == '"')
-    return false;
-  // Every field in the prefix must decode (the last may be cut short), the
-  // first with a ModelProto-like field number. Text fails quickly: most
-  // letters make the wire types 3, 4, 6 and 7, which do not exist.
-  const char* p = prefix.data();
-  const char* const end = p + prefix.size();
-  bool first_field = true;
-  try {
-    while (p != end) {
-      const uint64_t key = protozero::decode_varint(&p, end);
-      const uint64_t tag = key >> 3U;
-      if (tag == 0 || tag >= (uint64_t{1} << 29) || (first_field && tag > 20)) return false;
-      first_field = false;
-      switch (key & 7U) {
-        case 0:
-          protozero::skip_varint(&p, end);
-          break;
-        case 1:
-        case 5: {
-          const ptrdiff_t bytes = (key & 7U) == 1 ? 8 : 4;
-          if (end - p < bytes) return true;
-          p += bytes;
-          break;
-        }
-        case 2: {
-          const uint64_t length = protozero::decode_varint(&p, end);
-          if (length >= static_cast<uint64_t>(end - p)) return true;
-          p += length;
-          break;
-        }
-        default:
-          return false;
-      }
-    }
-  } catch (const protozero::end_of_buffer_exception&) {
-    return !first_field;  // a field cut by the end of the prefix
-  } catch (const protozero::exception&) {
-    return false;
-  }
-  return true;
-}
-
 namespace onnx {
 
 bool is_floating(int32_t data_type) {
@@ -160,9 +110,6 @@ using protozero::pbf_wire_type;
 using wire::Failure;
 using wire::Field;
 using wire::Walker;
-
-// Enough to tell a ModelProto from JSON or text (looks_like_onnx).
-constexpr uint64_t kPrefixBytes = 64;
 
 // What the decoded structure takes in memory, roughly, so that a file of
 // tiny fields cannot make it grow without bound (kMaxModelBytes).
@@ -265,20 +212,6 @@ void read_graph(Walker& graph, Model& model, Budget& budget) {
 
 Model read(ByteSource& source) {
   const uint64_t size = source.size();
-  if (size == 0) throw Failure{Error{"not an ONNX model: the file is empty", ""}};
-  std::string prefix;
-  const uint64_t prefix_size = std::min(kPrefixBytes, size);
-  if (!source.read(0, static_cast<size_t>(prefix_size), prefix) || prefix.size() != prefix_size) {
-    throw Failure{Error{"cannot read the first bytes of the file", ""}};
-  }
-  if (!looks_like_onnx(prefix)) {
-    const size_t first = prefix.find_first_not_of(" \t\r\n");
-    const bool json = first != std::string::npos && (prefix[first] == '{' || prefix[first] == '[');
-    throw Failure{Error{json ? "not an ONNX model: the file starts like a JSON document"
-                             : "not an ONNX model: the file does not start with a protobuf field",
-                        ""}};
-  }
-
   Model model;
   Budget budget;
   bool has_graph = false;
@@ -322,6 +255,14 @@ Model read(ByteSource& source) {
 }  // namespace
 
 Result<Model> read_model(ByteSource& source) {
+  // What the file is, before the walk: a file that is no model is refused
+  // as a value, never through an exception (onnx_sniff.cpp says why).
+  std::string prefix;
+  const uint64_t prefix_size = std::min<uint64_t>(kSniffBytes, source.size());
+  if (!source.read(0, static_cast<size_t>(prefix_size), prefix) || prefix.size() != prefix_size) {
+    return Error{"cannot read the first bytes of the file", ""};
+  }
+  if (sniff_file(prefix) != FileContent::kOnnx) return not_a_model_error(prefix);
   // The walkers turn protozero's exceptions into a Failure that names the
   // place; the other handlers are the last resort.
   try {
@@ -334,6 +275,11 @@ Result<Model> read_model(ByteSource& source) {
     return Error{"not an ONNX model: " + Walker::describe(e), ""};
   } catch (const std::bad_alloc&) {
     return Error{"out of memory while reading the model", ""};
+  } catch (...) {
+    // The threaded WebAssembly module matches no typed handler above
+    // (onnx_sniff.cpp says why): its page still says what is wrong, if not
+    // where.
+    return Error{"not an ONNX model: its protobuf is truncated or malformed", ""};
   }
 }
 

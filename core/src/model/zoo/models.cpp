@@ -131,12 +131,15 @@ const std::vector<ModelInfo>& list_models() {
   return kModels;
 }
 
-Result<GraphSpec> model_spec(std::string_view name, int64_t batch, int64_t seq) {
+Result<GraphSpec> model_spec(std::string_view name, int64_t batch, int64_t seq,
+                             int64_t vocab_multiple) {
   if (batch < 0) return Error{"batch must be a positive integer", "batch"};
   if (seq < 0) return Error{"seq must be a positive integer", "seq"};
   for (const Entry& e : entries()) {
     if (e.info.name != name) continue;
-    if (e.llm) return llm_spec(*e.llm, e.info.name, batch, seq);
+    if (e.llm)
+      return llm_spec(*e.llm, e.info.name, batch, seq,
+                      vocab_multiple == 0 ? kLlmVocabMultiple : vocab_multiple);
     if (seq > 0 && e.info.default_seq == 0) {
       return Error{"model '" + e.info.name + "' has no sequence length", "seq"};
     }
@@ -148,8 +151,9 @@ Result<GraphSpec> model_spec(std::string_view name, int64_t batch, int64_t seq) 
   return Error{"unknown model '" + std::string(name) + "'; known: " + known, "model"};
 }
 
-Result<Graph> build_model(std::string_view name, int64_t batch, int64_t seq) {
-  Result<GraphSpec> spec = model_spec(name, batch, seq);
+Result<Graph> build_model(std::string_view name, int64_t batch, int64_t seq,
+                          int64_t vocab_multiple) {
+  Result<GraphSpec> spec = model_spec(name, batch, seq, vocab_multiple);
   if (!spec) return spec.error();
   return build_graph(std::move(*spec));
 }

@@ -1,0 +1,131 @@
+// One progress for a whole request (Progress in pase/plan.hpp;
+// core/docs/architecture.md, "Progress"). Each search reports its own
+// fraction 0..1; each level of the planner maps the fractions of its parts
+// into shares of its own (progress_part()), so that a level's fraction rises
+// part by part; the request's entry point (plan(), plan_pipeline()) turns
+// the whole into what the caller sees (RequestProgress): clamped to the
+// most reported so far, so that it never goes back whatever a level does,
+// with the phase, the time since the start and an estimate of the time left.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "pase/plan.hpp"
+
+namespace pase {
+
+// `options` whose on_progress takes a part's fraction f to lo + (hi - lo) * f
+// of options' own, its phase named "phase: the part's phase" (or `phase`
+// alone when the part names none). Without a callback, options as they are.
+inline PlanOptions progress_part(const PlanOptions& options, double lo, double hi,
+                                 std::string phase) {
+  PlanOptions o = options;
+  if (!options.on_progress) return o;
+  o.on_progress = [outer = options.on_progress, lo, hi,
+                   phase = std::move(phase)](const Progress& p) {
+    Progress q = p;
+    q.fraction = lo + (hi - lo) * std::clamp(p.fraction, 0.0, 1.0);
+    q.phase = phase.empty() ? p.phase : p.phase.empty() ? phase : phase + ": " + p.phase;
+    outer(q);
+  };
+  return o;
+}
+
+// The share of part i (from 0) of a sequence whose length is not known in
+// advance: after part i the sequence is at (i + 1) / (i + 1 + ahead), as if
+// `ahead` more parts were to come. It rises with every part and never
+// reaches 1, which the sequence's end (its caller's next part, or the
+// request's end) makes up at once.
+inline std::pair<double, double> open_part(int i, double ahead) {
+  return {i / (i + ahead), (i + 1) / (i + 1 + ahead)};
+}
+
+// How many more searches a plan under a memory cap reads as having ahead
+// of it (open_part()): its Lagrangian loop ends after a handful.
+constexpr double kSearchesAhead = 3;
+
+// The parts of such a sequence, in the order they run (open_part()).
+class OpenParts {
+ public:
+  OpenParts(const PlanOptions& options, double ahead) : options_(options), ahead_(ahead) {}
+  // The options of the next part, named `phase`.
+  PlanOptions next(std::string phase) {
+    const std::pair<double, double> share = open_part(count_++, ahead_);
+    return progress_part(options_, share.first, share.second, std::move(phase));
+  }
+
+ private:
+  const PlanOptions& options_;
+  double ahead_;
+  int count_ = 0;
+};
+
+// The caller's progress of one request: options() carries a callback that
+// keeps the most fraction reported (so the caller's never goes back), fills
+// in the elapsed time and the time left, and passes a report on only when
+// the fraction rose by half a percent, the phase changed, half a second
+// passed or the request is done (with its last steps); finish() reports fraction 1 when the
+// request's last report did not. Without a callback, nothing.
+class RequestProgress {
+ public:
+  explicit RequestProgress(const PlanOptions& options)
+      : options_(options), caller_(options.on_progress) {
+    if (!options.on_progress) return;
+    options_.on_progress = [this](const Progress& p) { report(p); };
+  }
+  RequestProgress(const RequestProgress&) = delete;
+  RequestProgress& operator=(const RequestProgress&) = delete;
+
+  const PlanOptions& options() const { return options_; }
+
+  void finish() {
+    if (!caller_ || last_.fraction >= 1) return;
+    Progress p = last_;
+    p.fraction = 1;
+    report(p);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void report(const Progress& p) {
+    const Clock::time_point now = Clock::now();
+    Progress q = p;
+    q.fraction = std::max(shown_, std::clamp(p.fraction, 0.0, 1.0));
+    // A report that names no phase (a search's own) goes on with the one
+    // before it; the first is "searching".
+    if (q.phase.empty()) q.phase = reported_ ? last_.phase : "searching";
+    q.elapsed_s = std::chrono::duration<double>(now - start_).count();
+    // The time left at the pace so far; not before a percent is done and a
+    // tenth of a second gone (the first reports say little of the pace).
+    q.seconds_left = q.fraction >= 1 ? 0
+                     : q.fraction >= 0.01 && q.elapsed_s >= 0.1
+                         ? q.elapsed_s * (1 - q.fraction) / q.fraction
+                         : -1;
+    // At the end, a search's last steps (with no pairs) are reported too.
+    const bool at_end =
+        q.fraction >= 1 && (last_.fraction < 1 || q.vertices_done != last_.vertices_done);
+    const bool pass = !reported_ || at_end || q.phase != last_.phase ||
+                      q.fraction - last_.fraction >= 0.005 ||
+                      now - last_time_ >= std::chrono::milliseconds(500);
+    shown_ = q.fraction;
+    if (!pass) return;
+    reported_ = true;
+    last_ = q;
+    last_time_ = now;
+    caller_(q);
+  }
+
+  PlanOptions options_;
+  std::function<void(const Progress&)> caller_;
+  Clock::time_point start_ = Clock::now(), last_time_;
+  double shown_ = 0;
+  bool reported_ = false;
+  Progress last_;
+};
+
+}  // namespace pase
