@@ -185,7 +185,9 @@ TEST_CASE("progress: the caller's fraction never goes back, whatever the parts r
   none.finish();
 }
 
-TEST_CASE("progress: the CLI logs a line per phase at most, a dozen in all, its percentages never lower") {
+TEST_CASE(
+    "progress: the CLI logs a line per phase at most, a dozen in all, its percentages never "
+    "lower") {
   // Llama 3 8B on two nodes of H100 under 80 GiB: about a hundred searches
   // over some 20 recomputations, a few seconds on one thread. Before, with
   // standard error a file, each search printed its own lines from 0%
