@@ -1271,12 +1271,15 @@ TEST_CASE("cli: --headroom sets the practice model's memory margin, and the memo
         "  capacity       80 GiB, 61 GiB of it for the plan: fits");
   // Every part of the total has its line.
   const nlohmann::json& m = r.doc["memory"];
-  for (const auto& [label, key] :
+  // (Pairs, not structured bindings: clang 14's CAPTURE cannot name those.)
+  for (const std::pair<std::string, std::string>& part :
        std::vector<std::pair<std::string, std::string>>{{"  parameters", "params"},
                                                         {"  gradients", "grads"},
                                                         {"  optimizer", "optimizer"},
                                                         {"  activations", "activations"},
                                                         {"  working", "working"}}) {
+    const std::string& label = part.first;
+    const std::string& key = part.second;
     CAPTURE(label);
     CHECK(starts_with(line_starting(out, label),
                       pad_to(label, 17) + pase::bytes_text(m[key].get<double>())));
@@ -1306,7 +1309,9 @@ TEST_CASE("cli: --headroom sets the practice model's memory margin, and the memo
       {"1", "pase: error: cluster.headroom: must be a fraction of the memory"},
       {"nan", "pase: error: cluster.headroom: must be a fraction of the memory"},
       {"0.97", "pase: error: cluster.headroom: the framework's reserve (3 GiB) and the headroom"}};
-  for (const auto& [value, message] : bad) {
+  for (const std::pair<std::string, std::string>& entry : bad) {
+    const std::string& value = entry.first;
+    const std::string& message = entry.second;
     CAPTURE(value);
     Run run = run_cli(
         {"plan", "--model", "gpt2", "--procs", "8", "--preset", "h100", "--headroom", value});

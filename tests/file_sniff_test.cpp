@@ -16,6 +16,7 @@
 
 using namespace pase;
 using pase::testing::contains;
+using pase::testing::kOnnxDir;
 
 namespace {
 
