@@ -114,12 +114,17 @@ export class DeviceSweep {
           const doc = await client.call('compare', this.#deps.requestFor(devices, noMcmc));
           if (this.#token !== token) return;
           const { pase, expert, data_parallel: dp } = doc.strategies;
+          // A speedup over data parallelism where it does not fit would be
+          // one over a run nobody can launch: such a count is marked, with
+          // PaSE's step time, and no speedup is drawn (nor an expert's that
+          // does not fit).
+          const dataParallelFits = dp?.memory?.fits !== false;
           point = {
             devices,
-            pase: pase.speedup,
-            expert: expert?.speedup,
+            pase: dataParallelFits ? pase.speedup : undefined,
+            expert: dataParallelFits && expert?.memory?.fits !== false ? expert?.speedup : undefined,
             paseTime: pase.step_time_s,
-            dataParallelFits: dp?.memory?.fits,
+            dataParallelFits,
           };
         } catch (e) {
           if (this.#token !== token) return;
@@ -137,7 +142,11 @@ export class DeviceSweep {
       const last = points.at(-1);
       const at = `${last.devices} device${last.devices === 1 ? '' : 's'}`;
       let summary = `no strategy fits at ${at}`;
-      if (!last.noFit) summary = Number.isFinite(last.pase) ? `PaSE ${last.pase.toFixed(2)}× data parallelism at ${at}` : `compared at ${at}`;
+      if (!last.noFit) {
+        summary = Number.isFinite(last.pase) ? `PaSE ${last.pase.toFixed(2)}× data parallelism at ${at}`
+          : !last.dataParallelFits ? `data parallelism does not fit at ${at}; PaSE plans ${formatSeconds(last.paseTime)} a step`
+            : `compared at ${at}`;
+      }
       this.#finish(token, `Swept ${what.label} over ${range} in ${formatSeconds((performance.now() - started) / 1000)}: ${summary}.`);
     } catch (e) {
       if (this.#token !== token) return; // cancelled

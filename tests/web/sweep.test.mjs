@@ -65,19 +65,26 @@ test('sweep: AlexNet on 1 to 8 devices draws the speedups the module computes', 
   await close();
 });
 
-test('sweep: counts where no strategy fits are marked, and the sweep goes on', { skip, timeout }, async () => {
+test('sweep: counts where no strategy fits are marked, and where data parallelism does not, no speedup over it is drawn', { skip, timeout }, async () => {
   const { page, problems, close } = await openPaperSetup(site.browser, site.url);
   await page.selectOption('#model-select', 'alexnet');
   await page.fill('#devices', '8');
-  await page.fill('#memory', '0.5');
+  await page.fill('#memory', '1');
   await page.click('#sweep-button');
   await waitForSweep(page);
-  const fits = (devices) => !compared({ model: 'alexnet', cluster: { devices, memory_gib: 0.5 } }).error;
+  const docs = new Map([1, 2, 4, 8].map((d) => [d, compared({ model: 'alexnet', cluster: { devices: d, memory_gib: 1 } })]));
+  const fits = (d) => !docs.get(d).error;
+  const dataParallelFits = (d) => fits(d) && docs.get(d).strategies.data_parallel.memory.fits;
   const marked = await page.$$eval('#sweep-chart .sweep-nofit', (ts) => ts.map((t) => Number(t.dataset.devices)));
   assert.deepEqual(marked, [1, 2, 4, 8].filter((d) => !fits(d)));
   assert.ok(marked.length > 0 && marked.length < 4, `${marked}`);
+  // Some count plans, but without data parallelism fitting: marked, not drawn.
+  const noReference = await page.$$eval('#sweep-chart .sweep-nodp', (ts) => ts.map((t) => Number(t.dataset.devices)));
+  assert.deepEqual(noReference, [1, 2, 4, 8].filter((d) => fits(d) && !dataParallelFits(d)));
+  assert.ok(noReference.length > 0, 'a count where data parallelism does not fit');
   const drawn = [...new Set((await points(page)).map((p) => p.devices))];
-  assert.deepEqual(drawn, [1, 2, 4, 8].filter(fits));
+  assert.deepEqual(drawn, [1, 2, 4, 8].filter(dataParallelFits));
+  assert.ok(drawn.length > 0);
   assert.match(await page.textContent('#sweep-status'), /^Swept/);
   assert.deepEqual(problems, []);
   await close();

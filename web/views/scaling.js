@@ -5,8 +5,10 @@
 // line at 1 is data parallelism itself.
 //
 // Test hook: one `circle.sweep-point[data-devices][data-strategy][data-speedup]`
-// per strategy and device count, and a `.sweep-nofit[data-devices]` mark
-// where no strategy fits the memory per GPU.
+// per strategy and device count, a `.sweep-nofit[data-devices]` mark where no
+// strategy fits the memory per GPU, and a `.sweep-nodp[data-devices]` mark
+// where data parallelism does not fit: no speedup is drawn over a reference
+// that cannot run (nor an expert's that does not fit).
 
 import { formatSeconds } from '../format.js';
 import { el, svg } from './dom.js';
@@ -77,8 +79,7 @@ export function renderScaling(container, points) {
         dataset: { devices: p.devices, strategy: s.id, speedup: p[s.id] },
       }, svg('title', {
         text: `${s.label} at ${p.devices} device${p.devices === 1 ? '' : 's'}: ${speedupText(p[s.id])} over data parallelism`
-          + `${s.id === 'pase' && Number.isFinite(p.paseTime) ? `, ${formatSeconds(p.paseTime)} per step` : ''}`
-          + `${p.dataParallelFits === false ? ' (data parallelism does not fit in the memory per GPU)' : ''}`,
+          + `${s.id === 'pase' && Number.isFinite(p.paseTime) ? `, ${formatSeconds(p.paseTime)} per step` : ''}`,
       }))),
     ]);
   });
@@ -87,13 +88,23 @@ export function renderScaling(container, points) {
     dataset: { devices: p.devices },
   }, svg('title', { text: `${p.devices} device${p.devices === 1 ? '' : 's'}: no strategy fits in the memory per GPU` })));
 
+  // Data parallelism does not fit, so there is no 1× to draw a speedup over.
+  const noReference = points.filter((p) => !p.noFit && p.dataParallelFits === false).map((p) => svg('text', {
+    class: 'sweep-nodp', x: x(p.devices), y: m.top + plotH - 4, 'text-anchor': 'middle', text: '○',
+    dataset: { devices: p.devices },
+  }, svg('title', {
+    text: `${p.devices} device${p.devices === 1 ? '' : 's'}: data parallelism does not fit in the memory per GPU, so no speedup over it`
+      + `${Number.isFinite(p.paseTime) ? `; PaSE plans ${formatSeconds(p.paseTime)} per step` : ''}`,
+  })));
+
   const described = points.map((p) => (p.noFit ? `${p.devices}: does not fit`
+    : p.dataParallelFits === false ? `${p.devices}: data parallelism does not fit`
     : `${p.devices}: ${Number.isFinite(p.pase) ? speedupText(p.pase) : '—'}`)).join(', ');
   container.replaceChildren(
     svg('svg', {
       class: 'sweep-svg', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img',
       'aria-label': `PaSE's speedup over data parallelism by device count: ${described}`,
-    }, [grid, baseline, axis, series, noFit]),
+    }, [grid, baseline, axis, series, noFit, noReference]),
     el('ul', { class: 'legend sweep-legend' }, [
       ...strategies.filter((s) => points.some((p) => Number.isFinite(p[s.id])))
         .map((s) => el('li', {}, [el('span', { class: `sweep-swatch sweep-${s.id}` }), s.label])),
