@@ -1425,3 +1425,42 @@ TEST_CASE("cli: the step time line says what it assumes") {
   CHECK(line_starting(text.out, "step time") ==
         "step time        9.71 ms (predicted: peak compute, no overlap)");
 }
+
+TEST_CASE("cli: emit checks a plan's source.args as the file's, and refuses standard input") {
+  // A plan made from standard input: its source says "--graph -".
+  const std::string config = hf_config("tiny-llama");
+  const Run planned = run_cli({"plan", "--graph", "-", "--procs", "4", "--format", "json"}, config);
+  REQUIRE_MESSAGE(planned.exit == 0, planned.err);
+  nlohmann::json doc = nlohmann::json::parse(planned.out);
+  REQUIRE(doc["source"]["args"] == nlohmann::json({"--graph", "-", "--procs", "4"}));
+  const std::string from_stdin = scratch_file("emit-stdin.json", planned.out);
+  // Emitting does not read standard input again (the run's is the config).
+  Run run = run_cli({"emit", "--plan", from_stdin, "--to", "torchtitan"}, config);
+  CHECK(run.exit == 1);
+  CHECK(contains(run.err,
+                 "emit-stdin.json: source.args[0]: the plan's graph was read from "
+                 "standard input ('--graph -')"));
+  // --graph FILE (or --model) given here replaces it.
+  run = run_cli({"emit", "--plan", from_stdin, "--to", "torchtitan", "--graph", config});
+  CHECK_MESSAGE(run.exit == 0, run.err);
+  CHECK(contains(run.out, "torchtitan job configuration"));
+
+  // Flags that are no graph or cluster flag, repeated flags and a source
+  // that is not a list of strings: errors of the file, exit 1.
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {{"--graph", config, "--procs", "4", "--format", "json"},
+       "emit-bad.json: source.args[4]: '--format' is not a graph or cluster flag"},
+      {{"--graph", config, "--procs", "4", "--procs", "8"},
+       "emit-bad.json: source.args: --procs is given more than once"},
+      {{"--graph", config, "--procs"}, "emit-bad.json: source.args[2]: --procs needs a value"},
+      {{"--graph", 3}, "emit-bad.json: source.args[1]: must be a string, not 3"},
+      {"--graph", "emit-bad.json: source.args: must be a list of strings"}};
+  for (const auto& [args, message] : cases) {
+    CAPTURE(args.dump());
+    doc["source"]["args"] = args;
+    const std::string path = scratch_file("emit-bad.json", doc.dump());
+    run = run_cli({"emit", "--plan", path, "--to", "megatron"});
+    CHECK(run.exit == 1);
+    CHECK_MESSAGE(contains(run.err, message), run.err);
+  }
+}

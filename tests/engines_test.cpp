@@ -129,6 +129,23 @@ TEST_CASE("engines: mixtral-8x7b with context and expert parallelism and ZeRO-3"
                       "tp=2 pp=2 dp=2 cp=2 ep=2 sp=on zero=3 recompute=selective mbs=2 gbs=8"));
 }
 
+TEST_CASE("engines: expert parallelism above cp is found again") {
+  // ep carved out of dp x cp (core/docs/practice-model.md, "Evaluating a
+  // layout"): ep=4 and 8 with cp=1, ep=4 with cp=2.
+  for (const char* text :
+       {"tp=2 pp=2 dp=4 ep=4 sp=on mbs=1 gbs=8", "tp=1 pp=2 dp=8 ep=8 mbs=1 gbs=8",
+        "tp=2 pp=2 dp=2 cp=2 ep=4 sp=on mbs=2 gbs=8"}) {
+    CAPTURE(text);
+    const EnginesLaidOut x = engines_lay_out("mixtral-8x7b", 128, 16, text);
+    const Exported m = engines_export(ExportTarget::kMegatron, x.view());
+    CHECK(m.uniform);
+    REQUIRE(m.layout.has_value());
+    CHECK(layout_text(*m.layout) == layout_text(x.layout));
+    CHECK(
+        contains(m.text, "--expert-model-parallel-size " + std::to_string(x.layout.ep) + " \\\n"));
+  }
+}
+
 TEST_CASE("engines: context parallelism and gradient accumulation are found again") {
   for (const char* text :
        {"tp=2 pp=1 dp=4 cp=2 mbs=1 gbs=16", "tp=8 pp=2 dp=1 sp=on zero=3 mbs=1 gbs=8 vpp=2",

@@ -41,7 +41,7 @@ TEST_CASE("export: on nodes the nodes' mesh axes come first") {
       export_plan(ExportTarget::kJax, PlanView{&g, &g, &twelve, &*p12, nullptr});
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().where == "emit");
-  CHECK(contains(refused.error().message, "layer fc1 splits its dimension"));
+  CHECK(contains(refused.error().message, "layer 'fc1' splits its dimension"));
   CHECK(contains(refused.error().message, "8 ways on 12 devices"));
   const Strategy s12 = export_strategy(g, {{"fc1", {4, 1, 1}}});
   Result<Plan> q12 = evaluate(g, twelve, s12);

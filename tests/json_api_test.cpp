@@ -15,6 +15,7 @@
 
 #include "api/entry.hpp"
 #include "model/cost_model.hpp"
+#include "pase/compare.hpp"
 #include "pase/graph.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
@@ -26,6 +27,11 @@ using namespace pase::testing;
 using nlohmann::json;
 
 namespace {
+
+// The entry points that search, each called as the module calls it.
+std::string plan_json_entry(std::string_view request) { return plan_json(request); }
+std::string estimate_json_entry(std::string_view request) { return estimate_json(request); }
+std::string compare_json_entry(std::string_view request) { return compare_json(request); }
 
 Error request_error(const std::string& text) {
   Result<PlanRequest> r = parse_plan_request(text);
@@ -219,6 +225,39 @@ TEST_CASE("json: plan_json and evaluate_json answer with a result or an error do
   CHECK(missing["error"]["where"] == "strategy");
   json wrong = json::parse(evaluate_json(R"({"model": "rnnlm", "strategy": [[1, 1, 1, 8]]})"));
   CHECK(wrong["error"]["where"] == "strategy");
+}
+
+TEST_CASE(
+    "json: a layout or a strategy is evaluated; a plan, estimate or compare request refuses it") {
+  // Before, a plan request's layout was dropped but for its zero and
+  // recompute, and the search planned something else.
+  const std::string base =
+      R"({"model": "gpt2", "batch": 8, "seq": 64, "preset": "h100", "cluster": {"devices": 4}})";
+  const std::string with_layout =
+      base.substr(0, base.size() - 1) +
+      R"(, "layout": "tp=2 pp=1 dp=2 zero=1 recompute=full mbs=4 gbs=8"})";
+  const std::string with_strategy = R"({"model": "rnnlm", "strategy": [[1, 1, 1, 8]]})";
+  for (const auto& entry : {plan_json_entry, estimate_json_entry, compare_json_entry}) {
+    json refused = json::parse(entry(with_layout));
+    REQUIRE(refused.contains("error"));
+    CHECK(refused["error"]["where"] == "layout");
+    CHECK(refused["error"]["message"] ==
+          "a layout is evaluated, not planned: send it in an evaluate request");
+    refused = json::parse(entry(with_strategy));
+    REQUIRE(refused.contains("error"));
+    CHECK(refused["error"]["where"] == "strategy");
+  }
+  // evaluate_json() prices the layout itself: its tp and dp, its zero.
+  json evaluated = json::parse(evaluate_json(with_layout));
+  REQUIRE_MESSAGE(!evaluated.contains("error"), evaluated.dump());
+  CHECK(evaluated["training"]["zero"] == 1);
+  CHECK(evaluated["training"]["recompute"] == "full");
+  bool split_heads = false;
+  for (const json& v : evaluated["vertices"])
+    if (v["name"] == "layer0_q") split_heads = v["config"] == json({2, 2, 1, 1, 1});  // b h l k e
+  CHECK(split_heads);
+  // Without a layout the request plans.
+  CHECK_FALSE(json::parse(plan_json(base)).contains("error"));
 }
 
 TEST_CASE("json: estimate_json gives the search's size without searching, or an error document") {

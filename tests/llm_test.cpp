@@ -183,7 +183,7 @@ TEST_CASE("llm: the parameter count is the graph's weights plus norms and biases
 
 TEST_CASE("llm: a config too large for a graph is refused before it is built") {
   check_config_error(R"({"model_type": "llama", "num_hidden_layers": 1000000000})",
-                     "num_hidden_layers", "at most 4999 decoder layers");
+                     "num_hidden_layers", "at most 256 decoder layers");
   // The largest allowed builds (a mixture of experts has the most layers).
   LlmConfig c = parsed(R"({"model_type": "mixtral", "vocab_size": 5, "hidden_size": 4,
     "intermediate_size": 4, "num_attention_heads": 2, "num_key_value_heads": 1,
@@ -205,6 +205,39 @@ TEST_CASE("llm: a count beyond 2^63 - 1 is refused, not wrapped") {
   std::optional<Error> e = check_llm_config(c);
   REQUIRE(e.has_value());
   CHECK(e->where == "hidden_size");
+}
+
+TEST_CASE("llm: a gpt2 config too large is refused at the field it has") {
+  // n_inner's default, 4 x n_embd, overflows: n_embd, not intermediate_size.
+  check_config_error(R"({"model_type": "gpt2", "n_embd": 2305843009213693952, "n_head": 16})",
+                     "n_embd", "4 x n_embd");
+  // A parameter count beyond 2^63 - 1 from GPT-2's own names.
+  check_config_error(R"({"model_type": "gpt2", "n_embd": 1099511627776, "n_head": 1})", "n_embd",
+                     "2^63 - 1");
+  const std::string layers = "at most " + std::to_string(kLlmMaxDecoderLayers) + " decoder layers";
+  check_config_error(R"({"model_type": "gpt2", "n_layer": 1000000000})", "n_layer", layers);
+  // A gpt2 config written with the common names keeps them.
+  check_config_error(R"({"model_type": "gpt2", "num_hidden_layers": 1000000000})",
+                     "num_hidden_layers", layers);
+  check_config_error(R"({"model_type": "gpt2", "n_embd": 10, "n_head": 3})", "n_head",
+                     "n_embd 10 is not a multiple of n_head 3");
+  check_config_error(R"({"model_type": "gpt2", "n_embd": 4096, "n_head": 16,
+                      "n_inner": 2305843009213693952})",
+                     "n_embd", "2^63 - 1");
+}
+
+TEST_CASE("llm: an unsupported model_type is echoed cut, its control characters escaped") {
+  Result<LlmConfig> c = parse_llm_config(R"({"model_type": "llama\u001b]0;owned\u0007"})");
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().where == "model_type");
+  CHECK_MESSAGE(testing::contains(c.error().message, "'llama\\u001b]0;owned\\u0007'"),
+                c.error().message);
+  const std::string long_type = std::string(131000, 'x');
+  c = parse_llm_config(R"({"model_type": ")" + long_type + R"("})");
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().message.size() < 200);
+  CHECK(testing::contains(c.error().message, "xxx...'"));
+  for (char ch : c.error().message) CHECK(static_cast<unsigned char>(ch) >= 0x20);
 }
 
 // ---- The graph, layer by layer ----------------------------------------------------------------

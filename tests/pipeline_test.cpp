@@ -17,6 +17,7 @@
 
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
+#include "pase/layout.hpp"
 #include "pase/models.hpp"
 #include "pase/plan.hpp"
 #include "pase/presets.hpp"
@@ -277,6 +278,48 @@ TEST_CASE("pipeline: auto is never worse than one stage, and errors name their f
   Result<PipelinePlan> too_wide = evaluate_pipeline(*g, cluster, s);
   REQUIRE_FALSE(too_wide.ok());
   CHECK(too_wide.error().where.rfind("strategy.configs[2]", 0) == 0);
+}
+
+TEST_CASE("pipeline: virtual stages are at most the blocks of the smallest stage") {
+  // GPT-2's 12 blocks on 2 stages: at most 6 chunks each.
+  Result<Graph> g = build_model("gpt2", 12);
+  REQUIRE(g.ok());
+  const Cluster cluster{.devices = 2};
+  Result<LayoutStrategy> laid = layout_strategy(*g, cluster, *parse_layout("pp=2 vpp=6 gbs=12"));
+  REQUIRE(laid.ok());
+  PipelineStrategy s = laid->strategy;
+  CHECK(evaluate_pipeline(*g, cluster, s).ok());
+  for (int64_t v : {int64_t{7}, int64_t{1000000}, int64_t{4611686018427387904}}) {
+    CAPTURE(v);
+    s.virtual_stages = v;
+    Result<PipelinePlan> p = evaluate_pipeline(*g, cluster, s);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.error().where == "strategy.virtual_stages");
+    CHECK_MESSAGE(p.error().message.find("at most 6, the decoder blocks") != std::string::npos,
+                  p.error().message);
+  }
+  // The same strategy in a request.
+  json strategy = {{"configs", s.configs},
+                   {"stage_of", s.stage_of},
+                   {"microbatches", s.microbatches},
+                   {"virtual_stages", int64_t{4611686018427387904}}};
+  json r = json::parse(evaluate_json(
+      json{{"model", "gpt2"}, {"batch", 12}, {"cluster", {{"devices", 2}}}, {"strategy", strategy}}
+          .dump()));
+  REQUIRE(r.contains("error"));
+  CHECK(r["error"]["where"] == "strategy.virtual_stages");
+  // A graph without blocks: a stage's vertices bound it.
+  Result<Graph> fc = load_graph(read_golden("fc3_cluster_pipeline.json")["graph"].dump());
+  REQUIRE(fc.ok());
+  const Cluster two{.devices = 2, .bandwidth_gbps = 10};
+  PipelineStrategy f{.configs = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}},
+                     .stage_of = {0, 0, 1},
+                     .microbatches = 2,
+                     .virtual_stages = 2};
+  Result<PipelinePlan> p = evaluate_pipeline(*fc, two, f);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().where == "strategy.virtual_stages");
+  CHECK(p.error().message.find("at most 1, the vertices") != std::string::npos);
 }
 
 TEST_CASE("pipeline: requests, results and saved plans in JSON") {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -214,6 +215,80 @@ TEST_CASE("practice: a layout parses, prints back and names its bad item") {
   CHECK(parse_layout("recompute=some").error().where == "layout.recompute");
   CHECK(parse_layout("xp=2").error().where == "layout");
   CHECK(parse_layout("tp8").error().where == "layout");
+}
+
+TEST_CASE("practice: a layout's degrees and echoes are bounded, not wrapped or raw") {
+  // Each degree, and tp x pp x dp x cp, at most kMaxDevices: no product wraps.
+  Result<Layout> l = parse_layout("tp=999999999 dp=999999999 cp=999999999");
+  REQUIRE_FALSE(l.ok());
+  CHECK(l.error().where == "layout.tp");
+  CHECK(contains(l.error().message, "65536 devices"));
+  CHECK(parse_layout("pp=999999999").error().where == "layout.pp");
+  l = parse_layout("tp=65536 pp=65536 dp=65536 cp=65536");
+  REQUIRE_FALSE(l.ok());
+  CHECK(l.error().where == "layout.tp");
+  CHECK_MESSAGE(contains(l.error().message, "tp x pp x dp x cp = more than 2^63"),
+                l.error().message);
+  // A Layout set in code is checked by layout_strategy() alike.
+  Result<Graph> g = build_model("gpt2", 8);
+  REQUIRE(g.ok());
+  Layout big;
+  big.tp = big.dp = big.cp = 999999999;
+  Result<LayoutStrategy> laid = layout_strategy(*g, Cluster{.devices = 8}, big);
+  REQUIRE_FALSE(laid.ok());
+  CHECK(laid.error().where == "layout.tp");
+  // Control characters escaped, long values cut.
+  l = parse_layout("tp=8\x1b]0;owned\x07\x1b[2J");
+  REQUIRE_FALSE(l.ok());
+  CHECK(l.error().where == "layout.tp");
+  CHECK_MESSAGE(contains(l.error().message, "'8\\u001b]0;owned\\u0007\\u001b[2J'"),
+                l.error().message);
+  for (const std::string& text :
+       {std::string(131000, 'x'), "tp=8 " + std::string(131000, 'y') + "=1",
+        "sp=" + std::string(131000, 'z'), "zero=\x1b" + std::string(100, '1')}) {
+    l = parse_layout(text);
+    REQUIRE_FALSE(l.ok());
+    CHECK(l.error().message.size() < 120);
+    CHECK(l.error().where.size() < 20);
+    for (char ch : l.error().message) CHECK(static_cast<unsigned char>(ch) >= 0x20);
+  }
+  // Virtual stages: at most a stage's blocks (gpt2's 12 on 2 stages: 6).
+  laid = layout_strategy(*g, Cluster{.devices = 2}, *parse_layout("pp=2 vpp=1000000"));
+  REQUIRE_FALSE(laid.ok());
+  CHECK(laid.error().where == "layout.vpp");
+  CHECK_MESSAGE(contains(laid.error().message, "at most 6 virtual stages"), laid.error().message);
+  CHECK(layout_strategy(*g, Cluster{.devices = 2}, *parse_layout("pp=2 vpp=6 gbs=8")).ok());
+}
+
+TEST_CASE("practice: a global batch too large for the graph is the layout's error") {
+  // The bound is the graph builder's: every iteration space under 2^62
+  // points. llama3-8b builds at the largest batch, and not one above it.
+  Result<Graph> one = build_model("llama3-8b", 1);
+  REQUIRE(one.ok());
+  const int64_t most = largest_batch(*one);
+  CHECK(most > 1000);
+  CHECK(build_model("llama3-8b", most).ok());
+  CHECK_FALSE(build_model("llama3-8b", most + 1).ok());
+  CHECK_FALSE(check_global_batch(*one, most).has_value());
+  REQUIRE(check_global_batch(*one, most + 1).has_value());
+  CHECK(check_global_batch(*one, most + 1)->where == "layout.gbs");
+  // A CNN has its batch too; a graph without any has no bound.
+  CHECK(largest_batch(Graph{}) == std::numeric_limits<int64_t>::max());
+
+  const std::string layout = "tp=8 pp=2 dp=4 mbs=1 gbs=999999999";
+  pase::testing::Run run = pase::testing::run_cli(
+      {"eval", "--model", "llama3-8b", "--procs", "64", "--preset", "h100", "--layout", layout});
+  CHECK(run.exit != 0);
+  CHECK_MESSAGE(contains(run.err, "layout.gbs: 999999999 is too large"), run.err);
+  // Its vocabulary padded to a multiple of 128 x tp, as the CLI builds it.
+  Result<Graph> padded = build_model("llama3-8b", 1, 0, 128 * 8);
+  REQUIRE(padded.ok());
+  CHECK(contains(run.err, "at most " + std::to_string(largest_batch(*padded))));
+  json r = json::parse(evaluate_json(
+      R"({"model": "llama3-8b", "preset": "h100", "cluster": {"devices": 64}, "layout": ")" +
+      layout + R"("})"));
+  REQUIRE(r.contains("error"));
+  CHECK(r["error"]["where"] == "layout.gbs");
 }
 
 TEST_CASE("practice: a layout is the Megatron strategy on a language model") {

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <set>
 #include <sstream>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "cli_run.hpp"
 #include "pase/graph.hpp"
+#include "pase/llm.hpp"
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
@@ -225,4 +227,48 @@ TEST_CASE(
   // A line 10 points after the one before (30 s never pass here): a dozen
   // at most, not one per search.
   CHECK(count <= 11);
+}
+
+TEST_CASE("progress: a long search says so before it starts, and only then") {
+  // The pace the note assumes: a minute's worth of configurations and
+  // searches is not yet long, a little more is.
+  const double searches = 30;
+  const auto at = [&](double seconds) {
+    return static_cast<uint64_t>(seconds / (searches * kSecondsPerConfiguration));
+  };
+  CHECK(long_search_note(at(kLongSearchSeconds * 0.99), searches, "for x").empty());
+  const std::string note = long_search_note(at(kLongSearchSeconds * 3), searches, "for x");
+  CHECK(note.rfind("a long search: about 30 searches of ", 0) == 0);
+  CHECK(note.find("for x, some 3 min on one core") != std::string::npos);
+
+  // Llama 3 8B's width at 256 decoder layers on 64 H100 under 80 GiB, the
+  // recomputation chosen: minutes of searches. The note comes with the
+  // first report, before any search (the request is cancelled there).
+  Result<LlmConfig> config = parse_llm_config(R"({"model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "num_hidden_layers": 256, "max_position_embeddings": 8192, "vocab_size": 128256})");
+  REQUIRE(config.ok());
+  Result<GraphSpec> spec = llm_spec(*config, "deep", 32, 8192);
+  REQUIRE(spec.ok());
+  Result<Graph> g = build_graph(*spec);
+  REQUIRE(g.ok());
+  Cluster c = capped_h100(64, 80);
+  c.gpus_per_node = 8;
+  std::atomic<bool> cancel{false};
+  std::vector<Progress> seen;
+  PlanOptions options;
+  options.threads = 1;
+  options.cancel = &cancel;
+  options.on_progress = [&](const Progress& p) {
+    seen.push_back(p);
+    if (!p.note.empty()) cancel = true;
+  };
+  Result<Plan> p = plan(*g, c, options);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().message == "cancelled");
+  REQUIRE_FALSE(seen.empty());
+  CAPTURE(seen.front().note);
+  CHECK(seen.front().note.find("a long search: ") == 0);
+  CHECK(seen.front().note.find("the recomputation of 256 decoder blocks") != std::string::npos);
+  CHECK(seen.front().vertices_done == 0);
 }

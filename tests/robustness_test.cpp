@@ -12,9 +12,14 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
+#include "fuzz/fuzz_emit.hpp"
+#include "fuzz/fuzz_layout.hpp"
+#include "fuzz/fuzz_request.hpp"
+#include "fuzz/fuzz_strategy.hpp"
 #include "fuzz/fuzz_target.hpp"
 #include "invalid_corpus.hpp"
 #include "model/cost_model.hpp"
@@ -343,21 +348,92 @@ TEST_CASE("hangs: the pruned enumeration equals the plain one") {
 
 // ---- Fuzzing ---------------------------------------------------------------------------------
 
-TEST_CASE("fuzz: regression inputs and the seed corpus keep every property") {
+namespace {
+
+// The files of `dirs` (those that exist) but READMEs and scripts, sorted.
+std::vector<fs::path> fuzz_inputs(std::initializer_list<std::string> dirs) {
   std::vector<fs::path> inputs;
-  for (const char* dir :
-       {PASE_FUZZ_REGRESSIONS_DIR, PASE_EXAMPLES_DIR, PASE_INVALID_DIR "/graphs",
-        PASE_INVALID_DIR "/requests", PASE_INVALID_DIR "/models", PASE_INVALID_DIR "/configs",
-        PASE_EXAMPLES_DIR "/../hf/gpt2", PASE_EXAMPLES_DIR "/../hf/Mixtral-8x7B-v0.1"}) {
+  for (const std::string& dir : dirs) {
+    if (!fs::is_directory(dir)) continue;
     for (const auto& entry : fs::directory_iterator(dir))
       if (entry.is_regular_file() && entry.path().filename() != "README.md" &&
           entry.path().extension() != ".py")
         inputs.push_back(entry.path());
   }
   std::sort(inputs.begin(), inputs.end());
+  return inputs;
+}
+
+const std::string kFuzzSeeds = PASE_SOURCE_DIR "/tests/fuzz/seeds/";
+const std::string kFuzzRegressions = PASE_FUZZ_REGRESSIONS_DIR "/";
+
+}  // namespace
+
+TEST_CASE("fuzz: regression inputs and the seed corpus keep every property") {
+  const std::vector<fs::path> inputs = fuzz_inputs(
+      {kFuzzRegressions + "plan", PASE_EXAMPLES_DIR, PASE_INVALID_DIR "/graphs",
+       PASE_INVALID_DIR "/requests", PASE_INVALID_DIR "/models", PASE_INVALID_DIR "/configs",
+       PASE_EXAMPLES_DIR "/../hf/gpt2", PASE_EXAMPLES_DIR "/../hf/Mixtral-8x7B-v0.1"});
   CHECK(inputs.size() >= 150);
   for (const fs::path& path : inputs) {
     CAPTURE(path.string());
     CHECK(pase_fuzz::fuzz_one(pase_test::read_binary(path.string())) == "");
   }
+}
+
+TEST_CASE("fuzz layout: regressions and seeds keep every property") {
+  const std::vector<fs::path> inputs =
+      fuzz_inputs({kFuzzRegressions + "layout", kFuzzSeeds + "layout"});
+  CHECK(inputs.size() >= 20);
+  for (const fs::path& path : inputs) {
+    CAPTURE(path.string());
+    CHECK(pase_fuzz::fuzz_layout(pase_test::read_binary(path.string())) == "");
+  }
+}
+
+TEST_CASE("fuzz request: regressions and seeds keep every property") {
+  const std::vector<fs::path> inputs = fuzz_inputs(
+      {kFuzzRegressions + "request", kFuzzSeeds + "request", PASE_INVALID_DIR "/requests"});
+  CHECK(inputs.size() >= 40);
+  for (const fs::path& path : inputs) {
+    CAPTURE(path.string());
+    CHECK(pase_fuzz::fuzz_request(pase_test::read_binary(path.string())) == "");
+  }
+}
+
+TEST_CASE("fuzz strategy: regressions and seeds keep every property") {
+  const std::vector<fs::path> inputs = fuzz_inputs(
+      {kFuzzRegressions + "strategy", kFuzzSeeds + "strategy", PASE_TEST_DATA_DIR "/golden"});
+  CHECK(inputs.size() >= 8);
+  for (const fs::path& path : inputs) {
+    CAPTURE(path.string());
+    CHECK(pase_fuzz::fuzz_strategy(pase_test::read_binary(path.string())) == "");
+  }
+}
+
+TEST_CASE("fuzz emit: regressions and seeds keep every property") {
+  const std::vector<fs::path> inputs =
+      fuzz_inputs({kFuzzRegressions + "emit", kFuzzSeeds + "emit"});
+  CHECK(inputs.size() >= 10);
+  for (const fs::path& path : inputs) {
+    CAPTURE(path.string());
+    CHECK(pase_fuzz::fuzz_emit(pase_test::read_binary(path.string())) == "");
+  }
+}
+
+TEST_CASE("fuzz emit: the checks catch an added line, a changed line and unclean text") {
+  using pase_fuzz::check_lines;
+  using pase_fuzz::check_text;
+  const std::string neutral = "# plan of fuzz-neutral-name\nx = 1\n";
+  CHECK(check_lines("# plan of 'a b'\nx = 1\n", neutral, "t") == "");
+  CHECK(contains(check_lines("# plan of a\nb\nx = 1\n", neutral, "t"), "makes 4 lines, not 3"));
+  CHECK(contains(check_lines("# plan of a\nx = 2\n", neutral, "t"), "changes line 2 (x = 1)"));
+  CHECK(check_text("caf\xc3\xa9\n", "t") == "");
+  CHECK(contains(check_text("a\rb", "t"), "a raw control character 13 at byte 1"));
+  CHECK(contains(check_text("a\nb", "t", ""), "a raw control character 10"));
+  CHECK(contains(check_text("\xc2\x85", "t"), "a raw control character U+008x"));
+  CHECK(contains(check_text("a\xff", "t"), "not valid UTF-8 at byte 1"));
+  CHECK(contains(check_text("\xc0\xaf", "t"), "not valid UTF-8"));      // overlong '/'
+  CHECK(contains(check_text("\xed\xa0\x80", "t"), "not valid UTF-8"));  // a surrogate
+  CHECK(contains(check_text("\xe2\x82", "t"), "not valid UTF-8"));      // cut short
 }

@@ -103,12 +103,12 @@ TEST_CASE("vocab padding: gpt3-175b evaluates the layout tp=8 pp=8 with v padded
   const std::string request =
       R"({"model": "gpt3-175b", "preset": "a100-80gb", "cluster": {"devices": 64},
           "layout": "tp=8 pp=8 dp=1 sp=on zero=1 recompute=selective mbs=1 gbs=16")";
-  json r = json::parse(plan_json(request + "}"));
+  json r = json::parse(evaluate_json(request + "}"));
   REQUIRE_MESSAGE(!r.contains("error"), r.dump());
   CHECK(r["vocab_padding"]["padded_vocab_size"] == 51200);
   CHECK(r["vocab_padding"]["multiple"] == 1024);
   // Megatron-LM's rule with the vocabulary padding turned off: the old refusal.
-  json off = json::parse(plan_json(request + R"(, "vocab_padding": 1})"));
+  json off = json::parse(evaluate_json(request + R"(, "vocab_padding": 1})"));
   REQUIRE(off.contains("error"));
   CHECK(off["error"]["where"] == "layout.tp");
   CHECK(testing::contains(off["error"]["message"].get<std::string>(),
@@ -230,7 +230,7 @@ TEST_CASE("vocab padding: the padded rows cost their share") {
 TEST_CASE("vocab padding: Megatron-LM's arguments pad the tokenizer's vocabulary to the plan's") {
   // GPT-2's layout at tp=4 (padded to a multiple of 512: 50688 rows): the
   // divisor that, times tp, gives those rows from the tokenizer's 50257.
-  json r = json::parse(plan_json(
+  json r = json::parse(evaluate_json(
       R"({"model": "gpt2", "batch": 8, "seq": 128, "preset": "h100", "cluster": {"devices": 4},
           "layout": "tp=4 pp=1 dp=1 mbs=8 gbs=8", "emit": "megatron"})"));
   REQUIRE_MESSAGE(!r.contains("error"), r.dump());

@@ -2,7 +2,7 @@
 //
 // Each call() gets a fresh id and a promise; the worker answers with
 // {id, result}, {id, error} or, while planning, {id, progress, phase,
-// secondsLeft} (onProgress(fraction, {phase, secondsLeft})). The actions
+// secondsLeft, note} (onProgress(fraction, {phase, secondsLeft, note})). The actions
 // are those of worker.js: plan, evaluate and estimate (a request's JSON text), compare
 // (the same plus an optional "mcmc" object; no progress), validate (a graph
 // document's JSON text), models, presets, version, mode (the module the
@@ -85,7 +85,11 @@ export class PlannerClient {
     const entry = this.#pending.get(message.id);
     if (!entry) return;
     if ('progress' in message) {
-      entry.onProgress?.(message.progress, { phase: message.phase ?? '', secondsLeft: message.secondsLeft ?? null });
+      entry.onProgress?.(message.progress, {
+        phase: message.phase ?? '',
+        secondsLeft: message.secondsLeft ?? null,
+        note: message.note ?? '',
+      });
       return;
     }
     this.#pending.delete(message.id);

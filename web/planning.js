@@ -223,11 +223,11 @@ export class Planning {
       const plan = await this.#hooks.client().call('plan', request, {
         // The module's progress is the whole request's and never goes back
         // (each search fills its share of it), with its phase and the time
-        // left (pase::Progress).
-        onProgress: (fraction, { phase = '', secondsLeft = null } = {}) => {
+        // left (pase::Progress), and the core's note on a long search ahead.
+        onProgress: (fraction, { phase = '', secondsLeft = null, note = '' } = {}) => {
           if (this.running === token) {
             const shown = this.#setProgress(fraction);
-            setStatus(`Planning ${label}… ${Math.round(shown * 100)}%${phase ? `, ${phase}` : ''}${timeLeftText(secondsLeft)}`);
+            setStatus(`Planning ${label}… ${Math.round(shown * 100)}%${phase ? `, ${phase}` : ''}${timeLeftText(secondsLeft)}${note ? ` (${note})` : ''}`);
           }
         },
       });

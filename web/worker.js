@@ -14,8 +14,9 @@
  * Protocol (planner-client.js is the other side):
  *   in:  {id, action, payload}
  *   out: {id, result} | {id, error: {message, where, missing_dims?}}
- *     | {id, progress, phase, secondsLeft} (the request's fraction done, never lower than
- *       before; what runs now; the time left, null until it is estimated)
+ *     | {id, progress, phase, secondsLeft, note} (the request's fraction done, never lower
+ *       than before; what runs now; the time left, null until it is estimated; a note on
+ *       a long search ahead, '' when none)
  * Long work is cancelled by terminating this worker, which ends its thread
  * workers too; it keeps no state that would need cleaning up.
  */
@@ -182,7 +183,8 @@ self.onmessage = async (event) => {
     return;
   }
   try {
-    const progress = (fraction, phase = '', secondsLeft = null) => self.postMessage({ id, progress: fraction, phase, secondsLeft });
+    const progress = (fraction, phase = '', secondsLeft = null, note = '') =>
+      self.postMessage({ id, progress: fraction, phase, secondsLeft, note });
     const text = run(pase, payload, progress, mode);
     const doc = JSON.parse(text);
     if (doc && typeof doc === 'object' && !Array.isArray(doc) && doc.error) {

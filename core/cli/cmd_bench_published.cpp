@@ -26,11 +26,13 @@
 #include "pase/pipeline.hpp"
 #include "pase/presets.hpp"
 #include "report.hpp"
+#include "util/json_util.hpp"
 
 namespace pase_cli {
 namespace {
 
-using Json = nlohmann::json;
+// Read with the library's parser, as every JSON input is (util/json_util.hpp).
+using Json = pase::json_detail::Json;
 
 struct RunResult {
   std::string id, layout, preset;
@@ -322,8 +324,10 @@ int run_bench_plans(const std::vector<PreparedRun>& runs, double limit_s) {
 int run_bench_published(const std::string& path, bool json, bool fit, double plan_limit_s) {
   pase::Result<std::string> text = read_file(path);
   if (!text) return input_error(text.error());
-  Json doc = Json::parse(*text, nullptr, false);
-  if (doc.is_discarded() || !doc.contains("runs") || !doc["runs"].is_array())
+  pase::Result<Json> parsed = pase::json_detail::parse_document(*text);
+  if (!parsed) return input_error(in_file(path, parsed.error()));
+  const Json& doc = *parsed;
+  if (!doc.is_object() || !doc.contains("runs") || !doc["runs"].is_array())
     return input_error(pase::Error{"not a published-runs/1 document with a list 'runs'", path});
   std::vector<PreparedRun> runs;
   for (const Json& run : doc["runs"]) {

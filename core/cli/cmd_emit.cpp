@@ -16,18 +16,64 @@
 #include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
 #include "report.hpp"
+#include "util/json_util.hpp"
 
 namespace pase_cli {
 
 namespace {
 
-// The flags that say which graph and which cluster, as given: a plan
-// result keeps them ("source"), so that `pase emit` can rebuild both.
-bool emit_source_flag(std::string_view name) {
+using pase::json_detail::Json;
+
+// "--procs=8" -> "--procs".
+std::string_view flag_name(std::string_view arg) { return arg.substr(0, arg.find('=')); }
+
+// The spec of a graph or cluster flag (what "source" keeps), or null.
+const FlagSpec* source_flag(std::string_view name) {
   for (const auto* group : {&kGraphFlags, &kClusterFlags})
     for (const FlagSpec& spec : *group)
-      if (spec.name == name) return true;
-  return false;
+      if (spec.name == name) return &spec;
+  return nullptr;
+}
+
+// The flags that say which graph and which cluster, as given: a plan
+// result keeps them ("source"), so that `pase emit` can rebuild both.
+bool emit_source_flag(std::string_view name) { return source_flag(name) != nullptr; }
+
+// The flags a saved plan's "source": {"args": [...]} keeps, checked as
+// flags of their own: errors name source.args, not the command line, and a
+// flag that is not a graph or cluster flag (--format, --output: a plan keeps
+// only those) is refused rather than read as if typed. No "source" at all is
+// no flags.
+pase::Result<std::vector<std::string>> stored_source_args(const Json& doc) {
+  std::vector<std::string> all;
+  if (!doc.is_object()) return all;  // parse_any_strategy() says what is wrong
+  auto source = doc.find("source");
+  if (source == doc.end()) return all;
+  if (!source->is_object()) return pase::json_detail::type_error("an object", *source, "source");
+  auto args = source->find("args");
+  if (args == source->end()) return all;
+  pase::Result<std::vector<std::string>> strings = pase::json_detail::to_list<std::string>(
+      *args, "source.args", "a list of strings", pase::json_detail::to_string);
+  if (!strings) return strings.error();
+  all = std::move(*strings);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::string where = pase::json_detail::index_path("source.args", i);
+    const std::string_view name = flag_name(all[i]);
+    const FlagSpec* spec = source_flag(name);
+    if (spec == nullptr) {
+      return pase::Error{
+          "'" + all[i] + "' is not a graph or cluster flag (a plan's source keeps only those)",
+          where};
+    }
+    if (!spec->takes_value || all[i].find('=') != std::string::npos) continue;
+    if (i + 1 >= all.size()) return pase::Error{std::string(name) + " needs a value", where};
+    ++i;
+  }
+  Args view(all.begin(), all.end());
+  Flags flags;
+  if (auto message = parse_planning_flags(view, {}, flags))
+    return pase::Error{*message, "source.args"};
+  return all;
 }
 
 void print_explanation(const pase::Exported& e) {
@@ -70,7 +116,9 @@ std::string with_source(const std::string& json_text, const Args& args) {
   }
   std::string head = json_text.substr(0, close);
   while (!head.empty() && (head.back() == '\n' || head.back() == ' ')) head.pop_back();
-  return head + ",\n  \"source\": {\"args\": " + kept.dump() + "}\n}\n";
+  // A path need not be UTF-8 (a folder's name): its bad bytes become U+FFFD.
+  return head + ",\n  \"source\": {\"args\": " +
+         kept.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "}\n}\n";
 }
 
 std::optional<int> check_emit_flag(const Flags& flags, std::string_view command) {
@@ -107,7 +155,7 @@ std::string emit_usage() {
          "--format json') as a JAX program (--to jax), Megatron-LM arguments (megatron)\n"
          "or torchtitan TOML (torchtitan), core/docs/export.md. The graph and the\n"
          "cluster are those the plan was made with (its \"source\"); flags given here\n"
-         "replace them.\n\n"
+         "replace them (--model and --graph each other).\n\n"
          "  --plan FILE         the plan result ('-': standard input)\n"
          "  --to TARGET         jax, megatron or torchtitan\n"
          "  --output FILE, -o FILE\n"
@@ -139,26 +187,34 @@ int run_emit(const Args& args) {
   pase::Result<std::string> text = read_file(*plan_path);
   if (!text) return input_error(text.error());
 
-  std::vector<std::string> all;  // the plan's source flags
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(*text, nullptr, false);
-  if (!doc.is_discarded() && doc.is_object() && doc.contains("source") &&
-      doc["source"].contains("args") && doc["source"]["args"].is_array())
-    for (const auto& a : doc["source"]["args"])
-      if (a.is_string()) all.push_back(a.get<std::string>());
+  pase::Result<Json> parsed = pase::json_detail::parse_document(*text);
+  if (!parsed) return input_error(in_file(*plan_path, parsed.error()));
+  const Json& doc = *parsed;
+  pase::Result<std::vector<std::string>> stored = stored_source_args(doc);
+  if (!stored) return input_error(in_file(*plan_path, stored.error()));
+  const std::vector<std::string>& all = *stored;
   // Flags given here replace the plan's.
   Args merged;
   for (size_t i = 0; i < all.size(); ++i) {
-    std::string name = all[i];
-    const size_t eq = name.find('=');
-    if (eq != std::string::npos) name = name.substr(0, eq);
+    const std::string_view name = flag_name(all[i]);
+    // --model and --graph name the same thing: either replaces both.
+    const auto graph_source = [](std::string_view n) { return n == "--model" || n == "--graph"; };
     bool replaced = false;
     for (const std::string_view r : rest)
-      replaced = replaced || r == name || r.substr(0, name.size() + 1) == name + "=";
-    const bool value =
-        eq == std::string::npos && i + 1 < all.size() && all[i + 1].rfind("--", 0) != 0;
+      replaced =
+          replaced || flag_name(r) == name || (graph_source(name) && graph_source(flag_name(r)));
+    const bool value = all[i].find('=') == std::string::npos && source_flag(name)->takes_value;
+    if (!replaced && name == "--graph" && (value ? all[i + 1] == "-" : all[i] == "--graph=-")) {
+      // The plan was made from standard input, which cannot be read again.
+      return input_error(
+          in_file(*plan_path,
+                  pase::Error{"the plan's graph was read from standard input ('--graph -'), which "
+                              "cannot be read again: give --graph FILE",
+                              pase::json_detail::index_path("source.args", i)}));
+    }
     if (!replaced) {
       merged.push_back(all[i]);
-      if (value) merged.push_back(all[i + 1]);
+      if (value) merged.push_back(all[i + 1]);  // stored_source_args() checked it is there
     }
     if (value) ++i;
   }
@@ -172,7 +228,7 @@ int run_emit(const Args& args) {
   if (source.model.empty() && source.path.empty())
     return usage_error("emit", "the plan names no graph (no \"source\"): give --model or --graph");
   if (auto failure = cluster_from_flags(flags, cluster)) return failure->report("emit");
-  if (!doc.is_discarded() && doc.contains("training") && doc["training"].is_object()) {
+  if (doc.is_object() && doc.contains("training") && doc["training"].is_object()) {
     // The recomputation the plan chose.
     const auto& t = doc["training"];
     if (t.contains("recompute") && t["recompute"].is_string())

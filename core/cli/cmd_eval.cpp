@@ -51,10 +51,18 @@ int run_layout(const Flags& flags, const Args& args, bool json, GraphSource sour
   // A built-in model or a Hugging Face config is built at the layout's
   // global batch unless --batch says otherwise.
   const bool built = !source.model.empty() || (!source.path.empty() && is_config_file(source.path));
-  if (built && source.batch == 0) source.batch = layout->gbs;
+  const bool at_gbs = built && source.batch == 0 && layout->gbs > 0;
+  if (at_gbs) source.batch = layout->gbs;
   // Its vocabulary padded as Megatron-LM pads it: to a multiple of 128 x tp.
   source.vocab_tp = layout->tp;
   pase::Result<pase::Graph> graph = load_source(source);
+  if (!graph && at_gbs) {
+    // Too large a gbs is the layout's error, not the graph's layers[0].
+    GraphSource one = source;
+    one.batch = 1;
+    if (pase::Result<pase::Graph> small = load_source(one))
+      if (auto e = pase::check_global_batch(*small, layout->gbs)) return input_error(*e);
+  }
   if (!graph) return input_error(graph.error());
   pase::Result<pase::LayoutStrategy> laid = pase::layout_strategy(*graph, cluster, *layout);
   if (!laid) return input_error(laid.error());

@@ -41,6 +41,16 @@ class ProgressPrinter {
       finish();
       return;
     }
+    // A note on the whole request (a long search ahead): once, at once.
+    if (!p.note.empty() && !noted_) {
+      if (printed_ && tty_) {
+        std::fputs("\r\033[K", stderr);
+        printed_ = false;
+      }
+      std::fprintf(stderr, "pase: note: %s\n", p.note.c_str());
+      std::fflush(stderr);
+      noted_ = true;
+    }
     const Clock::time_point now = Clock::now();
     if (now - start_ < std::chrono::seconds(1)) return;
     if (tty_ ? printed_ && now - last_ < std::chrono::milliseconds(500) : !log_now(p, now)) return;
@@ -84,6 +94,7 @@ class ProgressPrinter {
 
   bool tty_;
   bool printed_ = false;          // a line stands on the terminal, or one was logged
+  bool noted_ = false;            // the request's note is printed
   double last_fraction_ = 0;      // the bar at the last line
   std::set<std::string> logged_;  // the phases with a line in the log
   Clock::time_point start_ = Clock::now();

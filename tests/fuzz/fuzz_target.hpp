@@ -52,6 +52,96 @@ inline std::string check_error(const pase::Error& error, std::string_view what) 
   return "";
 }
 
+// "" when `text` is valid UTF-8 with no control character other than those
+// `allowed` (a line break, say): what an emitted file or a message may hold.
+inline std::string check_text(std::string_view text, std::string_view what,
+                              std::string_view allowed = "\n") {
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      if (allowed.find(static_cast<char>(c)) == std::string_view::npos)
+        return std::string(what) + ": a raw control character " + std::to_string(c) + " at byte " +
+               std::to_string(i);
+      ++i;
+      continue;
+    }
+    // UTF-8: the length from the lead byte, then continuation bytes, no
+    // overlong form, no surrogate, nothing past U+10FFFF.
+    const size_t n = c < 0x80           ? 1
+                     : (c >> 5) == 0x6  ? 2
+                     : (c >> 4) == 0xe  ? 3
+                     : (c >> 3) == 0x1e ? 4
+                                        : 0;
+    bool ok = n != 0 && i + n <= text.size();
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1fu) : n == 3 ? (c & 0x0fu) : (c & 0x07u);
+    for (size_t k = 1; ok && k < n; ++k) {
+      const auto b = static_cast<unsigned char>(text[i + k]);
+      ok = (b >> 6) == 0x2;
+      cp = (cp << 6) | (b & 0x3fu);
+    }
+    ok = ok && !(n == 2 && cp < 0x80) && !(n == 3 && cp < 0x800) && !(n == 4 && cp < 0x10000) &&
+         !(cp >= 0xd800 && cp <= 0xdfff) && cp <= 0x10ffff;
+    if (!ok) return std::string(what) + ": not valid UTF-8 at byte " + std::to_string(i);
+    // C1 controls (U+0080 .. U+009F) are control characters too.
+    if (cp >= 0x80 && cp <= 0x9f)
+      return std::string(what) + ": a raw control character U+00" + (cp < 0x90 ? "8" : "9") +
+             "x at byte " + std::to_string(i);
+    i += n;
+  }
+  return "";
+}
+
+// `text` as JSON (discarded when it is not JSON).
+inline nlohmann::json json_of(std::string_view text) {
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
+// "" when `doc` (the output of a whole-request function of json_api.hpp) is
+// valid JSON and, when it is an error document, one with a message.
+inline std::string check_document(std::string_view doc, std::string_view what) {
+  const nlohmann::json j = json_of(doc);
+  if (j.is_discarded() || !j.is_object()) return std::string(what) + ": not a JSON object";
+  if (j.contains("error")) {
+    const nlohmann::json& e = j["error"];
+    if (!e.is_object() || !e.contains("message") || !e["message"].is_string() ||
+        e["message"].get<std::string>().empty())
+      return std::string(what) + ": an error document without a message";
+  }
+  return "";
+}
+
+// A small decoder-only model (core/docs/llm.md): 4 blocks of width 64, 4
+// query and 2 key-value heads, a vocabulary of 256; with `moe`, a mixture of
+// 4 experts, 2 per token.
+inline pase::LlmConfig tiny_llm(bool moe) {
+  pase::LlmConfig c;
+  c.model_type = moe ? "mixtral" : "llama";
+  c.vocab_size = 256;
+  c.hidden_size = 64;
+  c.num_layers = 4;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 16;
+  c.intermediate_size = 128;
+  c.max_positions = 256;
+  if (moe) {
+    c.num_experts = 4;
+    c.experts_per_token = 2;
+  }
+  return c;
+}
+
+inline constexpr int64_t kTinySeq = 16;
+
+// tiny_llm(moe)'s graph of `batch` sequences of kTinySeq tokens named `name`.
+inline pase::Result<pase::Graph> tiny_llm_graph(bool moe, int64_t batch, std::string_view name,
+                                                int64_t vocab_multiple = pase::kLlmVocabMultiple) {
+  pase::Result<pase::GraphSpec> spec =
+      pase::llm_spec(tiny_llm(moe), std::string(name), batch, kTinySeq, vocab_multiple);
+  if (!spec) return spec.error();
+  return pase::build_graph(*spec);
+}
+
 // Plans `graph` when the search is small; "" when all properties hold.
 inline std::string check_plan(const pase::Graph& graph, const pase::Cluster& cluster,
                               pase::PlanOptions options, bool exhaustive) {

@@ -68,5 +68,5 @@ test('module export: errors name emit, a CNN has no Megatron-LM arguments, a spl
   })));
   assert.equal(refused.error, undefined, JSON.stringify(refused.error));
   assert.equal(refused.exports[0].error.where, 'emit');
-  assert.match(refused.exports[0].error.message, /layer lm_head splits its dimension e 3 ways on 8 devices/);
+  assert.match(refused.exports[0].error.message, /layer 'lm_head' splits its dimension e 3 ways on 8 devices/);
 });

@@ -233,6 +233,24 @@ test('llm plan: seq is refused for a network without one and when it is not a po
   assertError(plan({ model: 'gpt2', seq: 4096, cluster: { devices: 8 } }), 'seq');
 });
 
+test('llm evaluate: a Mixtral layout with ep above cp evaluates, ep on a dense model is refused at layout.ep', () => {
+  // ep carved out of dp x cp (core/docs/practice-model.md, "Evaluating a layout").
+  const evaluate = (model, layout) => JSON.parse(pase.evaluate(JSON.stringify({
+    model, seq: 128, preset: 'h100', cluster: { devices: 16 }, cost_model: 'practice', layout,
+  })));
+  const memory = {};
+  for (const ep of [1, 2, 4, 8]) {
+    const doc = evaluate('mixtral-8x7b', `tp=2 pp=1 dp=8 ep=${ep} sp=on mbs=1 gbs=8`);
+    assert.equal(doc.error, undefined, JSON.stringify(doc.error));
+    assert.ok(doc.step_time_s > 0);
+    memory[ep] = doc.memory.params;
+  }
+  assert.ok(memory[8] < memory[4] && memory[4] < memory[2] && memory[2] < memory[1], JSON.stringify(memory));
+  const dense = evaluate('llama3-8b', 'tp=2 pp=1 dp=8 ep=2 mbs=1 gbs=8');
+  assertError(dense, 'layout.ep');
+  assert.match(dense.error.message, /has no experts/);
+});
+
 test('llm exportModel: name, batch and seq; the shorter forms keep the defaults', () => {
   assert.deepEqual(JSON.parse(pase.exportModel('gpt2')).inputs.tokens, [32, 1024]);
   assert.deepEqual(JSON.parse(pase.exportModel('gpt2', 2)).inputs.tokens, [2, 1024]);

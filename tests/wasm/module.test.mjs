@@ -175,6 +175,16 @@ test('errors: evaluate without or with a malformed strategy', () => {
   assertError(JSON.parse(pase.evaluate(JSON.stringify({ model: 'alexnet', strategy: [[1]] }))), /^strategy/);
 });
 
+test('errors: plan, estimate and compare refuse a layout or a strategy, which evaluate prices', () => {
+  const layout = { model: 'gpt2', batch: 8, seq: 64, preset: 'h100', cluster: { devices: 4 }, layout: 'tp=2 pp=1 dp=2 mbs=4 gbs=8' };
+  const strategy = { model: 'alexnet', strategy: [[1]] };
+  for (const entry of [(r) => plan(r), (r) => JSON.parse(pase.estimate(JSON.stringify(r))), (r) => compare(r)]) {
+    assertError(entry(layout), 'layout');
+    assertError(entry(strategy), 'strategy');
+  }
+  assert.equal(JSON.parse(pase.evaluate(JSON.stringify(layout))).error, undefined);
+});
+
 test('errors: exportModel with an unknown name or a bad batch', () => {
   assertError(JSON.parse(pase.exportModel('lenet', 0)), 'model');
   assertError(JSON.parse(pase.exportModel('alexnet', -1)), 'batch');

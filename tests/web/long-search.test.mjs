@@ -255,3 +255,29 @@ test('search options: pow2-only and the table limit go in the request and the li
   assert.deepEqual(problems, []);
   await close();
 });
+
+test('long search: a deep model\'s plan notes the long search before its first search, and Cancel ends it', { skip, timeout }, async () => {
+  // Llama 3 8B's width at 256 decoder layers (the most a config may have)
+  // on 64 H100 under 80 GiB, the recomputation searched: the core's note
+  // (Progress::note) comes with the plan's first report.
+  const { page, problems, close } = await openRecordingPage('?devices=64');
+  await page.selectOption('#preset', 'h100');
+  await page.fill('#devices', '64');
+  await page.fill('#memory', '80');
+  const config = {
+    model_type: 'llama', hidden_size: 4096, intermediate_size: 14336, num_attention_heads: 32, num_key_value_heads: 8,
+    num_hidden_layers: 256, max_position_embeddings: 8192, vocab_size: 128256,
+  };
+  await page.setInputFiles('#graph-file', { name: 'config.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(config)) });
+  // The page's own estimate may ask first.
+  const asked = await page.waitForSelector('#long-search', { state: 'visible', timeout: 15_000 }).then(() => true, () => false);
+  if (asked) await page.click('#long-search-go');
+  await page.waitForFunction(() => /a long search: about \d+ searches of \d+ configurations to choose the recomputation of 256 decoder blocks/
+    .test(document.getElementById('status').textContent), null, { timeout: 60_000 })
+    .catch(async (e) => assert.fail(`${e.message}; the status: ${await page.textContent('#status')}; ${await page.textContent('#error-message')}`));
+  assert.match(await page.textContent('#status'), /^Planning .*\(a long search: .*, some \d+ min on one core\)$/);
+  await page.click('#cancel-button');
+  await page.waitForFunction(() => !document.body.classList.contains('planning'), null, { timeout: 10_000 });
+  assert.deepEqual(problems, []);
+  await close();
+});

@@ -61,10 +61,14 @@ inline constexpr int64_t kLlmDefaultBatch = 32;
 inline constexpr int64_t kLlmMaxDefaultSeq = 8192;
 int64_t llm_default_seq(const LlmConfig& config);
 
-// The most decoder layers a config may have: each is at most 10 layers of
-// attention and 10 of a mixture of experts, and a graph has at most
-// kMaxLayers layers (graph.hpp) besides the embedding and the head.
-inline constexpr int64_t kLlmMaxDecoderLayers = (kMaxLayers - 8) / 20;
+// The most decoder layers a config may have: twice the deepest published
+// dense model (Llama 3 405B's 126). The search's time grows with the layers
+// (core/docs/performance.md, "Deep models"): a config of 500 layers at
+// Llama 3 8B's width plans in minutes on 64 devices, one of 5,000 in hours.
+// Each decoder layer is at most 10 layers of attention and 10 of a mixture
+// of experts, well within a graph's kMaxLayers (graph.hpp).
+inline constexpr int64_t kLlmMaxDecoderLayers = 256;
+static_assert(kLlmMaxDecoderLayers * 20 + 8 <= kMaxLayers);
 
 // Reads a config.json: the fields its model_type uses, with Hugging Face's
 // defaults for the optional ones. Unknown fields are ignored (configs carry

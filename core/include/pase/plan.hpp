@@ -119,6 +119,10 @@ struct Progress {
   std::string phase;
   double elapsed_s = 0;      // since the request started
   double seconds_left = -1;  // estimated from elapsed_s and fraction; -1: not yet known
+  // A note on the request as a whole, given before a long search starts
+  // (e.g. "a long search: ..."; core/docs/performance.md, "Deep models")
+  // and carried by every report after it; "" when there is none.
+  std::string note;
 };
 
 struct PlanOptions {

@@ -92,7 +92,7 @@ std::string compare_request(std::string_view request_json) {
       doc->erase(it);
     }
   }
-  Result<PlanRequest> request = parse_plan_request(json_detail::dump_compact(*doc));
+  Result<PlanRequest> request = search_request_from_json(*doc);
   if (!request) return error_to_json(request.error());
   options.plan = std::move(request->options);
   options.pipeline = request->pipeline;

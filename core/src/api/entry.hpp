@@ -6,6 +6,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pase/cluster.hpp"
@@ -77,6 +78,13 @@ namespace pase {
 // The plan-result document of a plan with a pipeline (pipeline_plan_to_json()
 // of json_api.hpp, before it is written).
 json_detail::Json pipeline_plan_object(const Cluster& cluster, const PipelinePlan& result);
+
+// The request of an entry point that searches (plan_json(), estimate_json(),
+// compare_json()): parse_plan_request() of the document, except that a
+// "strategy" or a "layout", which only evaluate_json() prices, is an error
+// at that field rather than ignored.
+Result<PlanRequest> search_request_from_json(const json_detail::Json& document);
+Result<PlanRequest> parse_search_request(std::string_view json_text);
 
 // `result` with "exports": the plan of `view` as each target of `emit`
 // (export_json.cpp), written as a document; `result` alone when `emit` is

@@ -361,7 +361,7 @@ std::string presets_to_json() {
 std::string plan_json(std::string_view request_json,
                       const std::function<void(const Progress&)>& on_progress) {
   return guarded([&] {
-    Result<PlanRequest> request = parse_plan_request(request_json);
+    Result<PlanRequest> request = parse_search_request(request_json);
     if (!request) return error_to_json(request.error());
     request->options.on_progress = on_progress;
     if (request->pipeline) {
@@ -405,7 +405,7 @@ std::string evaluate_json(std::string_view request_json) {
 
 std::string estimate_json(std::string_view request_json) {
   return guarded([&] {
-    Result<PlanRequest> request = parse_plan_request(request_json);
+    Result<PlanRequest> request = parse_search_request(request_json);
     if (!request) return error_to_json(request.error());
     Result<SearchStats> s = estimate(request->graph, request->cluster, request->options);
     if (!s) return error_to_json(s.error());

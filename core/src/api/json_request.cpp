@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "api/entry.hpp"
 #include "model/graph_json.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
@@ -324,7 +325,8 @@ Result<PlanRequest> request_from_json(const Json& value) {
     if (const GpuPreset* p = find_preset(preset)) {
       base = apply_preset(base, *p);
     } else {
-      reader.fail(Error{"unknown preset '" + preset + "'; known: " + preset_ids(), "preset"});
+      reader.fail(
+          Error{"unknown preset " + quoted_text(preset) + "; known: " + preset_ids(), "preset"});
     }
   }
   request.cluster = base;
@@ -409,8 +411,13 @@ Result<PlanRequest> request_from_json(const Json& value) {
   // build_model() and build_graph() report paths relative to the graph
   // document; inside a request they live under "graph" (or "model").
   if (model != nullptr) {
-    Result<Graph> built = build_model(
-        model_name, batch, seq, vocab_padding == 1 ? 1 : vocab_padding * (layout ? layout->tp : 1));
+    const int64_t multiple = vocab_padding == 1 ? 1 : vocab_padding * (layout ? layout->tp : 1);
+    Result<Graph> built = build_model(model_name, batch, seq, multiple);
+    if (!built && layout && batch == layout->gbs && batch > 0) {
+      // Too large a gbs is the layout's error, not the graph's layers[0].
+      if (Result<Graph> small = build_model(model_name, 1, seq, multiple))
+        if (auto e = check_global_batch(*small, layout->gbs)) return *e;
+    }
     if (!built) {
       Error error = built.error();
       if (error.where.empty()) error.where = "model";
@@ -450,6 +457,25 @@ Result<PlanRequest> parse_plan_request(std::string_view json_text) {
   return request_from_json(*document);
 }
 
+Result<PlanRequest> search_request_from_json(const Json& document) {
+  // A strategy or a layout says what to price: a search would ignore it (and
+  // plan something else), so it is refused rather than dropped.
+  if (document.is_object() && document.contains("strategy")) {
+    return Error{"a strategy is evaluated, not planned: send it in an evaluate request",
+                 "strategy"};
+  }
+  if (document.is_object() && document.contains("layout")) {
+    return Error{"a layout is evaluated, not planned: send it in an evaluate request", "layout"};
+  }
+  return request_from_json(document);
+}
+
+Result<PlanRequest> parse_search_request(std::string_view json_text) {
+  Result<Json> document = json_detail::parse_document(json_text);
+  if (!document) return document.error();
+  return search_request_from_json(*document);
+}
+
 Result<Cluster> parse_cluster(std::string_view json_text, const std::string& where) {
   return read_document<Cluster>(json_text, where, cluster_from_json);
 }
@@ -466,14 +492,14 @@ Result<Order> parse_order(std::string_view name) {
   if (name == "genseq") return Order::kGenSeq;
   if (name == "bfs") return Order::kBfs;
   if (name == "mintable") return Order::kMinTable;
-  return Error{"unknown order '" + std::string(name) + "'; known: genseq, bfs, mintable", "order"};
+  return Error{"unknown order " + quoted_text(name) + "; known: genseq, bfs, mintable", "order"};
 }
 
 Result<SearchMode> parse_search_mode(std::string_view name) {
   if (name == "auto") return SearchMode::kAuto;
   if (name == "exact") return SearchMode::kExact;
   if (name == "bounded") return SearchMode::kBounded;
-  return Error{"unknown search '" + std::string(name) + "'; known: auto, exact, bounded", "search"};
+  return Error{"unknown search " + quoted_text(name) + "; known: auto, exact, bounded", "search"};
 }
 
 }  // namespace pase

@@ -152,8 +152,8 @@ Result<Comparison> compare(const Graph& graph, const Cluster& cluster,
     if (!expert) return expert.error();
     c.expert = std::move(*expert);
   } else {
-    c.notes.push_back("no expert strategy: '" + graph.name +
-                      "' is not one of the paper's networks (alexnet, resnet101, inception3, "
+    c.notes.push_back("no expert strategy: " + quoted_text(graph.name) +
+                      " is not one of the paper's networks (alexnet, resnet101, inception3, "
                       "rnnlm, transformer), which alone have one");
   }
 

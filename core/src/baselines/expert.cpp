@@ -15,6 +15,7 @@
 #include "model/cost_model.hpp"
 #include "pase/compare.hpp"
 #include "pase/models.hpp"
+#include "util/text.hpp"
 
 namespace pase {
 namespace {
@@ -144,8 +145,8 @@ Result<StrategyReport> expert_strategy(const Graph& graph, const Cluster& cluste
   if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
   const ExpertKind kind = expert_kind(graph);
   if (kind == ExpertKind::kNone) {
-    return Error{"no expert strategy for custom graph '" + graph.name +
-                     "' (only the built-in networks have one)",
+    return Error{"no expert strategy for custom graph " + quoted_text(graph.name) +
+                     " (only the built-in networks have one)",
                  "graph"};
   }
   auto configs =

@@ -9,6 +9,7 @@
 
 #include "model/cost_model.hpp"
 #include "pase/models.hpp"
+#include "util/text.hpp"
 
 namespace pase {
 namespace {
@@ -39,8 +40,8 @@ Result<EngineModel> engine_model(const Graph& g, const char* engine) {
   if (spec == nullptr || blocks == 0 || embed == nullptr || q.size() < 3 || spec->inputs.empty() ||
       spec->inputs[0].first != "tokens" || spec->inputs[0].second.size() != 2)
     return Error{std::string(engine) + " export needs a language model's graph " +
-                     "(core/docs/llm.md: decoder blocks named layer<N>_...); '" + g.name +
-                     "' is not one",
+                     "(core/docs/llm.md: decoder blocks named layer<N>_...); " +
+                     quoted_text(g.name) + " is not one",
                  "emit"};
   EngineModel m;
   LlmConfig& c = m.config;

@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "export/engine_model.hpp"
+#include "export/escape.hpp"
 #include "model/cost_model.hpp"
 #include "pase/layout.hpp"
 #include "pase/llm.hpp"
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
+#include "util/text.hpp"
 
 namespace pase {
 namespace {
@@ -190,7 +192,7 @@ std::optional<Error> engine_fit(const PlanView& view, const Training& training,
     }
   }
   if (best.empty())
-    return engine_error("no uniform layout of '" + view.graph->name + "' on " +
+    return engine_error("no uniform layout of " + quoted_text(view.graph->name) + " on " +
                         engine_num(cluster.devices) + " devices with this pipeline (" + last.where +
                         ": " + last.message + ")");
   e.layout = best[0];
@@ -226,11 +228,12 @@ std::string engine_uneven(const Layout& l, int64_t blocks) {
              : engine_num(blocks / l.pp) + " or " + engine_num(blocks / l.pp + 1);
 }
 
-// The header both files start with, as comment lines.
+// The header both files start with, as comment lines; the graph's name and
+// the lines that quote the input's names escaped (comment_text()).
 std::string engine_header(const char* engine, const PlanView& view, const EngineModel& m,
                           const Exported& e) {
   const LlmConfig& c = m.config;
-  std::string h = std::string("# ") + engine + " for " + view.graph->name + " on " +
+  std::string h = std::string("# ") + engine + " for " + comment_text(view.graph->name) + " on " +
                   engine_num(view.cluster->devices) + " devices, from a PaSE Planner plan\n" +
                   "# model: " + engine_num(c.num_layers) + " layers, width " +
                   engine_num(c.hidden_size) + ", " + engine_num(c.num_heads) + " heads (" +
@@ -247,8 +250,9 @@ std::string engine_header(const char* engine, const PlanView& view, const Engine
                         engine_seconds(e.layout_step_time_s) + ", the plan's " +
                         engine_seconds(view.plan->step_time_s)) +
        " (" + cost_model_name(view.cluster->cost_model) + " cost model)\n";
-  for (const std::string& d : e.differences) h += "#   the plan differs at " + d + "\n";
-  for (const std::string& n : e.notes) h += "# note: " + n + "\n";
+  for (const std::string& d : e.differences)
+    h += "#   the plan differs at " + comment_text(d) + "\n";
+  for (const std::string& n : e.notes) h += "# note: " + comment_text(n) + "\n";
   return h;
 }
 

@@ -3,6 +3,7 @@
 
 #include "export/engines.hpp"
 #include "export/jax_program.hpp"
+#include "util/text.hpp"
 
 namespace pase {
 
@@ -10,9 +11,8 @@ Result<ExportTarget> parse_export_target(std::string_view name) {
   if (name == "jax") return ExportTarget::kJax;
   if (name == "megatron") return ExportTarget::kMegatron;
   if (name == "torchtitan") return ExportTarget::kTorchtitan;
-  return Error{
-      "unknown export target '" + std::string(name) + "'; known: jax, megatron, torchtitan",
-      "emit"};
+  return Error{"unknown export target " + quoted_text(name) + "; known: jax, megatron, torchtitan",
+               "emit"};
 }
 
 const char* export_target_name(ExportTarget target) {

@@ -23,8 +23,10 @@
 #include <utility>
 #include <vector>
 
+#include "export/escape.hpp"
 #include "model/cost_model.hpp"
 #include "util/json_util.hpp"
+#include "util/text.hpp"
 
 namespace pase {
 namespace {
@@ -227,7 +229,8 @@ Result<Json> jax_variant(const GraphSpec& spec, const Graph& g, const Cluster& c
   Json extra_inputs = Json::array();
   for (size_t li = 0; li < spec.layers.size(); ++li) {
     const LayerSpec& l = spec.layers[li];
-    if (of_layer[li].empty()) return Error{"layer " + l.name + " has no vertex", "emit"};
+    if (of_layer[li].empty())
+      return Error{"layer " + quoted_text(l.name) + " has no vertex", "emit"};
     const Vertex& first = g.vertices[of_layer[li].front()];
     const Vertex& last = g.vertices[of_layer[li].back()];
     Json j = jax_attributes(l);
@@ -327,12 +330,13 @@ Result<Json> jax_variant(const GraphSpec& spec, const Graph& g, const Cluster& c
   return Json{{"inputs", inputs}, {"layers", layers}, {"sinks", sinks}};
 }
 
-// A variant as JSON text with one line per layer.
+// A variant as JSON text with one line per layer, in ASCII (json_ascii():
+// the names are the input's).
 std::string jax_variant_text(const Json& variant) {
-  std::string out = "{\"inputs\": " + variant["inputs"].dump() +
-                    ",\n\"sinks\": " + variant["sinks"].dump() + ",\n\"layers\": [";
+  std::string out = "{\"inputs\": " + json_ascii(variant["inputs"]) +
+                    ",\n\"sinks\": " + json_ascii(variant["sinks"]) + ",\n\"layers\": [";
   const Json& layers = variant["layers"];
-  for (size_t i = 0; i < layers.size(); ++i) out += (i ? ",\n" : "\n") + layers[i].dump();
+  for (size_t i = 0; i < layers.size(); ++i) out += (i ? ",\n" : "\n") + json_ascii(layers[i]);
   return out + "]}";
 }
 
@@ -360,7 +364,7 @@ Result<Exported> export_jax(const PlanView& view) {
     std::string shape;
     for (int64_t f : mesh.sizes) shape += (shape.empty() ? "" : " x ") + std::to_string(f);
     return Error{
-        "layer " + v.name + " splits its dimension " + v.dims[p] + " " +
+        "layer " + quoted_text(v.name) + " splits its dimension " + v.dims[p] + " " +
             std::to_string(plan.strategy[v.id][p]) + " ways on " + std::to_string(devices) +
             " devices: no axes of the JAX mesh (" + shape +
             ") multiply to that split. Plan for a mesh: --mesh-only (which --emit jax sets), "
@@ -412,16 +416,17 @@ Result<Exported> export_jax(const PlanView& view) {
   std::string text =
       "#!/usr/bin/env python3\n"
       "# One training step of " +
-      g.name + " as PaSE Planner planned it on " + std::to_string(devices) +
+      comment_text(g.name) + " as PaSE Planner planned it on " + std::to_string(devices) +
       " devices (core/docs/export.md).\n"
       "#   python plan.py            one step on the machine's devices\n"
       "#   python plan.py --check    on CPU with virtual devices: sharded against unsharded,\n"
       "#                             the layers' shardings, the collectives against the plan\n"
       "#   python plan.py --reduce   large sizes and repeated blocks reduced (with --check)\n";
-  for (const std::string& n : out.notes) text += "# " + n + "\n";
+  for (const std::string& n : out.notes) text += "# " + comment_text(n) + "\n";
   text += "import json\n\nPLAN = json.loads(r\"\"\"\n";
-  // One line per layer: readable, and diffable between plans.
-  std::string body = data.dump();
+  // One line per layer: readable, and diffable between plans. The names
+  // in it are the input's: json_ascii() text cannot end the literal.
+  std::string body = json_ascii(data);
   body.pop_back();  // the closing brace
   body += ",\n\"variants\": {\"full\": " + jax_variant_text(*full) + ",\n\"reduced\": " +
           (reduced.is_null() ? std::string("null") : jax_variant_text(reduced)) + "}}";

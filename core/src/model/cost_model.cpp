@@ -9,6 +9,8 @@
 #include <string>
 #include <utility>
 
+#include "util/text.hpp"
+
 namespace pase {
 
 std::vector<int> follow_dimension(const Graph& g, const GraphModel& model,
@@ -132,7 +134,7 @@ std::optional<Error> check_cluster(const Cluster& c) {
 Result<CostModel> parse_cost_model(std::string_view name) {
   if (name == "paper") return CostModel::kPaper;
   if (name == "practice") return CostModel::kPractice;
-  return Error{"unknown cost model '" + std::string(name) + "'; known: paper, practice",
+  return Error{"unknown cost model " + quoted_text(name) + "; known: paper, practice",
                "cost_model"};
 }
 
@@ -142,7 +144,7 @@ Result<Recompute> parse_recompute(std::string_view name) {
   if (name == "full") return Recompute::kFull;
   if (name == "auto") return Recompute::kAuto;
   return Error{
-      "unknown recomputation '" + std::string(name) + "'; known: none, selective, full, auto",
+      "unknown recomputation " + quoted_text(name) + "; known: none, selective, full, auto",
       "training.recompute"};
 }
 

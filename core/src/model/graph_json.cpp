@@ -55,7 +55,8 @@ Result<LayerSpec> to_layer(const Json& value, const std::string& where) {
   const OpTable& table = op_table();
   const OpDef* def = table.find(op_text);
   if (def == nullptr) {
-    return Error{"unknown op '" + op_text + "'; known: " + table.names(), reader.path("op")};
+    return Error{"unknown op " + quoted_text(op_text) + "; known: " + table.names(),
+                 reader.path("op")};
   }
   reader.check_keys([def, &table](std::string_view key) -> std::string {
     if (key == "name" || key == "op" || key == "inputs") return {};
@@ -63,7 +64,7 @@ Result<LayerSpec> to_layer(const Json& value, const std::string& where) {
       if (a.name == key) return {};
     if (!table.is_attribute(key)) return ObjectReader::unknown_field(key);
     // Another op's attribute: most likely a copy-paste slip, say so.
-    return "unknown field '" + std::string(key) + "' for op " + std::string(def->name);
+    return "unknown field " + quoted_text(key) + " for op " + std::string(def->name);
   });
 
   LayerSpec layer;
@@ -132,9 +133,9 @@ Result<GraphSpec> graph_spec_from_json(const Json& value, const std::string& whe
   reader.allow_only({"format", "name", "cutoff", "parameters", "inputs", "layers", "meta"});
   std::string format;
   if (reader.read("format", format, to_string) && format != kFormat) {
-    reader.fail(
-        Error{"unsupported format '" + format + "'; expected '" + std::string(kFormat) + "'",
-              reader.path("format")});
+    reader.fail(Error{
+        "unsupported format " + quoted_text(format) + "; expected '" + std::string(kFormat) + "'",
+        reader.path("format")});
   }
   GraphSpec spec;
   reader.read("name", spec.name, to_string);

@@ -186,8 +186,11 @@ class Lowering {
 
 inline constexpr size_t kMaxRank = 32;        // dimensions of a tensor
 inline constexpr int64_t kMaxOutputs = 4096;  // outputs of Split / Unstack
+// An iteration space or a tensor has fewer points than this (element_count()).
+inline constexpr int64_t kMaxElements = int64_t{1} << 62;
 
-// A name or equation quoted for a message, shortened past 64 characters.
+// A name or equation quoted for a message, shortened past 64 characters,
+// control characters escaped (quoted_text() of util/text.hpp).
 std::string quoted(const std::string& text);
 // "[2, 3]".
 std::string shape_str(const Shape& s);

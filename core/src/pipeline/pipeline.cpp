@@ -329,6 +329,30 @@ Result<PipelinePlan> evaluate_pipeline(const Graph& graph, const Cluster& cluste
   if (strategy.virtual_stages < 1)
     return Error{"must be a positive integer, got " + std::to_string(strategy.virtual_stages),
                  "strategy.virtual_stages"};
+  // Each virtual stage is a chunk of its stage: at least one decoder block
+  // (model_of().block), or one vertex of a graph without blocks.
+  if (strategy.virtual_stages > 1 && n > 0) {
+    bool has_blocks = false;
+    for (int v = 0; v < n && !has_blocks; ++v) has_blocks = model_of(graph, v).block >= 0;
+    int64_t fewest = std::numeric_limits<int64_t>::max();
+    for (int first = 0; first < n;) {
+      int last = first, prev_block = -1;
+      int64_t chunks = 0;
+      for (; last < n && strategy.stage_of[last] == strategy.stage_of[first]; ++last) {
+        const int b = model_of(graph, last).block;
+        if (!has_blocks || (b >= 0 && b != prev_block)) ++chunks;
+        if (b >= 0) prev_block = b;
+      }
+      fewest = std::min(fewest, std::max<int64_t>(chunks, 1));  // a stage without blocks: one
+      first = last;
+    }
+    if (strategy.virtual_stages > fewest)
+      return Error{"at most " + std::to_string(fewest) + ", the " +
+                       (has_blocks ? "decoder blocks" : "vertices") +
+                       " of the smallest stage (each virtual stage holds one or more), not " +
+                       std::to_string(strategy.virtual_stages),
+                   "strategy.virtual_stages"};
+  }
   if (strategy.virtual_stages > 1 &&
       (strategy.schedule != Schedule::k1F1B || stages < 2 || strategy.microbatches % stages != 0))
     return Error{

@@ -2,12 +2,18 @@
 // core/docs/practice-model.md, "Evaluating a layout").
 #include "pase/layout.hpp"
 
+#include <algorithm>
+#include <initializer_list>
+#include <iterator>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "model/cost_model.hpp"
+#include "model/op_table.hpp"
+#include "util/text.hpp"
 
 namespace pase {
 namespace {
@@ -16,16 +22,46 @@ Error layout_error(std::string message, const std::string& field = "") {
   return Error{std::move(message), field.empty() ? "layout" : "layout." + field};
 }
 
-// 'text', built by appending: GCC 12 at -O3 reports a false -Wrestrict in
-// std::string's operator+ when a literal is prepended to a temporary
-// ("'" + std::string(text)), as it inlines the insertion at position 0.
-std::string in_quotes(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out += '\'';
-  out += text;
-  out += '\'';
+// A value of the layout as its messages echo it: cut and its control
+// characters escaped (a layout may come from a terminal or a web page).
+std::string in_quotes(std::string_view text) { return quoted_text(text); }
+
+// a x b x ..., or nullopt when the product overflows.
+std::optional<int64_t> product(std::initializer_list<int64_t> factors) {
+  int64_t out = 1;
+  for (int64_t f : factors)
+    if (__builtin_mul_overflow(out, f, &out)) return std::nullopt;
   return out;
+}
+
+// The degrees' bounds, before a graph is built at the layout's global batch
+// (the CLI and a request build it first): no degree nor tp x pp x dp x cp
+// above the most devices a cluster has (kMaxDevices), so that no product of
+// them overflows.
+std::optional<Error> check_degrees(const Layout& l) {
+  const std::pair<const char*, int64_t> degrees[] = {
+      {"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"cp", l.cp}, {"ep", l.ep}};
+  // A Layout set in code may hold what parse_layout() refuses.
+  const std::pair<const char*, int64_t> counts[] = {{"tp", l.tp},  {"pp", l.pp}, {"dp", l.dp},
+                                                    {"cp", l.cp},  {"ep", l.ep}, {"mbs", l.mbs},
+                                                    {"vpp", l.vpp}};
+  for (const auto& [key, n] : counts)
+    if (n < 1) return layout_error("must be at least 1", key);
+  if (l.gbs < 0) return layout_error("must not be negative (0: the graph's batch)", "gbs");
+  if (l.zero < 0 || l.zero > 3) return layout_error("is not 0, 1, 2 or 3", "zero");
+  for (const auto& [key, n] : degrees)
+    if (n > kMaxDevices)
+      return layout_error(std::to_string(n) + " is more than the " + std::to_string(kMaxDevices) +
+                              " devices a cluster may have",
+                          key);
+  const std::optional<int64_t> devices = product({l.tp, l.pp, l.dp, l.cp});
+  if (!devices || *devices > kMaxDevices)
+    return layout_error("tp x pp x dp x cp = " +
+                            (devices ? std::to_string(*devices) : std::string("more than 2^63")) +
+                            " is more than the " + std::to_string(kMaxDevices) +
+                            " devices a cluster may have",
+                        "tp");
+  return std::nullopt;
 }
 
 std::optional<int64_t> positive(std::string_view text) {
@@ -66,6 +102,12 @@ Result<Layout> parse_layout(std::string_view text) {
     if (eq == std::string_view::npos) return layout_error(in_quotes(item) + " is not name=value");
     const std::string key(item.substr(0, eq));
     const std::string_view value = item.substr(eq + 1);
+    // Known before "given twice", whose field is the key.
+    constexpr std::string_view kKnown[] = {"tp",   "pp",        "dp",  "cp",  "ep", "sp",
+                                           "zero", "recompute", "mbs", "gbs", "vpp"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown))
+      return layout_error("unknown item " + in_quotes(key) +
+                          "; known: tp, pp, dp, cp, ep, sp, zero, recompute, mbs, gbs, vpp");
     for (const std::string& s : seen)
       if (s == key) return layout_error("given twice", key);
     seen.push_back(key);
@@ -94,17 +136,15 @@ Result<Layout> parse_layout(std::string_view text) {
       if (value.size() != 1 || value[0] < '0' || value[0] > '3')
         return layout_error(in_quotes(value) + " is not 0, 1, 2 or 3", key);
       l.zero = value[0] - '0';
-    } else if (key == "recompute") {
+    } else {  // recompute
       Result<Recompute> r = parse_recompute(value);
       if (!r) return layout_error(r.error().message, key);
       if (*r == Recompute::kAuto)
         return layout_error("a layout states its recomputation: none, selective or full", key);
       l.recompute = *r;
-    } else {
-      return layout_error("unknown item '" + key +
-                          "'; known: tp, pp, dp, cp, ep, sp, zero, recompute, mbs, gbs, vpp");
     }
   }
+  if (std::optional<Error> e = check_degrees(l)) return *e;
   return l;
 }
 
@@ -113,13 +153,16 @@ std::string layout_text(const Layout& l) {
          " dp=" + std::to_string(l.dp) + " cp=" + std::to_string(l.cp) +
          " ep=" + std::to_string(l.ep) + " sp=" + (l.sp ? "on" : "off") +
          " zero=" + std::to_string(l.zero) + " recompute=" + recompute_name(l.recompute) +
-         " mbs=" + std::to_string(l.mbs) + " gbs=" + std::to_string(l.gbs) +
+         " mbs=" + std::to_string(l.mbs) +
+         (l.gbs > 0 ? " gbs=" + std::to_string(l.gbs) : std::string()) +
          " vpp=" + std::to_string(l.vpp);
 }
 
 Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluster,
                                        const Layout& l) {
   if (std::optional<Error> e = check_inputs(graph, cluster)) return *e;
+  // A Layout set in code has not been through parse_layout().
+  if (std::optional<Error> e = check_degrees(l)) return *e;
   if (l.vpp > 1 && l.pp < 2)
     return layout_error("virtual stages need a pipeline (pp of at least 2)", "vpp");
   const int64_t per_stage = l.tp * l.dp * l.cp;
@@ -130,6 +173,13 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
   if ((l.dp * l.cp) % l.ep != 0)
     return layout_error(
         "the experts' degree must divide dp x cp (" + std::to_string(l.dp * l.cp) + ")", "ep");
+  // Without experts an ep would be ignored: refuse it rather than price
+  // another layout than the one asked for.
+  const auto has_experts = [](const Vertex& v) {
+    return std::find(v.dims.begin(), v.dims.end(), "x") != v.dims.end();
+  };
+  if (l.ep > 1 && std::none_of(graph.vertices.begin(), graph.vertices.end(), has_experts))
+    return layout_error(quoted_text(graph.name) + " has no experts: ep must be 1", "ep");
   const GraphSpec* spec = graph.model->spec.get();
   if (spec == nullptr || spec->inputs.empty() || spec->inputs[0].second.empty())
     return layout_error("the graph has no batch to lay out");
@@ -139,11 +189,12 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
     return layout_error("the graph's batch is " + std::to_string(batch) + ", not " +
                             std::to_string(gbs) + " (build it at the global batch)",
                         "gbs");
-  if (gbs % (l.mbs * l.dp) != 0)
-    return layout_error(
-        std::to_string(gbs) + " is not a multiple of mbs x dp = " + std::to_string(l.mbs * l.dp),
-        "gbs");
-  const int64_t microbatches = gbs / (l.mbs * l.dp);
+  const std::optional<int64_t> rank_batch = product({l.mbs, l.dp});
+  if (!rank_batch || gbs % *rank_batch != 0)
+    return layout_error(std::to_string(gbs) + " is not a multiple of mbs x dp = " +
+                            (rank_batch ? std::to_string(*rank_batch) : "more than 2^63"),
+                        "gbs");
+  const int64_t microbatches = gbs / *rank_batch;
   // The sequence length: the second dimension of the tokens.
   const int64_t seq = spec->inputs[0].second.size() > 1 ? spec->inputs[0].second[1] : 0;
   Result<Graph> micro = micro_batch_graph(graph, microbatches);
@@ -185,6 +236,12 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
     return layout_error("an interleaved schedule needs micro-batches (" +
                             std::to_string(microbatches) + ") a multiple of pp",
                         "vpp");
+  // Each virtual stage holds at least one block.
+  if (l.vpp > blocks / l.pp)
+    return layout_error("at most " + std::to_string(blocks / l.pp) +
+                            " virtual stages: " + std::to_string(blocks) + " decoder blocks on " +
+                            std::to_string(l.pp) + " stages, one block or more each",
+                        "vpp");
   if (l.vpp > 1 && blocks % (l.pp * l.vpp) != 0)
     return layout_error(std::to_string(blocks) + " decoder blocks do not divide into pp x vpp = " +
                             std::to_string(l.pp * l.vpp) + " chunks",
@@ -202,15 +259,25 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
       int64_t kv = 1;  // the key-value heads' share of tp
       for (size_t i = 0; i < vx.dims.size(); ++i)
         if (vx.dims[i] == "h") kv = std::gcd(l.tp, vx.dom[i]);
-      const bool router = vx.name.ends_with("_router");
+      // The experts' own products (gate, up, down: experts x, no positions
+      // l) take their ep ways out of dp x cp, as Megatron-LM carves expert
+      // parallelism: first from cp (gcd(ep, cp)), the rest from dp, which
+      // that rest divides when ep divides dp x cp. Their token slots t keep
+      // what cp has left, their batch what dp has left. The router and the
+      // layers that meet the tokens (slots, dispatch, combine) split as the
+      // tokens do, so the edges between them are the all-to-alls.
+      const bool experts = std::find(vx.dims.begin(), vx.dims.end(), "x") != vx.dims.end() &&
+                           std::find(vx.dims.begin(), vx.dims.end(), "l") == vx.dims.end();
+      const int64_t ep_of_cp = std::gcd(l.ep, l.cp), ep_of_dp = l.ep / ep_of_cp;
       for (size_t i = 0; i < vx.dims.size(); ++i) {
         const std::string& d = vx.dims[i];
-        if (d == "b") c[i] = l.dp;
+        if (d == "b") c[i] = experts ? l.dp / ep_of_dp : l.dp;
         if (d == "l" || d == "s") c[i] = l.cp;
         if (d == "h") c[i] = kv;
         if (d == "r") c[i] = l.tp / kv;
         if (d == "f" || d == "v") c[i] = l.tp;
-        if (d == "x" && !router) c[i] = l.ep;
+        if (d == "x" && experts) c[i] = l.ep;
+        if (d == "t" && experts) c[i] = l.cp / ep_of_cp;
       }
     } else if (!vx.inputs.empty() && vx.inputs[0].producer >= 0) {
       // As its first input: the producer's tensor split, through this
@@ -259,6 +326,34 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
     s.configs[v] = std::move(c);
   }
   return out;
+}
+
+int64_t largest_batch(const Graph& graph) {
+  int64_t most = 0;  // the most points per sample of a vertex with a batch
+  for (const Vertex& v : graph.vertices) {
+    int64_t points = 1;
+    bool batched = false;
+    for (size_t i = 0; i < v.dom.size(); ++i) {
+      if (v.kinds[i] == DimKind::kBatch || v.dims[i] == "b") {
+        batched = true;
+      } else if (__builtin_mul_overflow(points, v.dom[i], &points)) {
+        return 0;  // not even batch 1 (build_graph() would not have built it)
+      }
+    }
+    if (batched) most = std::max(most, points);
+  }
+  // B x most < kMaxElements (op_table.hpp, element_count()).
+  return most == 0 ? std::numeric_limits<int64_t>::max() : (kMaxElements - 1) / most;
+}
+
+std::optional<Error> check_global_batch(const Graph& graph, int64_t gbs) {
+  const int64_t most = largest_batch(graph);
+  if (gbs <= most) return std::nullopt;
+  return layout_error(std::to_string(gbs) +
+                          " is too large: a layer's iteration space has fewer than "
+                          "2^62 points, which allows this model a global batch of at most " +
+                          std::to_string(most),
+                      "gbs");
 }
 
 std::optional<Throughput> throughput(const Graph& graph, const Cluster& cluster, double step_time_s,

@@ -156,7 +156,16 @@ Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster,
   // part of a sequence whose length the bounds decide (OpenParts), read as
   // about three parts (the search without the cap, the dual, the loop) for
   // each of 3 + log2(blocks) choices.
-  OpenParts parts(options, 3 * (3 + std::ceil(std::log2(static_cast<double>(blocks)))));
+  const double expected_searches = 3 * (3 + std::ceil(std::log2(static_cast<double>(blocks))));
+  OpenParts parts(options, expected_searches);
+  if (options.on_progress) {
+    Progress note;
+    note.note = long_search_note(space->est.configurations, expected_searches,
+                                 "to choose the recomputation of " + std::to_string(blocks) +
+                                     " decoder blocks under the memory cap (a stated "
+                                     "recomputation searches fewer times)");
+    if (!note.note.empty()) options.on_progress(note);
+  }
   auto once = [&](const Cluster& c, double cost_weight, double memory_weight) {
     ++searches;
     const std::string phase =

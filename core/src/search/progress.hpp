@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
@@ -47,6 +49,27 @@ inline std::pair<double, double> open_part(int i, double ahead) {
 // How many more searches a plan under a memory cap reads as having ahead
 // of it (open_part()): its Lagrangian loop ends after a handful.
 constexpr double kSearchesAhead = 3;
+
+// A search expected to run longer than kLongSearchSeconds gets a note
+// before it starts (Progress::note): the searches it expects times the
+// configurations of the space at kSecondsPerConfiguration each, the pace
+// measured on deep models (1 to 3 microseconds per configuration and
+// search on this repository's 2-core machine; core/docs/performance.md,
+// "Deep models").
+constexpr double kSecondsPerConfiguration = 2e-6;
+constexpr double kLongSearchSeconds = 60;
+
+// The note, or "" for a search expected to be shorter; `what` says what
+// the searches are for.
+inline std::string long_search_note(uint64_t configurations, double searches,
+                                    const std::string& what) {
+  const double seconds = static_cast<double>(configurations) * searches * kSecondsPerConfiguration;
+  if (!(seconds > kLongSearchSeconds)) return "";
+  const int minutes = static_cast<int>(std::ceil(seconds / 60));
+  return "a long search: about " + std::to_string(static_cast<int64_t>(std::ceil(searches))) +
+         " searches of " + std::to_string(configurations) + " configurations " + what + ", some " +
+         std::to_string(minutes) + " min on one core";
+}
 
 // The parts of such a sequence, in the order they run (open_part()).
 class OpenParts {
@@ -99,6 +122,8 @@ class RequestProgress {
     // A report that names no phase (a search's own) goes on with the one
     // before it; the first is "searching".
     if (q.phase.empty()) q.phase = reported_ ? last_.phase : "searching";
+    // A note, once given, stays.
+    if (q.note.empty()) q.note = last_.note;
     q.elapsed_s = std::chrono::duration<double>(now - start_).count();
     // The time left at the pace so far; not before a percent is done and a
     // tenth of a second gone (the first reports say little of the pace).
@@ -109,7 +134,7 @@ class RequestProgress {
     // At the end, a search's last steps (with no pairs) are reported too.
     const bool at_end =
         q.fraction >= 1 && (last_.fraction < 1 || q.vertices_done != last_.vertices_done);
-    const bool pass = !reported_ || at_end || q.phase != last_.phase ||
+    const bool pass = !reported_ || at_end || q.phase != last_.phase || q.note != last_.note ||
                       q.fraction - last_.fraction >= 0.005 ||
                       now - last_time_ >= std::chrono::milliseconds(500);
     shown_ = q.fraction;

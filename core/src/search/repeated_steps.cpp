@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 namespace pase::detail {
@@ -77,14 +78,43 @@ std::vector<RepeatedSteps> find_repeated_steps(const Ordering& ord, const std::v
   std::vector<int> consumer(n, n);
   for (int i = 0; i < n; ++i)
     for (int j : ord.steps[i].consumed) consumer[j] = i;
+  // The tables live at each boundary p (made before p, consumed at or
+  // after it), in order, swept once: a boundary's crossing table is one of
+  // them. A boundary with more than kLive is left empty and scanned in full
+  // (the tables made before a stretch and consumed after it are live too,
+  // and skipped there): the sweep stays linear in the steps, where a scan
+  // of every table per boundary made the search quadratic in the layers.
+  constexpr size_t kLive = 16;
+  std::vector<std::vector<int>> live(static_cast<size_t>(n) + 1);
+  std::vector<char> many(static_cast<size_t>(n) + 1, 0);
+  {
+    std::set<int> now;  // live at p
+    for (int p = 1; p <= n; ++p) {
+      now.insert(p - 1);
+      for (int j : ord.steps[p - 1].consumed)
+        if (consumer[j] == p - 1) now.erase(j);
+      if (now.size() <= kLive)
+        live[p].assign(now.begin(), now.end());
+      else
+        many[p] = 1;
+    }
+  }
   // The one table crossing boundary p of the stretch [s, e), or -1.
   auto crossing = [&](int p, int s, int e) {
     int found = -1;
-    for (int j = 0; j < p; ++j) {
-      if (consumer[j] < p || (j < s && consumer[j] >= e)) continue;
-      if (found >= 0) return -1;
+    auto one = [&](int j) {
+      if (consumer[j] < p || (j < s && consumer[j] >= e)) return true;
+      if (found >= 0) return false;
       found = j;
+      return true;
+    };
+    if (!many[p]) {
+      for (int j : live[p])
+        if (!one(j)) return -1;
+      return found;
     }
+    for (int j = 0; j < p; ++j)
+      if (!one(j)) return -1;
     return found;
   };
   // Candidates: for each period, the runs of steps i with sig[i] ==

@@ -74,78 +74,75 @@ std::string shorten_tokens(const std::string& message) {
   return out;
 }
 
-// The DOM builder of nlohmann with three additions: it never throws, it keeps
-// the parse error (the plain non-throwing parse() only says "discarded"), and
-// it rejects duplicate keys, which nlohmann would silently merge (a repeated
-// "units" must not be ignored any more than a misspelt one).
+// The document builder: nlohmann's DOM parser, rewritten for three reasons.
+// It never throws and keeps the parse error (the plain non-throwing parse()
+// only says "discarded"). It rejects duplicate keys, which nlohmann would
+// silently merge (a repeated "units" must not be ignored any more than a
+// misspelt one). And it builds in time linear in the text: nlohmann's own
+// builder inserts each key of an ordered_json object with the ordered map's
+// operator[], which searches the keys before it, so an object of n keys took
+// n^2 / 2 comparisons (a config.json with 100,000 extra fields, 47 s). Here a
+// key is appended to the object's vector; whether it was seen is asked of
+// the few keys before it, or of a hash set once the object has more.
 //
-// sax_parse() dispatches on the static type, so hiding the base members is
-// enough; they are not virtual.
-class DomParser : public nlohmann::detail::json_sax_dom_parser<Json> {
-  using Base = nlohmann::detail::json_sax_dom_parser<Json>;
-
+// sax_parse() calls the members by name (a template, not virtual).
+class DomBuilder {
  public:
-  DomParser(Json& root, std::string_view text)
-      : Base(root, /*allow_exceptions=*/false), text_(text) {}
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+
+  DomBuilder(Json& root, std::string_view text) : root_(root), text_(text) {}
 
   const std::optional<Error>& error() const { return error_; }
 
-  bool null() {
-    note_value();
-    return Base::null();
-  }
-  bool boolean(bool value) {
-    note_value();
-    return Base::boolean(value);
-  }
-  bool number_integer(number_integer_t value) {
-    note_value();
-    return Base::number_integer(value);
-  }
-  bool number_unsigned(number_unsigned_t value) {
-    note_value();
-    return Base::number_unsigned(value);
-  }
-  bool number_float(number_float_t value, const string_t& text) {
-    note_value();
-    return Base::number_float(value, text);
-  }
-  bool string(string_t& value) {
-    note_value();
-    return Base::string(value);
-  }
-  bool binary(binary_t& value) {
-    note_value();
-    return Base::binary(value);
-  }
-  bool start_object(std::size_t size) {
-    frames_.push_back(Frame{false, 0, child_path(), {}, {}});
-    return Base::start_object(size);
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool value) { return put(Json(value)); }
+  bool number_integer(number_integer_t value) { return put(Json(value)); }
+  bool number_unsigned(number_unsigned_t value) { return put(Json(value)); }
+  bool number_float(number_float_t value, const string_t& /*text*/) { return put(Json(value)); }
+  bool string(string_t& value) { return put(Json(std::move(value))); }
+  bool binary(binary_t& value) { return put(Json(Json::binary_t(std::move(value)))); }
+
+  bool start_object(std::size_t /*size*/) {
+    Json* object = slot();
+    *object = Json::object();
+    frames_.push_back(Frame{object, false, {}});
+    return true;
   }
   bool key(string_t& name) {
     Frame& frame = frames_.back();
-    if (!frame.keys.insert(name).second) {
-      error_ = Error{"duplicate field '" + name + "'", field_path(frame.path, name)};
+    Json::object_t& object = *frame.value->get_ptr<Json::object_t*>();
+    if (seen(frame, object, name)) {
+      error_ = Error{"duplicate field '" + name + "'", field_path(open_path(), name)};
       return false;
     }
-    frame.key = name;
-    return Base::key(name);
+    // Appended as the last key: the ordered map's own insertion would search
+    // every key before it again.
+    // The lexer clears its buffer before the next token, so `name` may be
+    // moved from (as the string values are).
+    static_cast<Json::object_t::Container&>(object).emplace_back(std::move(name), nullptr);
+    return true;
   }
   bool end_object() {
     frames_.pop_back();
-    return Base::end_object();
+    return true;
   }
-  bool start_array(std::size_t size) {
-    frames_.push_back(Frame{true, 0, child_path(), {}, {}});
-    return Base::start_array(size);
+  bool start_array(std::size_t /*size*/) {
+    Json* array = slot();
+    *array = Json::array();
+    frames_.push_back(Frame{array, true, {}});
+    return true;
   }
   bool end_array() {
     frames_.pop_back();
-    return Base::end_array();
+    return true;
   }
 
   template <class Exception>
-  bool parse_error(std::size_t position, const std::string& last_token, const Exception& ex) {
+  bool parse_error(std::size_t position, const std::string& /*last_token*/, const Exception& ex) {
     // what() is "[json.exception.parse_error.101] parse error at line 3, column
     // 5: ..."; the bracketed id means nothing to a user.
     std::string message = ex.what();
@@ -157,18 +154,69 @@ class DomParser : public nlohmann::detail::json_sax_dom_parser<Json> {
     // overflowing a double) only a byte offset, turned into the same form.
     if (message.rfind("parse error", 0) != 0) message = position_text(position) + ": " + message;
     error_ = Error{shorten_tokens(message), ""};
-    return Base::parse_error(position, last_token, ex);
+    return false;
   }
 
  private:
-  // One open container, to name the place of a duplicate key.
+  // Objects with more keys than this keep a hash set of them; below it a
+  // scan of the keys is cheaper (most objects of a graph document have a
+  // handful).
+  static constexpr size_t kScannedKeys = 16;
+
+  // One open container. `value` stays valid while the container is open:
+  // only the innermost container grows.
   struct Frame {
+    Json* value = nullptr;
     bool is_array = false;
-    size_t count = 0;  // arrays: entries so far
-    std::string path;
-    std::string key;  // objects: the current key
+    // Objects past kScannedKeys keys: their keys (copies: appending to the
+    // object moves its own).
     std::unordered_set<std::string> keys;
   };
+
+  // Whether `name` is already a key of `object` (the innermost open object);
+  // if not, it is recorded as the key about to be appended.
+  static bool seen(Frame& frame, const Json::object_t& object, const std::string& name) {
+    if (object.size() < kScannedKeys) {
+      for (const auto& entry : object) {
+        if (entry.first == name) return true;
+      }
+      return false;
+    }
+    if (frame.keys.empty())
+      for (const auto& entry : object) frame.keys.insert(entry.first);
+    return !frame.keys.insert(name).second;
+  }
+
+  // Where the next value goes: the root, a new entry of the innermost array,
+  // or the value of the innermost object's last key.
+  Json* slot() {
+    if (frames_.empty()) return &root_;
+    Json& container = *frames_.back().value;
+    if (frames_.back().is_array) {
+      container.get_ptr<Json::array_t*>()->emplace_back();
+      return &container.get_ptr<Json::array_t*>()->back();
+    }
+    return &container.get_ptr<Json::object_t*>()->back().second;
+  }
+  bool put(Json value) {
+    *slot() = std::move(value);
+    return true;
+  }
+
+  // The path of the innermost open container ("layers[3].attrs"), built only
+  // for an error: each open object's last key, each open array's last index.
+  std::string open_path() const {
+    std::string path;
+    for (size_t i = 0; i + 1 < frames_.size(); ++i) {
+      const Json& container = *frames_[i].value;
+      if (frames_[i].is_array) {
+        path = index_path(path, container.size() - 1);
+      } else {
+        path = field_path(path, container.get_ptr<const Json::object_t*>()->back().first);
+      }
+    }
+    return path;
+  }
 
   std::string position_text(std::size_t position) const {
     const std::string_view before = text_.substr(0, std::min(position, text_.size()));
@@ -179,17 +227,7 @@ class DomParser : public nlohmann::detail::json_sax_dom_parser<Json> {
     return "parse error at line " + std::to_string(line) + ", column " + std::to_string(column);
   }
 
-  void note_value() {
-    if (!frames_.empty() && frames_.back().is_array) ++frames_.back().count;
-  }
-  // The path of the value that starts now (and counts it in its array).
-  std::string child_path() {
-    if (frames_.empty()) return "";
-    Frame& frame = frames_.back();
-    if (frame.is_array) return index_path(frame.path, frame.count++);
-    return field_path(frame.path, frame.key);
-  }
-
+  Json& root_;
   std::string_view text_;
   std::vector<Frame> frames_;
   std::optional<Error> error_;
@@ -272,9 +310,9 @@ Result<Json> parse_document(std::string_view text) {
   }
   if (std::optional<Error> error = check_depth(text)) return *error;
   Json root;
-  DomParser parser(root, text);
-  if (!Json::sax_parse(text.begin(), text.end(), &parser)) {
-    if (parser.error()) return *parser.error();
+  DomBuilder builder(root, text);
+  if (!Json::sax_parse(text.begin(), text.end(), &builder)) {
+    if (builder.error()) return *builder.error();
     return Error{"invalid JSON", ""};  // not expected: every failure records an error
   }
   return root;

@@ -21,6 +21,7 @@
 
 #include "pase/graph.hpp"
 #include "pase/result.hpp"
+#include "util/text.hpp"
 
 namespace pase::json_detail {
 
@@ -260,7 +261,7 @@ class ObjectReader {
     return Error{"missing required field '" + std::string(key) + "'", path(key)};
   }
   static std::string unknown_field(std::string_view key) {
-    return "unknown field '" + std::string(key) + "'";
+    return "unknown field " + quoted_text(key);
   }
 
  private:
@@ -271,9 +272,12 @@ class ObjectReader {
 
 // ---- Documents (json_util.cpp) ---------------------------------------------------
 
-// Parses JSON text without exceptions. Checks the size (kMaxDocumentBytes) and
-// nesting depth (kMaxJsonDepth) first; rejects duplicate keys. Syntax errors
-// keep the parser's position: "parse error at line 3, column 5: ...".
+// Parses JSON text without exceptions, in time linear in its size (objects
+// keep their key order; json_util.cpp says how). Checks the size
+// (kMaxDocumentBytes) and nesting depth (kMaxJsonDepth) first; rejects
+// duplicate keys ("duplicate field 'units'" at the key's path). Syntax errors
+// keep the parser's position: "parse error at line 3, column 5: ...". Every
+// JSON input of the library, the CLI and the module comes through here.
 Result<Json> parse_document(std::string_view text);
 
 // 2-space indented text; an array or object that fits on its line (100

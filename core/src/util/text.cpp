@@ -1,6 +1,7 @@
 // The text helpers of text.hpp, in one place for the library and the CLI.
 #include "util/text.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -20,6 +21,32 @@ std::string bytes_text(double bytes) {
                               : "%.3g %s",
                 bytes, kUnits[u]);
   return text;
+}
+
+std::string quoted_text(std::string_view text, size_t max) {
+  const bool cut = text.size() > max;
+  size_t end = cut ? max - std::min<size_t>(max, 3) : text.size();
+  // Back to the start of a UTF-8 character (continuation bytes are 10xxxxxx).
+  while (cut && end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  std::string out = "'";
+  for (size_t i = 0; i < end; ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    // U+0080 to U+009F, the C1 controls, are C2 80 to C2 9F in UTF-8.
+    const bool c1 = byte == 0xC2 && i + 1 < end &&
+                    static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+    if (byte < 0x20 || byte == 0x7F || c1) {
+      const unsigned code = c1 ? static_cast<unsigned char>(text[++i]) : byte;
+      char escape[8];
+      std::snprintf(escape, sizeof escape, "\\u%04x", code);
+      out += escape;
+    } else {
+      out += static_cast<char>(byte);
+    }
+  }
+  if (cut) out += "...";
+  out += '\'';
+  return out;
 }
 
 std::string vertex_label(const Vertex& v) {

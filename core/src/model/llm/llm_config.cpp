@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "model/llm/llm_json.hpp"
+#include "util/text.hpp"
 
 namespace pase {
 namespace {
@@ -173,6 +174,32 @@ class ConfigReader {
   std::optional<Error> error_;
 };
 
+// check_llm_config() names Hugging Face's common fields; an error is moved
+// to the field the config has: GPT-2's own names (n_embd for hidden_size)
+// when it has those, and n_embd for an intermediate_size that a gpt2 config
+// without n_inner takes from it.
+Error written_field(const Json& document, Error e) {
+  constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+      {"hidden_size", "n_embd"},
+      {"num_hidden_layers", "n_layer"},
+      {"num_attention_heads", "n_head"},
+      {"max_position_embeddings", "n_positions"},
+      {"intermediate_size", "n_inner"}};
+  if (document.value("model_type", "") != "gpt2") return e;
+  for (const auto& [common, own] : kAliases) {
+    if (e.where != common) continue;
+    const bool has_own = document.contains(own) && !document[std::string(own)].is_null();
+    const bool has_common = document.contains(common) && !document[std::string(common)].is_null();
+    if (has_own || !has_common) e.where = own;
+    if (common == "intermediate_size" && !has_own) {
+      e.where = document.contains("n_embd") ? "n_embd" : "hidden_size";
+      e.message = "is too large: n_inner's default, 4 x n_embd, exceeds 2^63 - 1";
+    }
+    break;
+  }
+  return e;
+}
+
 bool add_overflows(int64_t& sum, int64_t term) { return __builtin_add_overflow(sum, term, &sum); }
 
 // a * b, or -1 when it overflows.
@@ -201,11 +228,12 @@ std::optional<Error> check_llm_config(const LlmConfig& c) {
   for (const auto& [field, size] : sizes) {
     if (size <= 0) return Error{"must be a positive integer", field};
   }
-  // A decoder layer is at most kLlmLayersPerDecoderLayer layers of the graph.
+  // What plans in minutes (kLlmMaxDecoderLayers, pase/llm.hpp).
   if (c.num_layers > kLlmMaxDecoderLayers) {
     return Error{"at most " + std::to_string(kLlmMaxDecoderLayers) +
-                     " decoder layers (a graph has at most " + std::to_string(kMaxLayers) +
-                     " layers)",
+                     " decoder layers (twice the deepest published model; deeper ones take "
+                     "hours to plan), not " +
+                     std::to_string(c.num_layers),
                  "num_hidden_layers"};
   }
   if (c.num_heads % c.num_kv_heads != 0) {
@@ -248,8 +276,9 @@ Result<LlmConfig> llm_config_from_json(const Json& document) {
     if (f.type == name) family = &f;
   }
   if (family == nullptr) {
-    return Error{"unsupported model_type '" + name + "'; supported: " + supported_types(),
-                 "model_type"};
+    return Error{
+        "unsupported model_type " + quoted_text(name) + "; supported: " + supported_types(),
+        "model_type"};
   }
 
   LlmConfig c = family->defaults;
@@ -261,7 +290,9 @@ Result<LlmConfig> llm_config_from_json(const Json& document) {
   reader.positive({"n_head", "num_attention_heads"}, c.num_heads);
   reader.positive({"n_positions", "max_position_embeddings"}, c.max_positions);
   if (name == "gpt2") {
-    c.intermediate_size = 4 * c.hidden_size;  // n_inner's default
+    // n_inner's default, 4 x n_embd; an n_embd too large for it is an error
+    // when the config has no n_inner.
+    if (__builtin_mul_overflow(c.hidden_size, 4, &c.intermediate_size)) c.intermediate_size = 0;
     reader.positive({"n_inner"}, c.intermediate_size);
   } else {
     reader.positive({"intermediate_size"}, c.intermediate_size);
@@ -283,14 +314,15 @@ Result<LlmConfig> llm_config_from_json(const Json& document) {
   if (c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
   if (c.head_dim == 0) {
     if (c.hidden_size % c.num_heads != 0) {
-      return Error{"hidden_size " + std::to_string(c.hidden_size) +
-                       " is not a multiple of num_attention_heads " + std::to_string(c.num_heads) +
-                       " (and the config has no head_dim)",
-                   name == "gpt2" ? "n_head" : "num_attention_heads"};
+      const bool gpt2 = name == "gpt2";
+      return Error{std::string(gpt2 ? "n_embd " : "hidden_size ") + std::to_string(c.hidden_size) +
+                       " is not a multiple of " + (gpt2 ? "n_head " : "num_attention_heads ") +
+                       std::to_string(c.num_heads) + " (and the config has no head_dim)",
+                   gpt2 ? "n_head" : "num_attention_heads"};
     }
     c.head_dim = c.hidden_size / c.num_heads;
   }
-  if (auto e = check_llm_config(c)) return *e;
+  if (auto e = check_llm_config(c)) return written_field(document, *e);
   return c;
 }
 
