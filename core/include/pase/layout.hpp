@@ -87,7 +87,8 @@ int64_t largest_batch(const Graph& graph);
 std::optional<Error> check_global_batch(const Graph& graph, int64_t gbs);
 
 // A training step's throughput as Megatron-LM and PaLM count it: the model's
-// FLOPs per step are 6 per parameter and token plus the attention's
+// FLOPs per step are 6 per parameter and token (of a mixture of experts,
+// per active parameter: k of its E experts' weights) plus the attention's
 // (12 x layers x width x sequence per token, every key counted), over the
 // peak of every device for the step time. For a graph with tokens (a
 // language model's): nullopt otherwise. `microbatches` scales a micro-batch

@@ -13,6 +13,7 @@
 
 #include "model/cost_model.hpp"
 #include "model/op_table.hpp"
+#include "util/json_util.hpp"
 #include "util/text.hpp"
 
 namespace pase {
@@ -83,6 +84,29 @@ std::optional<size_t> sequence_dim(const Vertex& v, int64_t seq) {
   for (size_t i = 1; i < v.dom.size(); ++i)
     if (v.dom[i] == seq && v.kinds[i] != DimKind::kBatch) return i;
   return std::nullopt;
+}
+
+// The weights a token uses: of a mixture of experts' expert layers (those
+// with the experts' dimension x, but the router), k of E, as Megatron-LM
+// and Mixtral count "active parameters"; the experts' counts are those the
+// config's graph records (llm_spec()). Every weight otherwise.
+double active_parameters(const Graph& graph) {
+  double active = static_cast<double>(graph.parameters);
+  Result<json_detail::Json> meta = json_detail::parse_document(graph.model->spec->meta_json);
+  if (!meta || !meta->is_object()) return active;
+  const auto count = [&](const char* key) -> double {
+    const auto it = meta->find(key);
+    return it != meta->end() && it->is_number_integer() ? it->get<double>() : 0;
+  };
+  const double experts = count("num_experts"), per_token = count("experts_per_token");
+  if (!(experts > 0 && per_token > 0 && per_token <= experts)) return active;
+  for (const Vertex& v : graph.vertices) {
+    if (v.name.ends_with("_router") || std::find(v.dims.begin(), v.dims.end(), "x") == v.dims.end())
+      continue;
+    active -=
+        static_cast<double>(model_of(graph, v.id).weight_elements) * (1 - per_token / experts);
+  }
+  return active;
 }
 
 }  // namespace
@@ -367,7 +391,7 @@ std::optional<Throughput> throughput(const Graph& graph, const Cluster& cluster,
   const double micro = static_cast<double>(microbatches);
   t.tokens = micro * static_cast<double>(spec.inputs[0].second[0]) *
              static_cast<double>(spec.inputs[0].second[1]);
-  t.model_flops = 6 * static_cast<double>(graph.parameters) * t.tokens;
+  t.model_flops = 6 * active_parameters(graph) * t.tokens;
   // Attention: the scores and context products, forward and backward
   // (3 x 4 b h l m k over the whole scores vertex).
   for (const Vertex& v : graph.vertices) {

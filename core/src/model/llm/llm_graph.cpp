@@ -210,6 +210,10 @@ Result<GraphSpec> llm_spec(const LlmConfig& config, const std::string& name, int
                       ", \"padded_vocab_size\": " + std::to_string(padded.vocab_size) +
                       ", \"vocab_multiple\": " + std::to_string(vocab_multiple);
   }
+  if (config.num_experts > 0) {
+    spec.meta_json += ", \"num_experts\": " + std::to_string(config.num_experts) +
+                      ", \"experts_per_token\": " + std::to_string(config.experts_per_token);
+  }
   spec.meta_json += "}";
   return spec;
 }
