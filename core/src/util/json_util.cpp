@@ -3,6 +3,7 @@
 #include "util/json_util.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -109,21 +110,22 @@ class DomBuilder {
   bool start_object(std::size_t /*size*/) {
     Json* object = slot();
     *object = Json::object();
-    frames_.push_back(Frame{object, false, {}});
+    frames_.push_back(Frame{object, false, std::nullopt});
     return true;
   }
   bool key(string_t& name) {
     Frame& frame = frames_.back();
-    Json::object_t& object = *frame.value->get_ptr<Json::object_t*>();
-    if (seen(frame, object, name)) {
-      error_ = Error{"duplicate field '" + name + "'", field_path(open_path(), name)};
+    Keys& keys = *frame.value->get_ptr<Json::object_t*>();
+    // Appended as the last key: the ordered map's own insertion would search
+    // every key before it again. The lexer clears its buffer before the next
+    // token, so `name` may be moved from (as the string values are).
+    keys.emplace_back(std::move(name), nullptr);
+    if (repeated(frame, keys)) {
+      const std::string repeated_name = keys.back().first;
+      error_ =
+          Error{"duplicate field '" + repeated_name + "'", field_path(open_path(), repeated_name)};
       return false;
     }
-    // Appended as the last key: the ordered map's own insertion would search
-    // every key before it again.
-    // The lexer clears its buffer before the next token, so `name` may be
-    // moved from (as the string values are).
-    static_cast<Json::object_t::Container&>(object).emplace_back(std::move(name), nullptr);
     return true;
   }
   bool end_object() {
@@ -133,7 +135,7 @@ class DomBuilder {
   bool start_array(std::size_t /*size*/) {
     Json* array = slot();
     *array = Json::array();
-    frames_.push_back(Frame{array, true, {}});
+    frames_.push_back(Frame{array, true, std::nullopt});
     return true;
   }
   bool end_array() {
@@ -158,33 +160,48 @@ class DomBuilder {
   }
 
  private:
+  // An object's entries by position (the ordered map is a vector of them).
+  using Keys = Json::object_t::Container;
+
   // Objects with more keys than this keep a hash set of them; below it a
   // scan of the keys is cheaper (most objects of a graph document have a
   // handful).
   static constexpr size_t kScannedKeys = 16;
+
+  // The set's entries are positions in the object, hashed and compared by
+  // the key there: no copy of a key, and none that appending would move.
+  struct KeyHash {
+    const Keys* keys;
+    size_t operator()(size_t at) const { return std::hash<std::string>{}((*keys)[at].first); }
+  };
+  struct KeyEqual {
+    const Keys* keys;
+    bool operator()(size_t a, size_t b) const { return (*keys)[a].first == (*keys)[b].first; }
+  };
+  using KeySet = std::unordered_set<size_t, KeyHash, KeyEqual>;
 
   // One open container. `value` stays valid while the container is open:
   // only the innermost container grows.
   struct Frame {
     Json* value = nullptr;
     bool is_array = false;
-    // Objects past kScannedKeys keys: their keys (copies: appending to the
-    // object moves its own).
-    std::unordered_set<std::string> keys;
+    std::optional<KeySet> seen;  // objects past kScannedKeys keys
   };
 
-  // Whether `name` is already a key of `object` (the innermost open object);
-  // if not, it is recorded as the key about to be appended.
-  static bool seen(Frame& frame, const Json::object_t& object, const std::string& name) {
-    if (object.size() < kScannedKeys) {
-      for (const auto& entry : object) {
-        if (entry.first == name) return true;
-      }
+  // Whether the last key of `keys` (the innermost open object's) is one of
+  // those before it.
+  static bool repeated(Frame& frame, const Keys& keys) {
+    const size_t last = keys.size() - 1;
+    if (keys.size() <= kScannedKeys) {
+      for (size_t i = 0; i < last; ++i)
+        if (keys[i].first == keys[last].first) return true;
       return false;
     }
-    if (frame.keys.empty())
-      for (const auto& entry : object) frame.keys.insert(entry.first);
-    return !frame.keys.insert(name).second;
+    if (!frame.seen) {
+      frame.seen.emplace(4 * kScannedKeys, KeyHash{&keys}, KeyEqual{&keys});
+      for (size_t i = 0; i < last; ++i) frame.seen->insert(i);
+    }
+    return !frame.seen->insert(last).second;
   }
 
   // Where the next value goes: the root, a new entry of the innermost array,
