@@ -1455,7 +1455,11 @@ TEST_CASE("cli: emit checks a plan's source.args as the file's, and refuses stan
       {{"--graph", config, "--procs"}, "emit-bad.json: source.args[2]: --procs needs a value"},
       {{"--graph", 3}, "emit-bad.json: source.args[1]: must be a string, not 3"},
       {"--graph", "emit-bad.json: source.args: must be a list of strings"}};
-  for (const auto& [args, message] : cases) {
+  for (const auto& c : cases) {
+    // Named, not bound: CAPTURE is a lambda (clang 14 cannot capture a
+    // structured binding).
+    const nlohmann::json& args = c.first;
+    const std::string& message = c.second;
     CAPTURE(args.dump());
     doc["source"]["args"] = args;
     const std::string path = scratch_file("emit-bad.json", doc.dump());
