@@ -41,6 +41,15 @@ inline Json cluster_to_json(const Cluster& cluster) {
   return j;
 }
 
+// Parses a whole document and reads it with `read`; syntax errors are placed
+// at `where` (the field the document stands for, or "" for a request).
+template <class T, class Read>
+Result<T> read_document(std::string_view text, const std::string& where, Read read) {
+  Result<Json> document = parse_document(text);
+  if (!document) return with_prefix(document.error(), where);
+  return read(*document, where);
+}
+
 // Runs `body` (which returns a JSON document), turning an escaped exception
 // into an error document: the one exception guard of every JSON entry point
 // (json_api.hpp, compare_json()), which the WebAssembly bindings rely on

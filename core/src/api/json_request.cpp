@@ -1,6 +1,6 @@
-// json_api.hpp, the reading half: plan requests, clusters, strategies and
-// orders from JSON, each error naming the offending field. The writers are in
-// json_api.cpp.
+// json_api.hpp, the reading half: plan requests, clusters and orders from
+// JSON, each error naming the offending field. Strategies are read in
+// strategy_json.cpp, the writers are in json_api.cpp.
 
 #include <cmath>
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "api/entry.hpp"
+#include "api/strategy_json.hpp"
 #include "model/graph_json.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
@@ -22,10 +23,12 @@
 namespace pase {
 namespace {
 
+using json_detail::any_strategy_from_json;
 using json_detail::field_path;
 using json_detail::index_path;
 using json_detail::Json;
 using json_detail::ObjectReader;
+using json_detail::pipeline_from_json;
 using json_detail::type_error;
 using json_detail::with_prefix;
 
@@ -126,111 +129,6 @@ Result<Training> training_from_json(const Json& value, const std::string& where)
   reader.read("recompute_searched", searched, json_detail::to_bool);
   if (!reader.ok()) return reader.error();
   return t;
-}
-
-Result<Config> config_from_json(const Json& value, const std::string& where) {
-  return json_detail::to_list<int64_t>(value, where, "a list of positive integers",
-                                       json_detail::to_positive_int);
-}
-
-// A list of configurations, or a plan result whose vertices[i].config are
-// taken in vertex order (so a saved result can be evaluated again).
-Result<Strategy> strategy_from_json(const Json& value, const std::string& where) {
-  if (value.is_array()) {
-    return json_detail::to_list<Config>(value, where, "a list of configurations", config_from_json);
-  }
-  if (!value.is_object()) {
-    return type_error("a list of configurations or a plan result", value, where);
-  }
-  const std::string vertices_where = field_path(where, "vertices");
-  auto it = value.find("vertices");
-  if (it == value.end()) return Error{"missing required field 'vertices'", vertices_where};
-  const Json& vertices = *it;
-  if (!vertices.is_array()) return type_error("a list of vertices", vertices, vertices_where);
-  Strategy strategy;
-  strategy.reserve(vertices.size());
-  for (size_t i = 0; i < vertices.size(); ++i) {
-    const Json& vertex = vertices[i];
-    const std::string vertex_where = index_path(vertices_where, i);
-    if (!vertex.is_object()) return type_error("an object", vertex, vertex_where);
-    // Only the configuration matters; the other fields of a result are ignored.
-    ObjectReader reader(vertex, vertex_where);
-    Config config;
-    reader.require("config", config, config_from_json);
-    if (!reader.ok()) return reader.error();
-    strategy.push_back(std::move(config));
-  }
-  return strategy;
-}
-
-// A positive count or "auto" (kAuto).
-Result<int64_t> count_or_auto(const Json& value, const std::string& where) {
-  if (value.is_string() && value.get<std::string>() == "auto") return kAuto;
-  if (value.is_number_integer() && value.get<int64_t>() >= 1) return value.get<int64_t>();
-  return type_error("a positive integer or \"auto\"", value, where);
-}
-
-Result<Schedule> schedule_from_json(const Json& value, const std::string& where) {
-  if (value.is_string() && value.get<std::string>() == "1f1b") return Schedule::k1F1B;
-  if (value.is_string() && value.get<std::string>() == "gpipe") return Schedule::kGPipe;
-  return type_error("\"1f1b\" or \"gpipe\"", value, where);
-}
-
-// The request's "pipeline" (core/docs/pipeline.md): {"stages", "microbatches",
-// "schedule", "max_microbatches"}, each optional.
-Result<PipelineOptions> pipeline_from_json(const Json& value, const std::string& where) {
-  if (!value.is_object()) return type_error("an object", value, where);
-  ObjectReader reader(value, where);
-  reader.allow_only({"stages", "microbatches", "schedule", "max_microbatches"});
-  PipelineOptions p;
-  reader.read("stages", p.stages, count_or_auto);
-  reader.read("microbatches", p.microbatches, count_or_auto);
-  reader.read("schedule", p.schedule, schedule_from_json);
-  reader.read("max_microbatches", p.max_microbatches, json_detail::to_positive_int);
-  if (!reader.ok()) return reader.error();
-  return p;
-}
-
-Result<std::vector<int>> stage_list(const Json& value, const std::string& where) {
-  return json_detail::to_list<int>(
-      value, where, "a list of stage numbers", [](const Json& v, const std::string& w) {
-        Result<int64_t> s = json_detail::to_int_at_least(v, w, 0, "a stage number");
-        if (!s) return Result<int>(s.error());
-        if (*s > kMaxDevices) return Result<int>(Error{"more stages than devices can be", w});
-        return Result<int>(static_cast<int>(*s));
-      });
-}
-
-// A strategy with or without a pipeline (parse_any_strategy()).
-Result<PipelineStrategy> any_strategy_from_json(const Json& value, const std::string& where) {
-  PipelineStrategy out;
-  if (value.is_object() && value.contains("configs")) {
-    ObjectReader reader(value, where);
-    reader.allow_only({"configs", "stage_of", "microbatches", "schedule", "virtual_stages"});
-    reader.require("configs", out.configs, [](const Json& v, const std::string& w) {
-      return json_detail::to_list<Config>(v, w, "a list of configurations", config_from_json);
-    });
-    reader.require("stage_of", out.stage_of, stage_list);
-    reader.read("microbatches", out.microbatches, json_detail::to_positive_int);
-    reader.read("schedule", out.schedule, schedule_from_json);
-    reader.read("virtual_stages", out.virtual_stages, json_detail::to_positive_int);
-    if (!reader.ok()) return reader.error();
-    return out;
-  }
-  Result<Strategy> configs = strategy_from_json(value, where);
-  if (!configs) return configs.error();
-  out.configs = std::move(*configs);
-  // A saved plan result with a pipeline keeps it.
-  if (value.is_object() && value.contains("pipeline") && value["pipeline"].is_object()) {
-    const std::string p_where = field_path(where, "pipeline");
-    ObjectReader reader(value["pipeline"], p_where);
-    reader.require("stage_of", out.stage_of, stage_list);
-    reader.read("microbatches", out.microbatches, json_detail::to_positive_int);
-    reader.read("schedule", out.schedule, schedule_from_json);
-    reader.read("virtual_stages", out.virtual_stages, json_detail::to_positive_int);
-    if (!reader.ok()) return reader.error();
-  }
-  return out;
 }
 
 // parse_order() names its own field "order"; inside a request the caller's
@@ -440,15 +338,6 @@ Result<PlanRequest> request_from_json(const Json& value) {
   return request;
 }
 
-// Parses a whole document and reads it with `read`; syntax errors are placed
-// at `where` (the field the document stands for, or "" for a request).
-template <class T, class Read>
-Result<T> read_document(std::string_view text, const std::string& where, Read read) {
-  Result<Json> document = json_detail::parse_document(text);
-  if (!document) return with_prefix(document.error(), where);
-  return read(*document, where);
-}
-
 }  // namespace
 
 Result<PlanRequest> parse_plan_request(std::string_view json_text) {
@@ -477,15 +366,7 @@ Result<PlanRequest> parse_search_request(std::string_view json_text) {
 }
 
 Result<Cluster> parse_cluster(std::string_view json_text, const std::string& where) {
-  return read_document<Cluster>(json_text, where, cluster_from_json);
-}
-
-Result<Strategy> parse_strategy(std::string_view json_text) {
-  return read_document<Strategy>(json_text, "strategy", strategy_from_json);
-}
-
-Result<PipelineStrategy> parse_any_strategy(std::string_view json_text) {
-  return read_document<PipelineStrategy>(json_text, "strategy", any_strategy_from_json);
+  return json_detail::read_document<Cluster>(json_text, where, cluster_from_json);
 }
 
 Result<Order> parse_order(std::string_view name) {
