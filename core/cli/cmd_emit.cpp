@@ -17,6 +17,7 @@
 #include "pase/plan.hpp"
 #include "report.hpp"
 #include "util/json_util.hpp"
+#include "util/text.hpp"
 
 namespace pase_cli {
 
@@ -61,9 +62,9 @@ pase::Result<std::vector<std::string>> stored_source_args(const Json& doc) {
     const std::string_view name = flag_name(all[i]);
     const FlagSpec* spec = source_flag(name);
     if (spec == nullptr) {
-      return pase::Error{
-          "'" + all[i] + "' is not a graph or cluster flag (a plan's source keeps only those)",
-          where};
+      return pase::Error{pase::quoted_text(all[i]) +
+                             " is not a graph or cluster flag (a plan's source keeps only those)",
+                         where};
     }
     if (!spec->takes_value || all[i].find('=') != std::string::npos) continue;
     if (i + 1 >= all.size()) return pase::Error{std::string(name) + " needs a value", where};

@@ -23,9 +23,10 @@ Error layout_error(std::string message, const std::string& field = "") {
   return Error{std::move(message), field.empty() ? "layout" : "layout." + field};
 }
 
-// A value of the layout as its messages echo it: cut and its control
-// characters escaped (a layout may come from a terminal or a web page).
-std::string in_quotes(std::string_view text) { return quoted_text(text); }
+// Whether `v` has a dimension named `name` (x: the experts').
+bool has_dim(const Vertex& v, std::string_view name) {
+  return std::find(v.dims.begin(), v.dims.end(), name) != v.dims.end();
+}
 
 // a x b x ..., or nullopt when the product overflows.
 std::optional<int64_t> product(std::initializer_list<int64_t> factors) {
@@ -40,21 +41,22 @@ std::optional<int64_t> product(std::initializer_list<int64_t> factors) {
 // above the most devices a cluster has (kMaxDevices), so that no product of
 // them overflows.
 std::optional<Error> check_degrees(const Layout& l) {
-  const std::pair<const char*, int64_t> degrees[] = {
-      {"tp", l.tp}, {"pp", l.pp}, {"dp", l.dp}, {"cp", l.cp}, {"ep", l.ep}};
-  // A Layout set in code may hold what parse_layout() refuses.
+  // The degrees first, then counts that no device bounds; a Layout set in
+  // code may hold what parse_layout() refuses (below 1).
   const std::pair<const char*, int64_t> counts[] = {{"tp", l.tp},  {"pp", l.pp}, {"dp", l.dp},
                                                     {"cp", l.cp},  {"ep", l.ep}, {"mbs", l.mbs},
                                                     {"vpp", l.vpp}};
-  for (const auto& [key, n] : counts)
+  constexpr size_t kDegrees = 5;
+  for (size_t i = 0; i < std::size(counts); ++i) {
+    const auto& [key, n] = counts[i];
     if (n < 1) return layout_error("must be at least 1", key);
-  if (l.gbs < 0) return layout_error("must not be negative (0: the graph's batch)", "gbs");
-  if (l.zero < 0 || l.zero > 3) return layout_error("is not 0, 1, 2 or 3", "zero");
-  for (const auto& [key, n] : degrees)
-    if (n > kMaxDevices)
+    if (i < kDegrees && n > kMaxDevices)
       return layout_error(std::to_string(n) + " is more than the " + std::to_string(kMaxDevices) +
                               " devices a cluster may have",
                           key);
+  }
+  if (l.gbs < 0) return layout_error("must not be negative (0: the graph's batch)", "gbs");
+  if (l.zero < 0 || l.zero > 3) return layout_error("is not 0, 1, 2 or 3", "zero");
   const std::optional<int64_t> devices = product({l.tp, l.pp, l.dp, l.cp});
   if (!devices || *devices > kMaxDevices)
     return layout_error("tp x pp x dp x cp = " +
@@ -101,8 +103,7 @@ double active_parameters(const Graph& graph) {
   const double experts = count("num_experts"), per_token = count("experts_per_token");
   if (!(experts > 0 && per_token > 0 && per_token <= experts)) return active;
   for (const Vertex& v : graph.vertices) {
-    if (v.name.ends_with("_router") || std::find(v.dims.begin(), v.dims.end(), "x") == v.dims.end())
-      continue;
+    if (v.name.ends_with("_router") || !has_dim(v, "x")) continue;
     active -=
         static_cast<double>(model_of(graph, v.id).weight_elements) * (1 - per_token / experts);
   }
@@ -123,14 +124,14 @@ Result<Layout> parse_layout(std::string_view text) {
     const std::string_view item = text.substr(i, end - i);
     i = end;
     const size_t eq = item.find('=');
-    if (eq == std::string_view::npos) return layout_error(in_quotes(item) + " is not name=value");
+    if (eq == std::string_view::npos) return layout_error(quoted_text(item) + " is not name=value");
     const std::string key(item.substr(0, eq));
     const std::string_view value = item.substr(eq + 1);
     // Known before "given twice", whose field is the key.
     constexpr std::string_view kKnown[] = {"tp",   "pp",        "dp",  "cp",  "ep", "sp",
                                            "zero", "recompute", "mbs", "gbs", "vpp"};
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown))
-      return layout_error("unknown item " + in_quotes(key) +
+      return layout_error("unknown item " + quoted_text(key) +
                           "; known: tp, pp, dp, cp, ep, sp, zero, recompute, mbs, gbs, vpp");
     for (const std::string& s : seen)
       if (s == key) return layout_error("given twice", key);
@@ -146,7 +147,7 @@ Result<Layout> parse_layout(std::string_view text) {
                                     : nullptr;
     if (count != nullptr) {
       std::optional<int64_t> n = positive(value);
-      if (!n) return layout_error(in_quotes(value) + " is not a positive integer", key);
+      if (!n) return layout_error(quoted_text(value) + " is not a positive integer", key);
       *count = *n;
     } else if (key == "sp") {
       if (value == "on" || value == "true" || value == "1") {
@@ -154,11 +155,11 @@ Result<Layout> parse_layout(std::string_view text) {
       } else if (value == "off" || value == "false" || value == "0") {
         l.sp = false;
       } else {
-        return layout_error(in_quotes(value) + " is not on or off", key);
+        return layout_error(quoted_text(value) + " is not on or off", key);
       }
     } else if (key == "zero") {
       if (value.size() != 1 || value[0] < '0' || value[0] > '3')
-        return layout_error(in_quotes(value) + " is not 0, 1, 2 or 3", key);
+        return layout_error(quoted_text(value) + " is not 0, 1, 2 or 3", key);
       l.zero = value[0] - '0';
     } else {  // recompute
       Result<Recompute> r = parse_recompute(value);
@@ -199,9 +200,7 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
         "the experts' degree must divide dp x cp (" + std::to_string(l.dp * l.cp) + ")", "ep");
   // Without experts an ep would be ignored: refuse it rather than price
   // another layout than the one asked for.
-  const auto has_experts = [](const Vertex& v) {
-    return std::find(v.dims.begin(), v.dims.end(), "x") != v.dims.end();
-  };
+  const auto has_experts = [](const Vertex& v) { return has_dim(v, "x"); };
   if (l.ep > 1 && std::none_of(graph.vertices.begin(), graph.vertices.end(), has_experts))
     return layout_error(quoted_text(graph.name) + " has no experts: ep must be 1", "ep");
   const GraphSpec* spec = graph.model->spec.get();
@@ -290,8 +289,7 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
       // what cp has left, their batch what dp has left. The router and the
       // layers that meet the tokens (slots, dispatch, combine) split as the
       // tokens do, so the edges between them are the all-to-alls.
-      const bool experts = std::find(vx.dims.begin(), vx.dims.end(), "x") != vx.dims.end() &&
-                           std::find(vx.dims.begin(), vx.dims.end(), "l") == vx.dims.end();
+      const bool experts = has_dim(vx, "x") && !has_dim(vx, "l");
       const int64_t ep_of_cp = std::gcd(l.ep, l.cp), ep_of_dp = l.ep / ep_of_cp;
       for (size_t i = 0; i < vx.dims.size(); ++i) {
         const std::string& d = vx.dims[i];

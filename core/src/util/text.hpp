@@ -18,8 +18,8 @@ std::string bytes_text(double bytes);
 // first `max` bytes and "..." (a long value would drown the message; never
 // inside a UTF-8 character), control characters escaped as JSON escapes them
 // ("\u001b"; C1 controls too), so that an error printed to a terminal cannot
-// drive it. The JSON readers' describe() (json_util.hpp) cuts and escapes
-// the same way.
+// drive it. The JSON readers' describe() (json_util.hpp) shows a JSON
+// string value its own way: its JSON text (escaped by JSON), cut at 40.
 std::string quoted_text(std::string_view text, size_t max = 40);
 
 // "vertex 3 (conv2, Conv)": how messages name a vertex.
