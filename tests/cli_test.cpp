@@ -1111,7 +1111,7 @@ TEST_CASE("cli: presets lists every preset and --format json is presets_to_json"
   REQUIRE(lines.size() == pase::gpu_presets().size() + 1);
   CHECK(lines.front() ==
         "id         name             TFLOP/s  memory GiB  GPUs/node  intra GB/s  inter GB/s  "
-        "memory GB/s  FP8 TFLOP/s");
+        "memory GB/s  FP8 TFLOP/s  USD/GPU-h");
   for (size_t i = 0; i < pase::gpu_presets().size(); ++i) {
     const pase::GpuPreset& p = pase::gpu_presets()[i];
     CAPTURE(p.id);
@@ -1132,13 +1132,19 @@ TEST_CASE("cli: presets lists every preset and --format json is presets_to_json"
       REQUIRE(line.size() >= end);
       CHECK(line.substr(end - number.size() - 1, number.size() + 1) == " " + number);
     }
+    // The price of a GPU-hour, to the cent, last.
+    CHECK(p.gpu_hour_usd > 0);
+    const std::string price = printf_text("%.2f", p.gpu_hour_usd);
+    REQUIRE(line.size() > price.size());
+    CHECK(line.ends_with(price));
+    CHECK(line[line.size() - price.size() - 1] == ' ');
   }
   CHECK(contains(run.out,
                  "h100       H100 SXM             989          80          8         "
-                 "450          50         3350         1979\n"));
+                 "450          50         3350         1979       2.99\n"));
   CHECK(contains(run.out,
                  "\nv100       V100 SXM2 32GB       125          32          8         "
-                 "150        12.5          900            -\n"));
+                 "150        12.5          900            -       0.55\n"));
 
   run = run_cli({"presets", "--format", "json"});
   REQUIRE(run.exit == 0);

@@ -110,16 +110,16 @@ void engines_check_layout(const std::string& name, const EnginesLaidOut& x) {
 
 }  // namespace
 
-TEST_CASE("engines: llama3-8b with tp pp sp ZeRO-1 and full recomputation") {
+TEST_CASE("engines: llama3-8b with tp pp sp ZeRO-3 and full recomputation") {
   engines_check_layout("llama3-8b",
                        engines_lay_out("llama3-8b", 256, 16,
-                                       "tp=4 pp=2 dp=2 sp=on zero=1 recompute=full mbs=2 gbs=16"));
+                                       "tp=4 pp=2 dp=2 sp=on zero=3 recompute=full mbs=2 gbs=16"));
 }
 
 TEST_CASE("engines: gpt2 on an interleaved pipeline with selective recomputation") {
   engines_check_layout(
       "gpt2", engines_lay_out("gpt2", 256, 8,
-                              "tp=1 pp=2 dp=4 zero=0 recompute=selective mbs=1 gbs=16 vpp=2"));
+                              "tp=1 pp=2 dp=4 zero=3 recompute=selective mbs=1 gbs=16 vpp=2"));
 }
 
 TEST_CASE("engines: mixtral-8x7b with context and expert parallelism and ZeRO-3") {
@@ -147,9 +147,9 @@ TEST_CASE("engines: expert parallelism above cp is found again") {
 }
 
 TEST_CASE("engines: context parallelism and gradient accumulation are found again") {
-  for (const char* text :
-       {"tp=2 pp=1 dp=4 cp=2 mbs=1 gbs=16", "tp=8 pp=2 dp=1 sp=on zero=3 mbs=1 gbs=8 vpp=2",
-        "tp=4 pp=4 dp=1 sp=off zero=2 recompute=selective mbs=2 gbs=8"}) {
+  for (const char* text : {"tp=2 pp=1 dp=4 cp=2 sp=on zero=3 mbs=1 gbs=16",
+                           "tp=8 pp=2 dp=1 sp=on zero=3 mbs=1 gbs=8 vpp=2",
+                           "tp=4 pp=4 dp=1 sp=on zero=2 recompute=selective mbs=2 gbs=8"}) {
     CAPTURE(text);
     const EnginesLaidOut x = engines_lay_out("llama3-8b", 256, 16, text);
     const Exported m = engines_export(ExportTarget::kMegatron, x.view());
@@ -163,14 +163,33 @@ TEST_CASE("engines: context parallelism and gradient accumulation are found agai
   // Gradient accumulation without a pipeline: torchtitan's local batch is
   // the micro-batch, and the global batch is four of them per rank.
   const EnginesLaidOut x =
-      engines_lay_out("llama3-8b", 256, 16, "tp=2 pp=1 dp=4 cp=2 mbs=1 gbs=16");
+      engines_lay_out("llama3-8b", 256, 16, "tp=2 pp=1 dp=4 cp=2 sp=on zero=3 mbs=1 gbs=16");
   const Exported t = engines_export(ExportTarget::kTorchtitan, x.view());
   CHECK(contains(t.text, "local_batch_size = 1\nglobal_batch_size = 16\n"));
   CHECK(contains(t.text, "context_parallel_degree = 2\n"));
-  CHECK(contains(t.text, "data_parallel_replicate_degree = 4\ndata_parallel_shard_degree = 1\n"));
+  CHECK(contains(t.text, "data_parallel_replicate_degree = 1\ndata_parallel_shard_degree = 4\n"));
   const Exported m = engines_export(ExportTarget::kMegatron, x.view());
   CHECK(contains(m.text, "--context-parallel-size 2 \\\n"));
   CHECK_FALSE(contains(m.text, "--use-distributed-optimizer"));
+}
+
+// The lines of a launch script's arguments: "  --flag \\\n" each.
+std::string engines_flags(std::initializer_list<const char*> flags) {
+  std::string out;
+  for (const char* f : flags) out += std::string("  ") + f + " \\\n";
+  return out;
+}
+
+Graph engines_model(const char* name, int64_t batch, int64_t seq) {
+  Result<Graph> g = build_model(name, batch, seq);
+  REQUIRE_MESSAGE(g.ok(), testing::why(g));
+  return std::move(g).value();
+}
+
+bool engines_noted(const Exported& e, const std::string& part) {
+  for (const std::string& n : e.notes)
+    if (contains(n, part)) return true;
+  return false;
 }
 
 TEST_CASE("engines: a config.json model's shape is read back from its graph") {
@@ -181,19 +200,30 @@ TEST_CASE("engines: a config.json model's shape is read back from its graph") {
     std::string flags;  // the model's arguments, in order
   };
   const std::vector<Case> cases = {
+      // The longest sequence, the RoPE base and the epsilon come from the
+      // graph's record, not from the planned sequence.
       {"llama3-8b", 16, "tp=4 pp=2 dp=2 sp=on mbs=2 gbs=16",
-       "--num-layers 32 \\\n--hidden-size 4096 \\\n--ffn-hidden-size 14336 \\\n"
-       "--num-attention-heads 32 \\\n--group-query-attention \\\n--num-query-groups 8 \\\n"
-       "--max-position-embeddings 256 \\\n--position-embedding-type rope \\\n"
-       "--normalization RMSNorm \\\n--swiglu \\\n--untie-embeddings-and-output-weights \\\n"
-       "--disable-bias-linear \\\n"},
+       engines_flags({"--num-layers 32", "--hidden-size 4096", "--ffn-hidden-size 14336",
+                      "--num-attention-heads 32", "--group-query-attention", "--num-query-groups 8",
+                      "--seq-length 256", "--max-position-embeddings 8192",
+                      "--position-embedding-type rope", "--rotary-base 500000",
+                      "--normalization RMSNorm", "--norm-epsilon 1e-05", "--swiglu",
+                      "--disable-bias-linear", "--untie-embeddings-and-output-weights"})},
       {"gpt2", 8, "tp=1 pp=2 dp=4 mbs=1 gbs=16",
-       "--num-layers 12 \\\n--hidden-size 768 \\\n--ffn-hidden-size 3072 \\\n"
-       "--num-attention-heads 12 \\\n--max-position-embeddings 1024 \\\n"
-       "--position-embedding-type learned_absolute \\\n--normalization LayerNorm \\\n"
-       "--make-vocab-size-divisible-by 128 \\\n--bf16\n"},
+       engines_flags({"--num-layers 12", "--hidden-size 768", "--ffn-hidden-size 3072",
+                      "--num-attention-heads 12", "--seq-length 256",
+                      "--max-position-embeddings 1024",
+                      "--position-embedding-type learned_absolute", "--normalization LayerNorm",
+                      "--norm-epsilon 1e-05", "--make-vocab-size-divisible-by 128",
+                      "--tensor-model-parallel-size 1"})},
       {"mixtral-8x7b", 16, "tp=2 pp=2 dp=2 cp=2 ep=2 sp=on mbs=2 gbs=8",
-       "--disable-bias-linear \\\n--num-experts 8 \\\n--moe-router-topk 2 \\\n"},
+       engines_flags({"--max-position-embeddings 32768", "--position-embedding-type rope",
+                      "--rotary-base 1000000", "--normalization RMSNorm", "--norm-epsilon 1e-05",
+                      "--swiglu", "--disable-bias-linear", "--untie-embeddings-and-output-weights",
+                      "--make-vocab-size-divisible-by 128"}) +
+           engines_flags({"--num-experts 8", "--moe-router-topk 2",
+                          "--expert-model-parallel-size 2", "--expert-tensor-parallel-size 2",
+                          "--tensor-model-parallel-size 2", "--sequence-parallel"})},
   };
   for (const Case& c : cases) {
     CAPTURE(c.model);
@@ -201,31 +231,294 @@ TEST_CASE("engines: a config.json model's shape is read back from its graph") {
     const Exported e = engines_export(ExportTarget::kMegatron, x.view());
     CHECK(e.uniform);
     CHECK_MESSAGE(contains(e.text, c.flags), e.text);
+    CHECK_FALSE(engines_noted(e, "--max-position-embeddings is the planned sequence"));
   }
+}
+
+TEST_CASE("engines: Megatron-LM's export is a launch script for the cluster's nodes") {
+  const EnginesLaidOut x =
+      engines_lay_out("llama3-8b", 256, 16, "tp=4 pp=2 dp=2 sp=on zero=1 mbs=2 gbs=16");
+  const Exported e = engines_export(ExportTarget::kMegatron, x.view());
+  CHECK(e.text.rfind("#!/bin/bash\n", 0) == 0);
+  // 16 H100 are 2 nodes of 8.
+  CHECK(contains(e.text,
+                 "\ntorchrun --nnodes 2 --nproc-per-node 8 --node-rank \"${NODE_RANK:-0}\" "
+                 "--master-addr \"${MASTER_ADDR:-localhost}\" --master-port "
+                 "\"${MASTER_PORT:-6000}\" \\\n  pretrain_gpt.py \\\n  --num-layers 32 \\\n"));
+  CHECK(e.text.size() > 7);
+  CHECK(e.text.substr(e.text.size() - 7) == "  \"$@\"\n");
+  // The layout's arguments after the model's.
+  CHECK(e.text.find("--tensor-model-parallel-size") > e.text.find("--num-layers"));
+  // A flat cluster is one node of every device.
+  Cluster flat = x.cluster;
+  flat.gpus_per_node = 0;
+  flat.intra_node_gbps = 0;
+  Result<Exported> f = export_layout(ExportTarget::kMegatron, x.graph, flat, x.layout);
+  REQUIRE_MESSAGE(f.ok(), testing::why(f));
+  CHECK(contains(f->text, "torchrun --nnodes 1 --nproc-per-node 16 "));
+}
+
+// Qwen2-7B's config.json: 28 blocks, RoPE base 1e6, epsilon 1e-6, biases on
+// q, k and v, 131,072 positions; its graph at batch `gbs` and sequence 256.
+Graph engines_qwen2(int64_t gbs) {
+  Result<LlmConfig> c = parse_llm_config(
+      testing::read_text(std::string(PASE_EXAMPLES_DIR) + "/../hf/Qwen2-7B/config.json"));
+  REQUIRE_MESSAGE(c.ok(), testing::why(c));
+  Result<GraphSpec> spec = llm_spec(*c, "Qwen2-7B", gbs, 256);
+  REQUIRE_MESSAGE(spec.ok(), testing::why(spec));
+  Result<Graph> g = build_graph(*spec);
+  REQUIRE_MESSAGE(g.ok(), testing::why(g));
+  return std::move(g).value();
+}
+
+Exported engines_layout(ExportTarget target, const Graph& g, const Cluster& c, const char* text) {
+  Result<Layout> l = parse_layout(text);
+  REQUIRE_MESSAGE(l.ok(), testing::why(l));
+  Result<Exported> e = export_layout(target, g, c, *l);
+  REQUIRE_MESSAGE(e.ok(), testing::why(e));
+  return std::move(e).value();
+}
+
+// The step time of `text` on `g` as layout_strategy() and evaluate_pipeline() price it.
+double engines_priced(const Graph& g, const Cluster& c, const char* text) {
+  Result<Layout> l = parse_layout(text);
+  REQUIRE(l.ok());
+  Result<LayoutStrategy> s = layout_strategy(g, c, *l);
+  REQUIRE_MESSAGE(s.ok(), testing::why(s));
+  Result<PipelinePlan> p = evaluate_pipeline(g, s->cluster, s->strategy);
+  REQUIRE_MESSAGE(p.ok(), testing::why(p));
+  return p->plan.step_time_s;
+}
+
+TEST_CASE("engines: Qwen2's RoPE base, epsilon, longest sequence and biases") {
+  const Graph g = engines_qwen2(8);
+  const Cluster c = pase::testing::practice_h100(8);
+  const Exported e =
+      engines_layout(ExportTarget::kMegatron, g, c, "tp=4 pp=1 dp=2 sp=on mbs=1 gbs=8");
+  for (const char* flag :
+       {"--num-attention-heads 28", "--num-query-groups 4", "--max-position-embeddings 131072",
+        "--rotary-base 1000000", "--norm-epsilon 1e-06", "--add-qkv-bias", "--disable-bias-linear",
+        "--untie-embeddings-and-output-weights"}) {
+    CAPTURE(flag);
+    CHECK(contains(e.text, std::string("  ") + flag + " \\\n"));
+  }
+  CHECK(e.uniform);
+  CHECK(e.plan_step_time_s == engines_priced(g, c, "tp=4 pp=1 dp=2 sp=on mbs=1 gbs=8"));
+  // Not one of torchtitan's models: no [model], and a note says so.
+  const Exported t =
+      engines_layout(ExportTarget::kTorchtitan, g, c, "tp=4 pp=1 dp=2 sp=on zero=3 mbs=1 gbs=8");
+  CHECK_FALSE(contains(t.text, "[model]\n"));
+  CHECK(engines_noted(t, "none of torchtitan's"));
+}
+
+TEST_CASE("engines: torchtitan runs full where the plan recomputes some blocks fully") {
+  // Qwen2-7B planned with full recomputation on its first 13 blocks and
+  // selective on the other 15: torchtitan has one mode for every block, so
+  // full (never a lighter one), priced so.
+  const Graph g = engines_qwen2(8);
+  const Cluster c = pase::testing::practice_h100(8);
+  Result<LayoutStrategy> s =
+      layout_strategy(g, c, *parse_layout("tp=4 pp=1 dp=2 sp=on zero=3 mbs=1 gbs=8"));
+  REQUIRE(s.ok());
+  s->cluster.training.recompute = Recompute::kFull;
+  s->cluster.training.recompute_blocks = 13;
+  s->cluster.training.recompute_rest = Recompute::kSelective;
+  Result<PipelinePlan> p = evaluate_pipeline(g, s->cluster, s->strategy);
+  REQUIRE_MESSAGE(p.ok(), testing::why(p));
+  const PlanView view{&g, &p->graph, &s->cluster, &p->plan, &p->pipeline};
+  const Exported t = engines_export(ExportTarget::kTorchtitan, view);
+  CHECK(contains(t.text, "[activation_checkpoint]\nmode = \"full\"\n"));
+  CHECK(t.uniform);
+  REQUIRE(t.layout.has_value());
+  CHECK(t.layout->recompute == Recompute::kFull);
+  CHECK(t.layout->recompute_blocks == 0);
+  CHECK(t.plan_step_time_s == p->plan.step_time_s);
+  const double full =
+      engines_priced(g, c, "tp=4 pp=1 dp=2 sp=on zero=3 recompute=full mbs=1 gbs=8");
+  CHECK(t.layout_step_time_s == full);
+  CHECK(full >= p->plan.step_time_s);
+  CHECK(engines_noted(t, "full on blocks 0-12, selective on blocks 13-27"));
+  CHECK(contains(t.text,
+                 "# recomputation: the plan's (full on blocks 0-12, selective on blocks "
+                 "13-27) is not one torchtitan runs; this file runs full on every block"));
+  // Megatron-LM's block method cannot keep the selective blocks' either:
+  // its heavier form is full on every block too.
+  const Exported m = engines_export(ExportTarget::kMegatron, view);
+  CHECK(
+      contains(m.text, engines_flags({"--recompute-granularity full", "--recompute-method uniform",
+                                      "--recompute-num-layers 1"})));
+  CHECK(m.layout_step_time_s == full);
+  // A layout's full recomputation of the first 5 blocks of each stage:
+  // Megatron-LM's block method exactly, torchtitan's full on all of them.
+  const char* blocks = "tp=4 pp=2 dp=1 sp=on zero=3 recompute=full recompute_blocks=5 mbs=1 gbs=8";
+  const Exported mb = engines_layout(ExportTarget::kMegatron, g, c, blocks);
+  CHECK(contains(mb.text, engines_flags({"--recompute-granularity full", "--recompute-method block",
+                                         "--recompute-num-layers 5"})));
+  CHECK(mb.layout_step_time_s == mb.plan_step_time_s);
+  CHECK(layout_text(*mb.layout) == layout_text(*parse_layout(blocks)));
+  CHECK_FALSE(contains(mb.text, "# recomputation:"));
+  const Exported tb = engines_layout(ExportTarget::kTorchtitan, g, c, blocks);
+  CHECK(contains(tb.text, "mode = \"full\"\n"));
+  CHECK(tb.plan_step_time_s == engines_priced(g, c, blocks));
+  CHECK(tb.layout_step_time_s ==
+        engines_priced(g, c, "tp=4 pp=2 dp=1 sp=on zero=3 recompute=full mbs=1 gbs=8"));
+  CHECK(contains(tb.text,
+                 "# recomputation: the layout's (full on blocks 0-4, none on blocks "
+                 "5-13, full on blocks 14-18, none on blocks 19-27)"));
 }
 
 TEST_CASE("engines: full recomputation of the first blocks is Megatron-LM's block method") {
   Training t = pase::testing::practice_h100(16).training;
   t.recompute = Recompute::kFull;
   t.recompute_blocks = 12;
-  t.recompute_rest = Recompute::kSelective;
-  const EnginesLaidOut x =
-      engines_lay_out("llama3-8b", 256, 16, "tp=4 pp=2 dp=2 sp=on mbs=2 gbs=16", &t);
-  const Exported m = engines_export(ExportTarget::kMegatron, x.view());
+  t.recompute_rest = Recompute::kNone;
+  t.zero = 3;  // FSDP, which both engines run with tensor parallelism
+  // Full on the model's first 12 blocks, on one stage: exactly the block
+  // method with 12.
+  const EnginesLaidOut one =
+      engines_lay_out("llama3-8b", 256, 16, "tp=4 dp=4 sp=on zero=3 mbs=1 gbs=16", &t);
+  const Exported exact = engines_export(ExportTarget::kMegatron, one.view());
+  CHECK(contains(exact.text,
+                 engines_flags({"--recompute-granularity full", "--recompute-method block",
+                                "--recompute-num-layers 12"})));
+  CHECK(exact.layout_step_time_s == exact.plan_step_time_s);
+  // On 2 stages the block method counts each stage's: 12 on both (the first
+  // stage's 12, and as many on the second), heavier than the plan, priced.
+  const EnginesLaidOut two =
+      engines_lay_out("llama3-8b", 256, 16, "tp=4 pp=2 dp=2 sp=on zero=3 mbs=2 gbs=16", &t);
+  const Exported m = engines_export(ExportTarget::kMegatron, two.view());
   CHECK(m.uniform);
-  // 12 of the model's 32 blocks: 6 on each of the 2 stages.
-  CHECK(contains(m.text,
-                 "--recompute-granularity full \\\n--recompute-method block \\\n"
-                 "--recompute-num-layers 6 \\\n"));
-  bool noted = false;
-  for (const std::string& n : m.notes) noted = noted || contains(n, "full on blocks 0-11");
-  CHECK(noted);
-  // torchtitan takes one mode: selective, that of 20 of the 32 blocks.
-  const Exported tt = engines_export(ExportTarget::kTorchtitan, x.view());
-  CHECK(contains(tt.text, "mode = \"selective\"\n"));
-  noted = false;
-  for (const std::string& n : tt.notes) noted = noted || contains(n, "one mode for every block");
-  CHECK(noted);
+  CHECK(contains(m.text, engines_flags({"--recompute-granularity full", "--recompute-method block",
+                                        "--recompute-num-layers 12"})));
+  REQUIRE(m.layout.has_value());
+  CHECK(m.layout->recompute_blocks == 12);
+  CHECK(m.layout_step_time_s == engines_priced(two.graph, two.cluster,
+                                               "tp=4 pp=2 dp=2 sp=on zero=3 recompute=full "
+                                               "recompute_blocks=12 mbs=2 gbs=16"));
+  CHECK(engines_noted(m, "full on blocks 0-11, none on blocks 12-31"));
+  // torchtitan: full on every block.
+  const Exported tt = engines_export(ExportTarget::kTorchtitan, two.view());
+  CHECK(contains(tt.text, "mode = \"full\"\n"));
+  // A mix of selective and none is selective on every block, in both.
+  t.recompute = Recompute::kSelective;
+  const EnginesLaidOut mix =
+      engines_lay_out("llama3-8b", 256, 16, "tp=4 pp=2 dp=2 sp=on zero=3 mbs=2 gbs=16", &t);
+  CHECK(contains(engines_export(ExportTarget::kMegatron, mix.view()).text,
+                 "  --recompute-activations \\\n"));
+  CHECK(contains(engines_export(ExportTarget::kTorchtitan, mix.view()).text,
+                 "mode = \"selective\"\n"));
+}
+
+TEST_CASE("engines: ZeRO stages and hybrid sharding in both engines") {
+  const Graph g = engines_model("llama3-8b", 16, 256);
+  const Cluster c = pase::testing::practice_h100(16);
+  struct Case {
+    const char* layout;
+    const char* torchtitan;  // the data-parallel keys; null: refused (rule zero-stage)
+    std::vector<const char*> megatron;
+  };
+  const std::vector<Case> cases = {
+      {"tp=1 dp=16 zero=0 mbs=1 gbs=16",
+       "data_parallel_replicate_degree = 16\ndata_parallel_shard_degree = 1\n"
+       "tensor_parallel_degree",
+       {}},
+      {"tp=2 dp=8 sp=on zero=1 mbs=1 gbs=16", nullptr, {"--use-distributed-optimizer"}},
+      {"tp=2 dp=8 sp=on zero=2 mbs=1 gbs=16",
+       "data_parallel_replicate_degree = 1\ndata_parallel_shard_degree = 8\n"
+       "fsdp_reshard_after_forward = \"never\"\n",
+       {"--use-megatron-fsdp", "--data-parallel-sharding-strategy optim_grads",
+        "--ckpt-format fsdp_dtensor"}},
+      {"tp=2 dp=8 sp=on zero=3 dp_shard=4 mbs=1 gbs=16",
+       "data_parallel_replicate_degree = 2\ndata_parallel_shard_degree = 4\n"
+       "fsdp_reshard_after_forward = \"default\"\n",
+       {"--use-megatron-fsdp", "--data-parallel-sharding-strategy optim_grads_params",
+        "--ckpt-format fsdp_dtensor", "--num-distributed-optimizer-instances 2"}},
+  };
+  for (const Case& k : cases) {
+    CAPTURE(k.layout);
+    if (k.torchtitan != nullptr) {
+      const Exported t = engines_layout(ExportTarget::kTorchtitan, g, c, k.layout);
+      CHECK_MESSAGE(contains(t.text, std::string("[parallelism]\n") + k.torchtitan), t.text);
+    } else {
+      Result<Exported> t = export_layout(ExportTarget::kTorchtitan, g, c, *parse_layout(k.layout));
+      REQUIRE_FALSE(t.ok());
+      CHECK(t.error().where == "emit");
+      CHECK(contains(t.error().message, "rule zero-stage"));
+      CHECK(contains(t.error().message, "nearest layout it accepts: "));
+    }
+    const Exported m = engines_layout(ExportTarget::kMegatron, g, c, k.layout);
+    for (const char* flag : k.megatron) CHECK(contains(m.text, std::string("  ") + flag + " \\\n"));
+    CHECK(contains(m.text, "--use-distributed-optimizer") == (k.megatron.size() == 1));
+    CHECK(contains(m.text, "--use-megatron-fsdp") == (k.megatron.size() > 1));
+  }
+}
+
+TEST_CASE(
+    "engines: a layout the engine refuses is not emitted, and the nearest it accepts is named") {
+  // torchtitan's DDP with tensor parallelism; Megatron-LM's 12 heads on tp 8.
+  const Graph llama = engines_model("llama3-8b", 16, 256);
+  const Cluster c = pase::testing::practice_h100(16);
+  struct Case {
+    ExportTarget target;
+    const Graph* graph;
+    const char* layout;
+    const char* rule;
+  };
+  const Graph gpt2 = engines_model("gpt2", 16, 256);
+  for (const Case& k :
+       {Case{ExportTarget::kTorchtitan, &llama, "tp=2 dp=8 sp=on mbs=1 gbs=16", "rule ddp"},
+        Case{ExportTarget::kMegatron, &gpt2, "tp=8 dp=2 sp=on mbs=1 gbs=16", "rule heads"}}) {
+    CAPTURE(k.layout);
+    Result<Exported> e = export_layout(k.target, *k.graph, c, *parse_layout(k.layout));
+    REQUIRE_FALSE(e.ok());
+    CHECK(e.error().where == "emit");
+    CHECK(contains(e.error().message, k.rule));
+    const std::string nearest = "the nearest layout it accepts: ";
+    const size_t at = e.error().message.find(nearest);
+    REQUIRE(at != std::string::npos);
+    // The layout named is one the engine takes.
+    Result<Layout> l = parse_layout(e.error().message.substr(at + nearest.size()));
+    REQUIRE_MESSAGE(l.ok(), testing::why(l));
+    Result<Exported> again = export_layout(k.target, *k.graph, c, *l);
+    CHECK_MESSAGE(again.ok(), testing::why(again));
+  }
+}
+
+TEST_CASE("engines: stages of unequal blocks") {
+  const Graph g = engines_model("llama3-8b", 8, 256);
+  const Cluster c = pase::testing::practice_h100(16);
+  const char* text = "tp=4 pp=4 dp=1 sp=on mbs=1 gbs=8 pp_first=6 pp_last=6";
+  const Exported m = engines_layout(ExportTarget::kMegatron, g, c, text);
+  CHECK(contains(m.text, engines_flags({"--pipeline-model-parallel-size 4",
+                                        "--decoder-first-pipeline-num-layers 6",
+                                        "--decoder-last-pipeline-num-layers 6"})));
+  // torchtitan: each stage's modules by name, the embedding first, the
+  // norm and head last.
+  const Exported t = engines_layout(ExportTarget::kTorchtitan, g, c, text);
+  std::string parts = "module_fqns_per_model_part = [[\"tok_embeddings\"";
+  for (int b = 0; b < 32; ++b) {
+    const bool starts = b == 6 || b == 16 || b == 26;
+    parts += std::string(starts ? "], [" : ", ") + "\"layers." + std::to_string(b) + "\"";
+  }
+  CHECK_MESSAGE(contains(t.text, parts + ", \"norm\", \"output\"]]\n"), t.text);
+  CHECK_FALSE(contains(t.text, "pipeline_parallel_layers_per_stage"));
+  CHECK(contains(t.text, "[model]\nname = \"llama3\"\nflavor = \"8B\"\n"));
+}
+
+TEST_CASE("engines: export_layout's errors name the field") {
+  const Graph g = engines_model("llama3-8b", 8, 256);
+  const Cluster c = pase::testing::practice_h100(8);
+  Result<Exported> jax = export_layout(ExportTarget::kJax, g, c, *parse_layout("tp=8 gbs=8"));
+  REQUIRE_FALSE(jax.ok());
+  CHECK(jax.error().where == "emit");
+  Result<Exported> odd = export_layout(ExportTarget::kMegatron, g, c, *parse_layout("tp=3 gbs=8"));
+  REQUIRE_FALSE(odd.ok());
+  CHECK(odd.error().where.rfind("layout.", 0) == 0);
+  const Graph cnn = testing::model("alexnet");
+  Result<Exported> e = export_layout(ExportTarget::kTorchtitan, cnn, c, *parse_layout("dp=8"));
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.error().where == "emit");
+  CHECK(contains(e.error().message, "language model"));
 }
 
 TEST_CASE("engines: a plan that is not uniform names its layers and the nearest layout") {
@@ -256,10 +549,12 @@ TEST_CASE("engines: a plan that is not uniform names its layers and the nearest 
   Result<PipelinePlan> priced = evaluate_pipeline(g, s->cluster, s->strategy);
   REQUIRE(priced.ok());
   CHECK(e.layout_step_time_s == priced->plan.step_time_s);
+  // torchtitan's nearest is among the layouts it accepts (not DDP with
+  // another parallel dimension): emitted, not refused.
   const Exported t = engines_export(ExportTarget::kTorchtitan, view);
   CHECK_FALSE(t.uniform);
-  CHECK(t.differences == e.differences);
-  CHECK(layout_text(*t.layout) == layout_text(*e.layout));
+  REQUIRE(t.layout.has_value());
+  CHECK((t.layout->zero > 0 || t.layout->dp == 1 || t.layout->dp == 8));
 }
 
 TEST_CASE("engines: one block split otherwise is the only difference") {

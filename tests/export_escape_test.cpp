@@ -184,7 +184,7 @@ TEST_CASE("export escape: hostile graph and layer names emit all three targets a
     CHECK(layer);
     // The headers name both, escaped.
     CHECK(testing::contains(e.jax, "# One training step of " + comment_text(name) + " as "));
-    CHECK(testing::contains(e.megatron, "# Megatron-LM arguments for " + comment_text(name)));
+    CHECK(testing::contains(e.megatron, "# Megatron-LM launch for " + comment_text(name)));
     CHECK(testing::contains(e.torchtitan, "#   the plan differs at " + comment_text(name) + ": "));
   }
 }

@@ -249,7 +249,14 @@ TEST_CASE("llm: a small Llama with grouped-query attention, layer by layer") {
   REQUIRE(spec.inputs.size() == 1);
   CHECK(spec.inputs[0].first == "tokens");
   CHECK(spec.inputs[0].second == Shape{2, 5});
-  CHECK(json::parse(spec.meta_json) == json{{"model_type", "llama"}, {"batch", 2}, {"seq", 5}});
+  // Beside the shapes, what an engine's launch needs (LlamaConfig's defaults
+  // for the RoPE base and the norm's epsilon, the config's longest sequence).
+  CHECK(json::parse(spec.meta_json) == json{{"model_type", "llama"},
+                                            {"batch", 2},
+                                            {"seq", 5},
+                                            {"max_positions", 64},
+                                            {"rope_theta", 10000.0},
+                                            {"norm_eps", 1e-6}});
   std::vector<Expected> expected = {{"embed", "Embedding", {"tokens"}, {}, "", 0}};
   std::string x = "embed";
   for (int i = 0; i < 2; ++i) {
@@ -591,6 +598,52 @@ TEST_CASE("llm: configs follow Hugging Face's defaults, aliases and nulls") {
   CHECK(parsed(R"({"model_type": "mistral", "rope_theta": 1e6, "sliding_window": 4096,
     "architectures": ["MistralForCausalLM"]})")
             .model_type == "mistral");
+}
+
+TEST_CASE("llm: the RoPE base and the norm's epsilon, read or Hugging Face's defaults") {
+  // The published configs.
+  const LlmConfig llama3 = parsed(example_config("Meta-Llama-3-8B"));
+  CHECK(llama3.rope_theta == 500000);
+  CHECK(llama3.norm_eps == 1e-5);
+  const LlmConfig qwen2 = parsed(example_config("Qwen2-7B"));
+  CHECK(qwen2.rope_theta == 1e6);
+  CHECK(qwen2.norm_eps == 1e-6);
+  const LlmConfig gpt2 = parsed(example_config("gpt2"));
+  CHECK(gpt2.rope_theta == 0);  // learned positions
+  CHECK(gpt2.norm_eps == 1e-5);
+  // The classes' defaults when absent: 10000 and 1e-6, Mixtral's 1e6 and 1e-5.
+  for (const char* type : {"llama", "mistral", "qwen2"}) {
+    CAPTURE(type);
+    const LlmConfig c = parsed(std::string(R"({"model_type": ")") + type + "\"}");
+    CHECK(c.rope_theta == 10000);
+    CHECK(c.norm_eps == 1e-6);
+  }
+  const LlmConfig mixtral = parsed(R"({"model_type": "mixtral"})");
+  CHECK(mixtral.rope_theta == 1e6);
+  CHECK(mixtral.norm_eps == 1e-5);
+  CHECK(parsed(R"({"model_type": "gpt2", "layer_norm_epsilon": 1e-6})").norm_eps == 1e-6);
+  // The built-in models carry the published values.
+  CHECK(llm_config("llama3-70b")->rope_theta == 500000);
+  CHECK(llm_config("llama3-70b")->norm_eps == 1e-5);
+  CHECK(llm_config("mixtral-8x7b")->rope_theta == 1e6);
+  CHECK(llm_config("mixtral-8x7b")->norm_eps == 1e-5);
+  CHECK(llm_config("gpt3-175b")->rope_theta == 0);
+  CHECK(llm_config("gpt3-175b")->norm_eps == 1e-5);
+  // Errors name the field.
+  for (const auto& [text, field] :
+       {std::pair{R"({"model_type": "llama", "rope_theta": 0})", "rope_theta"},
+        {R"({"model_type": "llama", "rope_theta": "big"})", "rope_theta"},
+        {R"({"model_type": "qwen2", "rms_norm_eps": -1e-6})", "rms_norm_eps"},
+        {R"({"model_type": "gpt2", "layer_norm_epsilon": 0})", "layer_norm_epsilon"}}) {
+    CAPTURE(text);
+    Result<LlmConfig> c = parse_llm_config(text);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.error().where == field);
+  }
+  LlmConfig learned = parsed(R"({"model_type": "gpt2"})");
+  learned.rope_theta = 10000;
+  REQUIRE(check_llm_config(learned).has_value());
+  CHECK(check_llm_config(learned)->where == "rope_theta");
 }
 
 TEST_CASE("llm: looks_like_llm_config tells configs from graph documents") {

@@ -78,6 +78,20 @@ std::string plan_without_progress(const std::string& request) {
 
 std::string evaluate(const std::string& request) { return pase::evaluate_json(request); }
 
+// layouts(requestJson, onProgress): the layout search (json_api.hpp,
+// layouts_json()); onProgress, when a function, receives the fraction done.
+std::string layouts(const std::string& request, val on_progress) {
+  if (on_progress.isUndefined() || on_progress.isNull()) return pase::layouts_json(request);
+  return pase::layouts_json(request, [&on_progress](double fraction) {
+    on_progress(fraction);
+    return true;
+  });
+}
+
+std::string layouts_without_progress(const std::string& request) {
+  return layouts(request, val::undefined());
+}
+
 // estimate(requestJson): the size of the search a plan request would run
 // (pairs, tables, dependent sets), without running it (json_api.hpp,
 // estimate_json()); the page announces long searches from it.
@@ -251,6 +265,8 @@ EMSCRIPTEN_BINDINGS(pase) {
   emscripten::function("plan", &plan);
   emscripten::function("plan", &plan_without_progress);
   emscripten::function("evaluate", &evaluate);
+  emscripten::function("layouts", &layouts);
+  emscripten::function("layouts", &layouts_without_progress);
   emscripten::function("estimate", &estimate);
   emscripten::function("compare", &compare);
   emscripten::function("validate", &validate);

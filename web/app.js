@@ -20,6 +20,8 @@ import { ExportMenu } from './export-menu.js';
 import { LongSearchDialog } from './long-search.js';
 import { DeviceSweep } from './sweep.js';
 import { PipelineOptions } from './pipeline-options.js';
+import { LayoutRanking } from './layouts.js';
+import { renderAnswers } from './views/layouts.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -124,12 +126,61 @@ const results = new Results({
 });
 
 // The Export menu (export-menu.js): the plan on display, evaluated again with
-// "emit" on the form's request.
+// "emit" on the form's request, downloaded and previewed with Copy.
 const exportMenu = new ExportMenu(
-  { select: $('export-target'), button: $('export-button'), note: $('export-note') },
-  { client: () => state.client, plan: () => results.plan, requestText: () => requestText({}, { pipeline: false }), errors },
+  {
+    select: $('export-target'),
+    button: $('export-button'),
+    note: $('export-note'),
+    preview: {
+      box: $('export-preview'),
+      title: $('export-preview-title'),
+      text: $('export-text'),
+      copy: $('export-copy'),
+      download: $('export-download'),
+      status: $('export-copy-status'),
+    },
+  },
+  {
+    client: () => state.client,
+    plan: () => results.plan,
+    // Megatron-LM and torchtitan get the layout chosen among the ranked ones.
+    layout: () => layoutRanking.chosen?.layout ?? null,
+    requestText: () => requestText({}, { pipeline: false }),
+    errors,
+  },
 );
-results.onShow = () => exportMenu.enable(true);
+
+// The layouts the engines run, ranked (layouts.js), in a worker of their own;
+// the search's request is the plan's, without the pipeline it searches itself.
+const layoutRanking = new LayoutRanking(
+  {
+    card: $('layouts-card'),
+    tokens: $('layout-tokens'),
+    price: $('layout-price'),
+    rank: $('layouts-button'),
+    status: $('layouts-status'),
+    table: $('layouts-table'),
+    overBlock: $('layouts-over-block'),
+    over: $('layouts-over'),
+    paste: $('layout-paste'),
+    place: $('layout-place'),
+    given: $('layout-given'),
+  },
+  {
+    makeClient: () => new PlannerClient('worker.js'),
+    requestText: (extra) => requestText(extra, { pipeline: false }),
+    defaultPrice: presetPrice,
+    errors,
+  },
+);
+
+results.onShow = () => {
+  exportMenu.enable(true);
+  // A language model's plan: the best layout first, then the per-layer plan.
+  renderAnswers($('answers'), results.plan);
+  layoutRanking.planShown(results.plan, isLanguageModel());
+};
 
 // The device sweep, in a worker of its own (sweep.js); its requests are the
 // plan's with the device count replaced.
@@ -203,6 +254,19 @@ function setStatus(text) {
 }
 
 // ---- Inputs ---------------------------------------------------------------------
+
+/** Whether the plan on display is of a language model under the practice model (what the layout search lays out). */
+function isLanguageModel() {
+  return Boolean(results.plan?.best_layout) || (Boolean(source.current) && source.hasSeq(source.current)
+    && clusterForm.costModel === 'practice');
+}
+
+/** The price of a GPU-hour of the chosen preset, or of the GPU kind of the practice rates once edited; null: none. */
+function presetPrice() {
+  const id = $('preset').value === 'custom' ? $('rates').value : $('preset').value;
+  const price = clusterForm.presets.find((p) => p.id === id)?.gpuHourUsd;
+  return price > 0 ? price : null;
+}
 
 /** The search options' fields: search when not auto (exact, or bounded:
  *  core/docs/bounded-search.md), pow2_only when checked, max_memory (bytes,

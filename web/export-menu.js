@@ -1,5 +1,6 @@
 // The Export menu (core/docs/export.md): the plan on display as a JAX
-// program, Megatron-LM arguments or torchtitan TOML, downloaded as a file.
+// program, Megatron-LM arguments or torchtitan TOML, downloaded as a file
+// and shown in the preview (export-preview.js) with Copy and Download.
 // The module evaluates the plan's strategy again with "emit" (an evaluation
 // is quick) on the request the form makes now, with the recomputation the
 // plan chose; the note under the menu says what the export leaves out and,
@@ -7,40 +8,55 @@
 // decoder blocks, and if not which layers differ and the nearest uniform
 // layout's step time beside the plan's.
 
+import { download, ExportPreview } from './export-preview.js';
 import { formatSeconds } from './format.js';
 import { el } from './views/dom.js';
 
 export class ExportMenu {
   #ui;
   #hooks;
+  #preview;
   #busy = false;
 
   /**
-   * @param {{select: HTMLSelectElement, button: HTMLButtonElement, note: HTMLElement}} ui
-   * @param {{client: () => object, plan: () => object|null, requestText: () => string,
-   *          errors: {show: Function}}} hooks
+   * @param {{select: HTMLSelectElement, button: HTMLButtonElement, note: HTMLElement,
+   *          preview: object}} ui  preview: ExportPreview's elements
+   * @param {{client: () => object, plan: () => object|null, layout?: () => string|null,
+   *          requestText: () => string, errors: {show: Function}}} hooks
+   *   layout: the layout text the engines' files are of, null: the plan's
    */
   constructor(ui, hooks) {
     this.#ui = ui;
     this.#hooks = hooks;
+    this.#preview = new ExportPreview(ui.preview);
     ui.button.addEventListener('click', () => this.export(ui.select.value));
   }
 
-  /** Enables the menu for a plan on display. */
+  /** Enables the menu for a plan on display; the preview of an earlier plan's export goes. */
   enable(on) {
     this.#ui.button.disabled = !on || this.#busy;
     this.#ui.select.disabled = !on;
+    this.#preview.hide();
     if (!on) this.#showNote([]);
   }
 
-  /** The request that evaluates the plan on display with `target` emitted. */
+  /**
+   * The request that evaluates the plan on display with `target` emitted; for
+   * Megatron-LM and torchtitan, the layout chosen among the ranked ones
+   * (layouts.js) where there is one, since the engines run a layout.
+   */
   request(target) {
     const plan = this.#hooks.plan();
     const request = JSON.parse(this.#hooks.requestText());
     delete request.pipeline;
     delete request.layout;
-    request.strategy = plan;
     request.emit = [target];
+    const layout = target === 'jax' ? null : this.#hooks.layout?.();
+    if (layout) {
+      request.layout = layout;
+      return JSON.stringify(request);
+    }
+    request.strategy = plan;
     const t = plan.training ?? {};
     if (t.recompute) {
       request.training = { ...request.training, recompute: t.recompute };
@@ -56,6 +72,7 @@ export class ExportMenu {
     if (!this.#hooks.plan() || this.#busy) return;
     this.#busy = true;
     this.#ui.button.disabled = true;
+    this.#preview.hide();
     this.#showNote([`Exporting as ${this.#ui.select.selectedOptions[0]?.textContent ?? target}…`]);
     try {
       const result = await this.#hooks.client().call('evaluate', this.request(target));
@@ -71,6 +88,7 @@ export class ExportMenu {
         return;
       }
       download(exported.file, exported.text);
+      this.#preview.show(exported.file, exported.text);
       this.#showNote(noteLines(exported));
     } catch (e) {
       this.#showNote([]);
@@ -101,14 +119,4 @@ export function noteLines(exported) {
   }
   for (const n of exported.notes ?? []) lines.push(n);
   return lines;
-}
-
-function download(name, text) {
-  const blob = new Blob([text], { type: 'text/plain' });
-  const url = URL.createObjectURL(blob);
-  const link = el('a', { href: url, download: name });
-  document.body.append(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }

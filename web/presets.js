@@ -53,6 +53,8 @@ export function presetFromModule(entry) {
     // The practice cost model's values (core/docs/practice-model.md).
     memoryBandwidth: entry.memory_gbps ?? null,
     practice: entry.practice ?? null,
+    // The price of one GPU-hour (core/docs/cluster.md), the layouts' default price.
+    gpuHourUsd: entry.gpu_hour_usd ?? null,
   };
 }
 

@@ -142,6 +142,8 @@ const actions = {
   // the core sees exactly what the user gave.
   plan: (pase, payload, progress) => pase.plan(payload, progress),
   evaluate: (pase, payload) => pase.evaluate(payload),
+  // payload: a layouts request (json_api.hpp, layouts_json()): the ranked layouts.
+  layouts: (pase, payload, progress) => pase.layouts(payload, (fraction) => progress(fraction, 'ranking layouts')),
   // payload: a plan request; the size of its search, not run (estimate_json()).
   estimate: (pase, payload) => pase.estimate(payload),
   // payload: a plan request plus an optional "mcmc" object (compare.hpp).

@@ -43,6 +43,10 @@ std::optional<int> check_emit_flag(const Flags& flags, std::string_view command)
 // standard output (and then the plan is not printed).
 int finish_planning(const Flags& flags, const Args& args, const pase::PlanView& view,
                     const std::string& plan_out, bool json);
+// pase layouts: the layout search, ranked (cmd_layouts.cpp).
+int run_layouts(const Args& args);
+std::string layouts_usage();
+
 // pase export: a built-in network as a pase-graph/1 document (cmd_export.cpp).
 int run_export(const Args& args);
 std::string export_usage();

@@ -48,6 +48,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"plan", "find the parallelization strategy of least cost", plan_usage(), run_plan},
       {"eval", "the cost of a given strategy", eval_usage(), run_eval},
+      {"layouts", "rank every layout Megatron-LM and torchtitan run, fastest first",
+       layouts_usage(), run_layouts},
       {"emit", "write a saved plan as a JAX program, Megatron-LM arguments or torchtitan TOML",
        emit_usage(), run_emit},
       {"export", "write a built-in network as a pase-graph/1 document", export_usage(), run_export},

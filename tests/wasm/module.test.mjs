@@ -251,9 +251,12 @@ test('presets: the GPU presets of core/docs/cluster.md, each one a request\'s "p
   const doc = readFileSync(path.join(repo, 'core/docs/cluster.md'), 'utf8');
   const documented = [...doc.matchAll(/^\| `([a-z0-9-]+)` \|/gm)].map((m) => m[1]);
   assert.deepEqual(presets.map((p) => p.id), documented);
+  // The documented price of a GPU-hour, the table's last column, is the preset's.
+  const prices = [...doc.matchAll(/^\| `([a-z0-9-]+)` \|.*\| ([0-9.]+) \|$/gm)].map((m) => [m[1], Number(m[2])]);
+  assert.deepEqual(prices, presets.map((p) => [p.id, p.gpu_hour_usd]));
   assert.deepEqual(presets.find((p) => p.id === 'h100'), {
     id: 'h100', name: 'H100 SXM', tflops: 989, memory_gib: 80, gpus_per_node: 8, intra_node_gbps: 450, bandwidth_gbps: 50,
-    memory_gbps: 3350, fp8_tflops: 1979,
+    memory_gbps: 3350, fp8_tflops: 1979, gpu_hour_usd: 2.99,
     practice: {
       matmul_efficiency: 0.72, matmul_half: 128, attention_efficiency: 0.5, memory_efficiency: 0.8,
       latency_intra_us: 6, latency_inter_us: 12, overlap: 0.8, link_efficiency: 1, reserved_gib: 3,
@@ -261,8 +264,9 @@ test('presets: the GPU presets of core/docs/cluster.md, each one a request\'s "p
   });
   for (const p of presets) {
     assert.deepEqual(Object.keys(p), ['id', 'name', 'tflops', 'memory_gib', 'gpus_per_node', 'intra_node_gbps', 'bandwidth_gbps',
-      'memory_gbps', 'fp8_tflops', 'practice'], p.id);
+      'memory_gbps', 'fp8_tflops', 'gpu_hour_usd', 'practice'], p.id);
     assert.ok(p.memory_gbps > 0, p.id);
+    assert.ok(p.gpu_hour_usd > 0, p.id);
     // The preset fills exactly these cluster fields of a plan.
     const { cluster } = plan({ model: 'alexnet', preset: p.id, cluster: { devices: 4 }, cost_model: 'paper' });
     assert.deepEqual(cluster, {

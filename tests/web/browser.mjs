@@ -39,10 +39,11 @@ export async function startSiteAndBrowser() {
 /**
  * `url` in a fresh browser context; `problems` collects console errors and
  * page errors. With `ready` it waits until the page can plan (the module
- * loaded).
+ * loaded); `permissions` are granted to the context (['clipboard-read',
+ * 'clipboard-write'] for a test of Copy).
  */
-export async function openSitePage(browser, url, { viewport = { width: 1400, height: 1000 }, ready = true } = {}) {
-  const context = await browser.newContext({ viewport, acceptDownloads: true });
+export async function openSitePage(browser, url, { viewport = { width: 1400, height: 1000 }, ready = true, permissions = [] } = {}) {
+  const context = await browser.newContext({ viewport, acceptDownloads: true, permissions });
   const page = await context.newPage();
   const problems = [];
   page.on('console', (message) => {

@@ -1,7 +1,7 @@
 // The Export menu (core/docs/export.md): the plan on display downloaded as a
 // JAX program, Megatron-LM arguments or torchtitan TOML, with the note on
-// what the export leaves out; and an export that cannot be made shown as an
-// error naming the feature.
+// what the export leaves out and the preview with Copy; and an export that
+// cannot be made shown as an error naming the feature.
 //
 //   node --test tests/web/export.test.mjs
 //
@@ -108,6 +108,78 @@ test('export: a split no mesh expresses is refused, and Mesh splits only plans o
   await waitForCost(page, before);
   const jax = await exported(page, 'jax');
   assert.match(jax.text, /"graph":"gpt2"/);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+/** GPT-2 at batch 8 x 256 on a node of 8 H100, planned. */
+async function planGpt2(page) {
+  await page.selectOption('#model-select', 'gpt2');
+  await page.fill('#batch', '8');
+  await page.fill('#seq', '256');
+  await page.selectOption('#preset', 'h100');
+  await page.click('#plan-button');
+  return waitForCost(page);
+}
+
+test('export: each export is previewed as the download saves it, and Copy puts it on the clipboard', { skip, timeout }, async () => {
+  const { page, problems, close } = await openSitePage(site.browser, site.url, { permissions: ['clipboard-read', 'clipboard-write'] });
+  assert.equal(await page.isVisible('#export-preview'), false, 'no preview before an export');
+  await planGpt2(page);
+  for (const target of ['jax', 'megatron', 'torchtitan']) {
+    const saved = await exported(page, target);
+    await page.waitForSelector('#export-preview', { state: 'visible' });
+    assert.equal(await page.textContent('#export-preview-title'), saved.name, target);
+    // The preview is the file's text, as text: no element is made of it.
+    assert.equal(await page.textContent('#export-text'), saved.text, target);
+    assert.equal(await page.evaluate(() => document.getElementById('export-text').childElementCount), 0, target);
+    assert.equal(await page.textContent('#export-copy'), 'Copy', target);
+    await page.click('#export-copy');
+    await page.waitForFunction(() => document.getElementById('export-copy').textContent === 'Copied');
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), saved.text, target);
+    assert.match(await page.textContent('#export-copy-status'), new RegExp(`Copied ${saved.name.replace('.', '\\.')} to the clipboard`));
+    // The preview's Download saves the same file again.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#export-download')]);
+    assert.equal(download.suggestedFilename(), saved.name, target);
+    assert.equal(readFileSync(await download.path(), 'utf8'), saved.text, target);
+  }
+  // The "Copied" state passes.
+  await page.waitForFunction(() => document.getElementById('export-copy').textContent === 'Copy', null, { timeout: 5_000 });
+  // A new plan's preview is gone: the export was of the plan before.
+  const before = await page.getAttribute('#total-cost', 'data-exact');
+  await page.fill('#batch', '16');
+  await page.click('#plan-button');
+  await waitForCost(page, before);
+  assert.equal(await page.isVisible('#export-preview'), false, 'the preview of the old plan is hidden');
+  assert.equal(await page.isVisible('#error'), false);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('export: Copy with the clipboard refused selects the text and says to copy it by hand', { skip, timeout }, async () => {
+  const { page, problems, close } = await openPage();
+  await planGpt2(page);
+  const saved = await exported(page, 'megatron');
+  await page.waitForSelector('#export-preview', { state: 'visible' });
+  // The clipboard refuses, as it does without the permission or on an insecure origin.
+  await page.evaluate(() => {
+    Object.defineProperty(navigator.clipboard, 'writeText', {
+      configurable: true,
+      value: () => Promise.reject(new DOMException('Write permission denied.', 'NotAllowedError')),
+    });
+  });
+  await page.click('#export-copy');
+  await page.waitForFunction(() => /refused/.test(document.getElementById('export-copy-status').textContent));
+  assert.match(await page.textContent('#export-copy-status'), /clipboard was refused: the text is selected, press Ctrl\+C/);
+  assert.equal(await page.textContent('#export-copy'), 'Copy', 'not marked copied');
+  // The whole preview is selected (a selection's text drops the file's last line break).
+  const selected = await page.evaluate(() => {
+    const selection = window.getSelection();
+    const text = document.getElementById('export-text');
+    return { text: selection.toString(), inPreview: text.contains(selection.anchorNode) && text.contains(selection.focusNode) };
+  });
+  assert.equal(selected.inPreview, true);
+  assert.equal(selected.text, saved.text.replace(/\n$/, ''));
   assert.deepEqual(problems, []);
   await close();
 });

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "pase/result.hpp"
 
@@ -36,6 +37,16 @@ struct Training {
   Recompute recompute = Recompute::kNone;
   int64_t recompute_blocks = -1;
   Recompute recompute_rest = Recompute::kNone;
+  // Each decoder block's mode by its index, in place of the rule above when
+  // not empty (blocks past its end: none): a layout's full recomputation of
+  // the first k blocks of each pipeline stage, as Megatron-LM's
+  // --recompute-method block does (layout.hpp).
+  std::vector<Recompute> recompute_of_block = {};
+  // Hybrid sharding (HSDP): ZeRO shards the weights, gradients and optimizer
+  // states across the replicas of a weight divided by this many groups,
+  // each group a full copy (torchtitan's data_parallel_replicate_degree
+  // with a shard degree above 1). 1: across every replica.
+  int64_t zero_replicas = 1;
 };
 
 // "none", "selective", "full" or "auto"; errors at "training.recompute".

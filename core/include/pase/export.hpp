@@ -1,7 +1,7 @@
 // Plans that run (core/docs/export.md): a plan as a JAX program that runs
-// it sharded and checks itself, or as the arguments of Megatron-LM or the
-// parallelism section of torchtitan's TOML when the plan is uniform across
-// the decoder blocks of a language model.
+// it sharded and checks itself, or, for a language model, as Megatron-LM's
+// launch script or torchtitan's TOML of the plan's layout (the nearest
+// uniform one when the plan is not) or of a layout given.
 //
 // USAGE
 //   PlanView view{&graph, &graph, &cluster, &plan, nullptr};
@@ -49,7 +49,7 @@ struct PlanView {
 struct Exported {
   ExportTarget target = ExportTarget::kJax;
   std::string file_name;  // a suggested name: plan.py, megatron_args.sh, torchtitan.toml
-  std::string text;       // the program, the arguments or the TOML
+  std::string text;       // the program, the launch script or the TOML
   // What is exported and what is not, in sentences (for example, a
   // pipeline's stages run one after the other in the JAX program).
   std::vector<std::string> notes;
@@ -66,5 +66,19 @@ struct Exported {
 };
 
 Result<Exported> export_plan(ExportTarget target, const PlanView& view);
+
+// The Megatron-LM launch script or the torchtitan TOML of `layout` itself,
+// with no plan to fit (what `pase layouts --emit` writes). `graph` is the
+// language model's graph at the layout's global batch, its vocabulary padded
+// as layout_strategy() expects (a multiple of kLlmVocabMultiple x tp); the
+// layout is priced by evaluate_pipeline() of layout_strategy(): `layout`
+// is what the engine runs (with the recomputation it runs: heavier than the
+// layout's where the engine cannot express that, priced so, with a note),
+// `uniform` is true, `plan_step_time_s` the given layout's step time and
+// `layout_step_time_s` the emitted one's. Errors: the layout's own
+// (layout_strategy(), at "layout.<field>"), a graph that is not a language
+// model's or a JAX target (at "emit").
+Result<Exported> export_layout(ExportTarget target, const Graph& graph, const Cluster& cluster,
+                               const Layout& layout);
 
 }  // namespace pase

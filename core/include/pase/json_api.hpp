@@ -19,6 +19,7 @@
 #include "pase/export.hpp"
 #include "pase/graph.hpp"
 #include "pase/import.hpp"
+#include "pase/layout_search.hpp"
 #include "pase/pipeline.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
@@ -102,6 +103,23 @@ std::string presets_to_json();
 std::string plan_json(std::string_view request_json,
                       const std::function<void(const Progress&)>& on_progress = {});
 std::string evaluate_json(std::string_view request_json);
+
+// The layout search (layout_search.hpp, core/docs/layouts.md): a plan
+// request's model and cluster fields ("model" or "graph" of a language
+// model, "batch": the global batch, "seq", "preset", "cluster", "training",
+// "vocab_padding") with "top" (10), "over" (3), "tokens", "gpu_hour_price"
+// (default: the preset's), "layout" (a user's layout: parse_layout() text,
+// a Megatron-LM argument list or a torchtitan TOML) and "emit" ("megatron"
+// or "torchtitan", or a list: the best layout exported). The result:
+// {"ranked": [{"rank", "layout", "items", "step_time_s", "parts",
+// "memory", "tokens_per_s", "mfu", "days", "cost", "engines",
+// "versus_best"}, ...], "over": [...], "given", "priced", "ruled_out",
+// "refused", "refused_why": [{"why", "count"}], "seconds", "exports"}.
+// `on_progress` sees the fraction done; false cancels.
+std::string layouts_json(std::string_view request_json,
+                         const std::function<bool(double)>& on_progress = {});
+// The result document of layouts_json() for a search already run.
+std::string layout_search_to_json(const LayoutSearch& search);
 
 // What a plan request would need, without searching (estimate() of plan.hpp):
 // {"graph", "vertices", "devices", "memory_capped" (the request has a memory

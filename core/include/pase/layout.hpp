@@ -17,9 +17,10 @@
 // of the tokens' split; the router, dispatch and combine split as the
 // tokens); the other ops split as their first input. pp stages of decoder
 // blocks, as even as they go (the embedding on the first, the head and loss
-// on the last), with gbs / (mbs * dp) micro-batches; vpp > 1 runs the
-// interleaved 1F1B schedule over those stages (pipeline.hpp). zero and
-// recompute go to the training.
+// on the last; pp_first and pp_last set the first and last stage's), with
+// gbs / (mbs * dp) micro-batches; vpp > 1 runs the interleaved 1F1B
+// schedule over those stages (pipeline.hpp). zero, dp_shard and recompute
+// (with recompute_blocks per stage) go to the training.
 //
 // ERRORS name the field: "layout" (a malformed item), "layout.tp" (a degree
 // that does not divide what it splits, or tp x pp x dp x cp not the device
@@ -28,7 +29,12 @@
 // "layout.ep" (not dividing dp x cp or the experts, or above 1 on a model
 // without experts), "layout.vpp" (virtual stages without a pipeline, more
 // than a stage's blocks, blocks that do not divide into pp x vpp chunks,
-// micro-batches not a multiple of pp). parse_layout() refuses a degree, or
+// micro-batches not a multiple of pp; pp_first or pp_last with it),
+// "layout.etp" (not dividing tp, or set without experts),
+// "layout.pp_first" / "layout.pp_last" (without a pipeline),
+// "layout.recompute_blocks" (without recompute=full, or more than a
+// stage's blocks), "layout.dp_shard" (not dividing dp, or below dp without
+// zero=3). parse_layout() refuses a degree, or
 // tp x pp x dp x cp, above kMaxDevices (at "layout.<degree>", "layout.tp"),
 // and an unknown item at "layout"; values are echoed cut to 40 characters,
 // control characters escaped.
@@ -38,6 +44,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pase/cluster.hpp"
 #include "pase/graph.hpp"
@@ -54,14 +61,38 @@ struct Layout {
   int64_t mbs = 1;  // micro-batch per data-parallel rank
   int64_t gbs = 0;  // global batch; 0: the graph's batch
   int64_t vpp = 1;  // virtual stages per device
+  // The experts' tensor degree (Megatron-LM's --expert-tensor-parallel-size):
+  // the experts' products split their MLP width etp ways and their tokens
+  // tp / etp ways more; a divisor of tp. 0: tp.
+  int64_t etp = 0;
+  // Decoder blocks on the first and on the last pipeline stage (Megatron-LM's
+  // --decoder-first-pipeline-num-layers and --decoder-last-...); the other
+  // stages share the rest as evenly as it goes. 0: every stage alike.
+  int64_t pp_first = 0, pp_last = 0;
+  // With recompute=full: only the first k decoder blocks of each stage (of
+  // each virtual stage with vpp) are recomputed, the others not, as
+  // Megatron-LM's --recompute-method block --recompute-num-layers k. 0: all.
+  int64_t recompute_blocks = 0;
+  // With zero=3: the data-parallel ranks that one copy of the weights is
+  // sharded over (torchtitan's data_parallel_shard_degree); dp / dp_shard
+  // copies (HSDP). 0: dp, every rank (FSDP).
+  int64_t dp_shard = 0;
 };
 
+// The decoder blocks of each of the layout's pp stages, first to last, for
+// `blocks` blocks: pp_first and pp_last where given, the others as evenly as
+// they go (126 on 16: 7 and 8). Errors at "layout.pp" when the blocks do not
+// fill the stages, one block or more each.
+Result<std::vector<int64_t>> stage_blocks(const Layout& layout, int64_t blocks);
+
 // "tp=8 pp=8 dp=16 cp=1 ep=1 sp=on zero=1 recompute=selective mbs=1 gbs=1536
-// vpp=1": items separated by spaces or commas, any subset, each at most once.
+// vpp=1" (and etp, pp_first, pp_last, recompute_blocks, dp_shard): items
+// separated by spaces or commas, any subset, each at most once.
 Result<Layout> parse_layout(std::string_view text);
 
 // "tp=8 pp=8 dp=16 cp=1 ep=1 sp=on zero=1 recompute=selective mbs=1 gbs=1536 vpp=1"
-// (gbs left out when it is 0, the graph's batch): parse_layout() reads it back.
+// (gbs left out when it is 0, the graph's batch; etp, pp_first, pp_last,
+// recompute_blocks and dp_shard only when set): parse_layout() reads it back.
 std::string layout_text(const Layout& layout);
 
 struct LayoutStrategy {

@@ -52,6 +52,12 @@ struct LlmConfig {
   bool mlp_bias = false;           // biases of the MLP's projections
   int64_t num_experts = 0;         // experts per MLP (0: a dense MLP)
   int64_t experts_per_token = 0;   // top-k routing
+  // Not in the graph's shapes, but what an engine's launch needs
+  // (core/docs/export.md): the rotary embedding's base (rope_theta; 0 for
+  // learned positions) and the norms' epsilon (rms_norm_eps, gpt2's
+  // layer_norm_epsilon), Hugging Face's class defaults when absent.
+  double rope_theta = 10000;
+  double norm_eps = 1e-6;
 };
 
 // The defaults of a model's batch and sequence length when the request gives

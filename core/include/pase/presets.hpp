@@ -22,6 +22,11 @@ struct GpuPreset {
   double inter_node_gbps = 0;  // per-GPU bandwidth between nodes
   double memory_gbps = 0;      // memory bandwidth, GB/s (vendor datasheet)
   double fp8_tflops = 0;       // dense FP8 peak where the vendor states one; 0: none
+  // The price of one GPU-hour, USD: a cloud's on-demand list price for one
+  // GPU of an 8-GPU instance (its source in presets.cpp and
+  // core/docs/cluster.md), what the time and cost to train are priced at
+  // unless a price is given. A starting point, as the other fields are.
+  double gpu_hour_usd = 0;
   // The practice model's fitted rates and latencies for this GPU kind
   // (core/docs/practice-model.md, "Fitted parameters"); memory_gbps above.
   DeviceProfile profile{};

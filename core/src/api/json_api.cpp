@@ -343,6 +343,7 @@ std::string presets_to_json() {
                           {"bandwidth_gbps", p.inter_node_gbps},
                           {"memory_gbps", p.memory_gbps},
                           {"fp8_tflops", p.fp8_tflops},
+                          {"gpu_hour_usd", p.gpu_hour_usd},
                           {"practice",
                            {{"matmul_efficiency", p.profile.matmul_efficiency},
                             {"matmul_half", p.profile.matmul_half},

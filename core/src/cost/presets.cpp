@@ -7,20 +7,27 @@ namespace pase {
 
 const std::vector<GpuPreset>& gpu_presets() {
   // id, name, dense BF16/FP16 TFLOP/s, memory GiB, GPUs per node, intra
-  // GB/s, inter GB/s, memory GB/s, dense FP8 TFLOP/s; then the practice
-  // model's profile (core/docs/practice-model.md). Peaks and memory
-  // bandwidths are the vendors' datasheet figures (dense, without sparsity).
+  // GB/s, inter GB/s, memory GB/s, dense FP8 TFLOP/s, USD per GPU-hour; then
+  // the practice model's profile (core/docs/practice-model.md). Peaks and
+  // memory bandwidths are the vendors' datasheet figures (dense, without
+  // sparsity). The prices are on-demand list prices per GPU of 2025, from
+  // the pricing pages of Lambda (lambda.ai/pricing: its 8-GPU instances of
+  // V100 (16 GB), A100 SXM 40GB and 80GB, H100 SXM and B200) and of RunPod
+  // (runpod.io/pricing, Secure Cloud: H200 SXM, MI300X, L4, RTX 4090), the
+  // clouds that list all of these; hyperscalers' on-demand prices run two to
+  // four times higher, reserved ones lower. They date fast: a request can
+  // give its own.
   static const std::vector<GpuPreset> kPresets = [] {
     std::vector<GpuPreset> presets = {
-        {"v100", "V100 SXM2 32GB", 125, 32, 8, 150, 12.5, 900, 0, {}},
-        {"a100-40gb", "A100 SXM 40GB", 312, 40, 8, 300, 25, 1555, 0, {}},
-        {"a100-80gb", "A100 SXM 80GB", 312, 80, 8, 300, 25, 2039, 0, {}},
-        {"h100", "H100 SXM", 989, 80, 8, 450, 50, 3350, 1979, {}},
-        {"h200", "H200 SXM", 989, 141, 8, 450, 50, 4800, 1979, {}},
-        {"b200", "B200", 2250, 180, 8, 900, 50, 8000, 4500, {}},
-        {"mi300x", "MI300X", 1307, 192, 8, 448, 50, 5300, 2615, {}},
-        {"l4", "L4 (PCIe)", 121, 24, 8, 32, 12.5, 300, 242, {}},
-        {"rtx4090", "RTX 4090 (PCIe)", 165, 24, 8, 32, 12.5, 1008, 330, {}},
+        {"v100", "V100 SXM2 32GB", 125, 32, 8, 150, 12.5, 900, 0, 0.55, {}},
+        {"a100-40gb", "A100 SXM 40GB", 312, 40, 8, 300, 25, 1555, 0, 1.29, {}},
+        {"a100-80gb", "A100 SXM 80GB", 312, 80, 8, 300, 25, 2039, 0, 1.79, {}},
+        {"h100", "H100 SXM", 989, 80, 8, 450, 50, 3350, 1979, 2.99, {}},
+        {"h200", "H200 SXM", 989, 141, 8, 450, 50, 4800, 1979, 3.99, {}},
+        {"b200", "B200", 2250, 180, 8, 900, 50, 8000, 4500, 4.99, {}},
+        {"mi300x", "MI300X", 1307, 192, 8, 448, 50, 5300, 2615, 2.49, {}},
+        {"l4", "L4 (PCIe)", 121, 24, 8, 32, 12.5, 300, 242, 0.43, {}},
+        {"rtx4090", "RTX 4090 (PCIe)", 165, 24, 8, 32, 12.5, 1008, 330, 0.69, {}},
     };
     for (GpuPreset& p : presets) {
       p.profile = practice_profile(p.id);

@@ -8,7 +8,9 @@
 #include <utility>
 
 #include "model/cost_model.hpp"
+#include "pase/llm.hpp"
 #include "pase/models.hpp"
+#include "util/json_util.hpp"
 #include "util/text.hpp"
 
 namespace pase {
@@ -46,9 +48,25 @@ Result<EngineModel> engine_model(const Graph& g, const char* engine) {
   EngineModel m;
   LlmConfig& c = m.config;
   m.seq = spec->inputs[0].second[1];
-  const std::string key = "\"model_type\": \"", meta = spec->meta_json;
-  const size_t at = meta.find(key) == std::string::npos ? 0 : meta.find(key) + key.size();
-  c.model_type = at == 0 ? "llama" : meta.substr(at, meta.find('"', at) - at);
+  // What llm_spec() records beside the shapes (its "meta"); a document
+  // without it gets the model type's defaults, as a config without them.
+  Result<json_detail::Json> meta = json_detail::parse_document(spec->meta_json);
+  const auto recorded = [&](const char* key) -> const json_detail::Json* {
+    if (!meta || !meta->is_object() || !meta->contains(key)) return nullptr;
+    const json_detail::Json& v = (*meta)[key];
+    return v.is_number() || v.is_string() ? &v : nullptr;
+  };
+  const json_detail::Json* type = recorded("model_type");
+  c.model_type = type != nullptr && type->is_string() ? type->get<std::string>() : "llama";
+  Result<LlmConfig> defaults =
+      parse_llm_config("{\"model_type\": " + json_detail::Json(c.model_type).dump() + "}");
+  if (!defaults) defaults = parse_llm_config(R"({"model_type": "llama"})");
+  c.rope_theta = defaults->rope_theta;
+  c.norm_eps = defaults->norm_eps;
+  for (const auto& [field, key] :
+       {std::pair{&c.rope_theta, "rope_theta"}, {&c.norm_eps, "norm_eps"}})
+    if (const json_detail::Json* v = recorded(key); v != nullptr && v->is_number())
+      *field = v->get<double>();
   // The tokenizer's vocabulary, which the engine pads itself; the graph
   // holds the padded rows.
   m.padded_vocab = embed->vocab;
@@ -68,8 +86,13 @@ Result<EngineModel> engine_model(const Graph& g, const char* engine) {
                                    {&c.mlp_bias, "layer0_down"}})
     *bias = engine_layer(*spec, name) != nullptr && engine_layer(*spec, name)->pw > 0;
   const LayerSpec* positions = engine_layer(*spec, "embed_positions");
-  c.learned_positions = m.positions_known = positions != nullptr;
-  c.max_positions = positions != nullptr ? positions->vocab : m.seq;
+  const json_detail::Json* longest = recorded("max_positions");
+  c.learned_positions = positions != nullptr;
+  m.positions_known = positions != nullptr || (longest != nullptr && longest->is_number_integer());
+  c.max_positions = positions != nullptr ? positions->vocab
+                    : m.positions_known  ? longest->get<int64_t>()
+                                         : m.seq;
+  if (c.learned_positions) c.rope_theta = 0;
   const Shape router = engine_weight(*spec, "layer0_router");
   const Shape slots = engine_weight(*spec, "layer0_slots");
   if (router.size() == 2 && slots.size() == 1) {

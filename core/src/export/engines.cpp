@@ -8,18 +8,22 @@
 #include "export/engines.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "export/engine_model.hpp"
+#include "export/engine_rules.hpp"
+#include "export/engine_text.hpp"
 #include "export/escape.hpp"
 #include "model/cost_model.hpp"
 #include "pase/layout.hpp"
 #include "pase/llm.hpp"
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
+#include "util/json_util.hpp"
 #include "util/text.hpp"
 
 namespace pase {
@@ -31,34 +35,10 @@ constexpr size_t kEngineMaxCandidates = 4096;
 constexpr size_t kEngineMaxPriced = 8;
 
 Error engine_error(const std::string& message) { return Error{message, "emit"}; }
-std::string engine_num(int64_t n) { return std::to_string(n); }
-
 std::string engine_seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g s", s);
   return buf;
-}
-
-// The recomputation of each decoder block as the plan trains: `first` on
-// blocks [0, count), `rest` on the others (count = blocks when uniform).
-struct EngineRecompute {
-  Recompute first = Recompute::kNone, rest = Recompute::kNone;
-  int64_t count = 0;
-  bool uniform() const { return first == rest; }
-  // "full on blocks 0-11, selective on the others"
-  std::string text() const {
-    return std::string(recompute_name(first)) + " on blocks 0-" + engine_num(count - 1) + ", " +
-           recompute_name(rest) + " on the others";
-  }
-};
-
-EngineRecompute engine_recompute(const Training& t, int64_t blocks) {
-  const auto resolved = [](Recompute r) { return r == Recompute::kAuto ? Recompute::kNone : r; };
-  EngineRecompute r{resolved(t.recompute), resolved(t.recompute_rest), t.recompute_blocks};
-  if (r.count < 0 || r.count >= blocks) r.rest = r.first;
-  if (r.count == 0) r.first = r.rest;
-  if (r.uniform()) r.count = blocks;
-  return r;
 }
 
 std::vector<int64_t> engine_divisors(int64_t n) {
@@ -149,8 +129,10 @@ std::vector<std::string> engine_differences(const PlanView& view, const Pipeline
 }
 
 // The layout of the plan into `e` (layout, uniform, differences, step
-// times): the plan's own when uniform, else the nearest.
-std::optional<Error> engine_fit(const PlanView& view, const Training& training,
+// times): the plan's own when uniform, else the nearest; among the layouts
+// that the engine's start-up rules accept when there are any (else
+// engine_check() says which rule the nearest breaks).
+std::optional<Error> engine_fit(ExportTarget target, const PlanView& view, const Training& training,
                                 const EngineModel& m, Exported& e) {
   const Cluster& cluster = *view.cluster;
   const PipelineInfo* pipe = view.pipeline;
@@ -158,7 +140,7 @@ std::optional<Error> engine_fit(const PlanView& view, const Training& training,
   // recomputation; the degrees are searched.
   Layout base{.pp = pipe == nullptr ? 1 : pipe->stages,
               .zero = training.zero,
-              .recompute = engine_recompute(training, m.config.num_layers).first,
+              .recompute = Recompute::kNone,  // engine_runs() sets it
               .gbs = view.graph->model->spec->inputs[0].second[0],
               .vpp = pipe == nullptr ? 1 : pipe->virtual_stages};
   const int64_t micro_batch =
@@ -168,8 +150,12 @@ std::optional<Error> engine_fit(const PlanView& view, const Training& training,
   const int64_t per_stage = cluster.devices / base.pp, experts = m.config.num_experts;
   // Every tp x cp x dp of a stage's devices whose dp divides the
   // micro-batch, each ep of the experts, with and without sp.
-  std::vector<Layout> best;
-  size_t best_matched = 0, tried = 0;
+  // The best matches among the accepted layouts, and among all.
+  struct Tier {
+    std::vector<Layout> best;
+    size_t matched = 0;
+  } tiers[2];
+  size_t tried = 0;
   Error last = engine_error("no layout of " + engine_num(cluster.devices) + " devices");
   for (int64_t tp : engine_divisors(per_stage)) {
     for (int64_t cp : engine_divisors(per_stage / tp)) {
@@ -180,17 +166,28 @@ std::optional<Error> engine_fit(const PlanView& view, const Training& training,
         for (int sp = 0; sp < (tp > 1 ? 2 : 1) && ++tried <= kEngineMaxCandidates; ++sp) {
           Layout l = base;
           l.tp = tp, l.dp = dp, l.cp = cp, l.ep = ep, l.sp = sp == 1, l.mbs = micro_batch / dp;
+          // Hybrid sharding: one copy of the weights per zero_replicas groups.
+          if (training.zero == 3 && training.zero_replicas > 1 && dp % training.zero_replicas == 0)
+            l.dp_shard = dp / training.zero_replicas;
           Result<LayoutStrategy> s = layout_strategy(*view.graph, cluster, l);
           if (!s) last = s.error();
           if (!s) continue;
           const size_t matched = engine_matches(view, s->strategy, nullptr);
-          if (matched > best_matched || best.empty()) best.clear();
-          if (matched >= best_matched || best.empty()) best.push_back(l);
-          best_matched = std::max(best_matched, matched);
+          const bool accepted =
+              engine_refusals(target, m.config, m.seq, l, cluster.devices, cluster.gpus_per_node)
+                  .empty();
+          for (Tier* t : {&tiers[1], accepted ? &tiers[0] : nullptr}) {
+            if (t == nullptr) continue;
+            if (matched > t->matched || t->best.empty()) t->best.clear();
+            if (matched >= t->matched || t->best.empty()) t->best.push_back(l);
+            t->matched = std::max(t->matched, matched);
+          }
         }
       }
     }
   }
+  const std::vector<Layout>& best = tiers[tiers[0].best.empty() ? 1 : 0].best;
+  const size_t best_matched = tiers[tiers[0].best.empty() ? 1 : 0].matched;
   if (best.empty())
     return engine_error("no uniform layout of " + quoted_text(view.graph->name) + " on " +
                         engine_num(cluster.devices) + " devices with this pipeline (" + last.where +
@@ -221,20 +218,161 @@ std::optional<Error> engine_fit(const PlanView& view, const Training& training,
   return std::nullopt;
 }
 
-// The block counts of the layout's stages when they differ: "7 or 8".
-std::string engine_uneven(const Layout& l, int64_t blocks) {
-  return l.vpp > 1 || blocks % l.pp == 0
-             ? ""
-             : engine_num(blocks / l.pp) + " or " + engine_num(blocks / l.pp + 1);
+// "full on the first 4 blocks of each stage", "selective on every block".
+std::string engine_recompute_text(const Layout& l) {
+  if (l.recompute_blocks == 0) return std::string(recompute_name(l.recompute)) + " on every block";
+  return std::string(recompute_name(l.recompute)) + " on the first " +
+         engine_num(l.recompute_blocks) + " blocks of each " +
+         (l.vpp > 1 ? "virtual stage" : "stage") + ", none on the others";
 }
 
-// The header both files start with, as comment lines; the graph's name and
-// the lines that quote the input's names escaped (comment_text()).
-std::string engine_header(const char* engine, const PlanView& view, const EngineModel& m,
-                          const Exported& e) {
+// The layout the engine runs in place of `e.layout` when it cannot run the
+// plan's recomputation `modes` (engine_runs()), priced by its own strategy
+// and training; the header and a note say so.
+std::optional<Error> engine_heavier(ExportTarget target, const std::vector<Recompute>& modes,
+                                    const Graph& graph, const Cluster& cluster, EngineJob& job,
+                                    Exported& e) {
+  EngineRecompute runs = engine_runs(target, modes, *e.layout);
+  e.layout = runs.layout;
+  if (runs.exact) return std::nullopt;
+  Result<LayoutStrategy> s = layout_strategy(graph, cluster, runs.layout);
+  if (!s)
+    return engine_error("the layout with the engine's recomputation cannot be built (" +
+                        s.error().where + ": " + s.error().message + ")");
+  Result<PipelinePlan> p = evaluate_pipeline(graph, s->cluster, s->strategy);
+  if (!p)
+    return engine_error("the layout with the engine's recomputation cannot be priced (" +
+                        p.error().where + ": " + p.error().message + ")");
+  e.layout_step_time_s = p->plan.step_time_s;
+  job.heavier_than = engine_modes_text(modes);
+  const char* engine = target == ExportTarget::kMegatron ? "Megatron-LM" : "torchtitan";
+  e.notes.push_back(std::string(engine) + " cannot run the recomputation planned (" +
+                    job.heavier_than + "): it runs " + engine_recompute_text(runs.layout) +
+                    ", which recomputes at least as much in every stage, priced at " +
+                    engine_seconds(e.layout_step_time_s) + " a step");
+  return std::nullopt;
+}
+
+Result<EngineModel> engine_model_for(ExportTarget target, const Graph& graph) {
+  const bool megatron = target == ExportTarget::kMegatron;
+  if (!megatron && target != ExportTarget::kTorchtitan)
+    return engine_error("not a Megatron-LM or torchtitan target");
+  return engine_model(graph, megatron ? "Megatron-LM" : "torchtitan");
+}
+
+// The engine's start-up rules (export/engine_rules.hpp) on the layout it
+// would run: an error at "emit" naming the first rule it breaks, its source
+// and the nearest layout that breaks none.
+std::optional<Error> engine_check(ExportTarget target, const EngineJob& job, const Layout& l) {
+  const EngineModel& m = *job.model;
+  const Cluster& c = *job.cluster;
+  const std::vector<EngineRefusal> refused =
+      engine_refusals(target, m.config, m.seq, l, c.devices, c.gpus_per_node);
+  if (refused.empty()) return std::nullopt;
+  const EngineRefusal& r = refused.front();
+  const std::optional<Layout> nearest =
+      nearest_accepted_layout(target, m.config, m.seq, l, c.devices, c.gpus_per_node);
+  return engine_error(
+      std::string(target == ExportTarget::kMegatron ? "Megatron-LM" : "torchtitan") +
+      " refuses the layout " + layout_text(l) + " at start-up: rule " + r.rule + ", " + r.message +
+      " (" + r.source + ")" +
+      (refused.size() > 1
+           ? "; and " + engine_num(static_cast<int64_t>(refused.size() - 1)) + " more rule(s)"
+           : "") +
+      (nearest ? "; the nearest layout it accepts: " + layout_text(*nearest)
+               : "; no layout near it is accepted"));
+}
+
+void engine_write(ExportTarget target, const EngineJob& job, Exported& e) {
+  const bool megatron = target == ExportTarget::kMegatron;
+  e.target = target;
+  e.file_name = megatron ? "megatron_args.sh" : "torchtitan.toml";
+  e.text = megatron ? engine_megatron(job, e) : engine_torchtitan(job, e);
+}
+
+}  // namespace
+
+std::string engine_num(int64_t n) { return std::to_string(n); }
+std::string engine_double(double d) { return json_detail::Json(d).dump(); }
+
+std::vector<Recompute> engine_block_modes(const Training& t, int64_t blocks) {
+  const auto resolved = [](Recompute r) { return r == Recompute::kAuto ? Recompute::kNone : r; };
+  std::vector<Recompute> modes(static_cast<size_t>(std::max<int64_t>(blocks, 0)), Recompute::kNone);
+  for (size_t b = 0; b < modes.size(); ++b) {
+    if (!t.recompute_of_block.empty()) {
+      if (b < t.recompute_of_block.size()) modes[b] = resolved(t.recompute_of_block[b]);
+    } else {
+      const bool first = t.recompute_blocks < 0 || static_cast<int64_t>(b) < t.recompute_blocks;
+      modes[b] = resolved(first ? t.recompute : t.recompute_rest);
+    }
+  }
+  return modes;
+}
+
+std::string engine_modes_text(const std::vector<Recompute>& modes) {
+  std::string out;
+  for (size_t i = 0, j = 0; i < modes.size(); i = ++j) {
+    while (j + 1 < modes.size() && modes[j + 1] == modes[i]) ++j;
+    if (i == 0 && j + 1 == modes.size())
+      return std::string(recompute_name(modes[i])) + " on every block";
+    out += (out.empty() ? "" : ", ") + std::string(recompute_name(modes[i])) + " on block" +
+           (j > i ? "s " + engine_num(static_cast<int64_t>(i)) + "-" : " ") +
+           engine_num(static_cast<int64_t>(j));
+  }
+  return out.empty() ? "none on every block" : out;
+}
+
+EngineRecompute engine_runs(ExportTarget target, const std::vector<Recompute>& modes,
+                            const Layout& layout) {
+  EngineRecompute out{layout, true};
+  Layout& l = out.layout;
+  l.recompute_blocks = 0;
+  const bool same =
+      std::all_of(modes.begin(), modes.end(), [&](Recompute r) { return r == modes[0]; });
+  const bool any_full = std::find(modes.begin(), modes.end(), Recompute::kFull) != modes.end();
+  l.recompute = modes.empty() ? Recompute::kNone : modes[0];
+  if (same) return out;
+  out.exact = false;
+  // torchtitan has one mode for every block; Megatron-LM's selective is on
+  // every block too: a mix without full is selective on all of them.
+  l.recompute = any_full ? Recompute::kFull : Recompute::kSelective;
+  if (target == ExportTarget::kTorchtitan || !any_full) return out;
+  // Megatron-LM's block method: full on the first k blocks of each
+  // (virtual) stage, none on the others. k the most blocks that a chunk
+  // recomputes in the plan (full or selective), so that no chunk holds more
+  // activations than planned; exact when every chunk is full on its first
+  // k blocks and none on the rest.
+  Result<std::vector<int64_t>> stages = stage_blocks(layout, static_cast<int64_t>(modes.size()));
+  if (!stages) return out;
+  int64_t k = 0, fewest = INT64_MAX, at = 0, first = -1;
+  bool block = true;
+  for (int64_t stage : *stages) {
+    const int64_t chunks = stage % layout.vpp == 0 ? layout.vpp : 1, size = stage / chunks;
+    for (int64_t c = 0; c < chunks; ++c, at += size) {
+      int64_t recomputed = 0;
+      for (int64_t b = at; b < at + size; ++b)
+        recomputed += modes[static_cast<size_t>(b)] != Recompute::kNone ? 1 : 0;
+      for (int64_t b = at; b < at + size; ++b)
+        block = block && modes[static_cast<size_t>(b)] ==
+                             (b - at < recomputed ? Recompute::kFull : Recompute::kNone);
+      if (first < 0) first = recomputed;
+      block = block && recomputed == first;
+      k = std::max(k, recomputed);
+      fewest = std::min(fewest, size);
+    }
+  }
+  if (k < fewest) l.recompute_blocks = k;
+  out.exact = block && k < fewest;
+  return out;
+}
+
+std::string engine_header(const char* engine, const EngineJob& job, const Exported& e) {
+  const EngineModel& m = *job.model;
   const LlmConfig& c = m.config;
-  std::string h = std::string("# ") + engine + " for " + comment_text(view.graph->name) + " on " +
-                  engine_num(view.cluster->devices) + " devices, from a PaSE Planner plan\n" +
+  const Cluster& cluster = *job.cluster;
+  std::string h = std::string("# ") + engine + " for " + comment_text(job.graph->name) + " on " +
+                  engine_num(cluster.devices) + " devices, from a PaSE Planner " +
+                  (job.from_plan ? "plan" : "layout") + "\n" +
                   "# model: " + engine_num(c.num_layers) + " layers, width " +
                   engine_num(c.hidden_size) + ", " + engine_num(c.num_heads) + " heads (" +
                   engine_num(c.num_kv_heads) + " key-value), MLP " +
@@ -243,195 +381,75 @@ std::string engine_header(const char* engine, const PlanView& view, const Engine
   if (c.num_experts > 0)
     h +=
         ", " + engine_num(c.num_experts) + " experts (top " + engine_num(c.experts_per_token) + ")";
-  h += ", sequence " + engine_num(m.seq) + "\n# layout: " + layout_text(*e.layout) +
-       "\n# the plan is ";
-  h += (e.uniform ? "uniform; predicted step time " + engine_seconds(view.plan->step_time_s)
-                  : "not uniform; the nearest uniform layout's predicted step time is " +
-                        engine_seconds(e.layout_step_time_s) + ", the plan's " +
-                        engine_seconds(view.plan->step_time_s)) +
-       " (" + cost_model_name(view.cluster->cost_model) + " cost model)\n";
+  h += ", sequence " + engine_num(m.seq) + "\n# layout: " + layout_text(*e.layout) + "\n";
+  const std::string model =
+      std::string(" (") + cost_model_name(cluster.cost_model) + " cost model)\n";
+  if (!job.from_plan)
+    h += "# the layout's predicted step time " + engine_seconds(e.plan_step_time_s) + model;
+  else if (e.uniform)
+    h += "# the plan is uniform; predicted step time " + engine_seconds(job.plan_step_time_s) +
+         model;
+  else
+    h += "# the plan is not uniform; the nearest uniform layout's predicted step time is " +
+         engine_seconds(e.layout_step_time_s) + ", the plan's " +
+         engine_seconds(job.plan_step_time_s) + model;
+  if (!job.heavier_than.empty())
+    h += "# recomputation: " + std::string(job.from_plan ? "the plan's" : "the layout's") + " (" +
+         job.heavier_than + ") is not one " +
+         (e.target == ExportTarget::kMegatron ? "Megatron-LM" : "torchtitan") +
+         " runs; this file runs " + engine_recompute_text(*e.layout) +
+         ", heavier, at a predicted " + engine_seconds(e.layout_step_time_s) + " a step\n";
   for (const std::string& d : e.differences)
     h += "#   the plan differs at " + comment_text(d) + "\n";
   for (const std::string& n : e.notes) h += "# note: " + comment_text(n) + "\n";
   return h;
 }
 
-std::string engine_megatron(const PlanView& view, const EngineModel& m, const EngineRecompute& rc,
-                            Exported& e) {
-  const Layout& l = *e.layout;
-  const LlmConfig& c = m.config;
-  std::vector<std::string> a;
-  const auto arg = [&](std::string f, int64_t n) { a.push_back(f + ' ' + engine_num(n)); };
-  arg("--tensor-model-parallel-size", l.tp);
-  arg("--pipeline-model-parallel-size", l.pp);
-  if (l.vpp > 1) arg("--num-layers-per-virtual-pipeline-stage", c.num_layers / (l.pp * l.vpp));
-  if (l.cp > 1) arg("--context-parallel-size", l.cp);
-  if (l.sp) a.push_back("--sequence-parallel");
-  if (c.num_experts > 0) arg("--expert-model-parallel-size", l.ep);
-  if (l.zero >= 1) a.push_back("--use-distributed-optimizer");
-  if (l.zero >= 2)
-    e.notes.push_back("ZeRO-" + engine_num(l.zero) + " is --use-distributed-optimizer only " +
-                      "approximately: it shards optimizer state and gradients, not weights");
-  // Recomputation: full on the first blocks of each stage (the block
-  // method), or one granularity for every block.
-  if (rc.first == Recompute::kFull && !rc.uniform()) {
-    const int64_t count = (rc.count + l.pp * l.vpp - 1) / (l.pp * l.vpp);
-    a.insert(a.end(), {"--recompute-granularity full", "--recompute-method block"});
-    arg("--recompute-num-layers", count);
-    if (l.pp * l.vpp > 1 || rc.rest != Recompute::kNone)
-      e.notes.push_back("the plan recomputes " + rc.text() + "; Megatron-LM recomputes the first " +
-                        engine_num(count) + " blocks of each pipeline stage fully and keeps the " +
-                        "others' activations");
-  } else if (rc.first != Recompute::kNone || rc.rest != Recompute::kNone) {
-    const Recompute every = rc.first != Recompute::kNone ? rc.first : rc.rest;
-    a.push_back(std::string("--recompute-granularity ") + recompute_name(every));
-    if (every == Recompute::kFull)
-      a.insert(a.end(), {"--recompute-method uniform", "--recompute-num-layers 1"});
-    if (!rc.uniform())
-      e.notes.push_back("the plan recomputes " + rc.text() + "; Megatron-LM's " +
-                        recompute_name(every) + " recomputation applies to every block");
-  }
-  arg("--micro-batch-size", l.mbs);
-  arg("--global-batch-size", l.gbs);
-  arg("--seq-length", m.seq);
-  arg("--num-layers", c.num_layers);
-  arg("--hidden-size", c.hidden_size);
-  arg("--ffn-hidden-size", c.intermediate_size);
-  arg("--num-attention-heads", c.num_heads);
-  if (c.num_kv_heads != c.num_heads) a.push_back("--group-query-attention");
-  if (c.num_kv_heads != c.num_heads) arg("--num-query-groups", c.num_kv_heads);
-  if (c.head_dim * c.num_heads != c.hidden_size) arg("--kv-channels", c.head_dim);
-  arg("--max-position-embeddings", c.max_positions);
-  if (!m.positions_known)
-    e.notes.push_back("--max-position-embeddings is the planned sequence: the graph has no other");
-  a.push_back(std::string("--position-embedding-type ") +
-              (c.learned_positions ? "learned_absolute" : "rope"));
-  a.push_back(std::string("--normalization ") + (c.rms_norm ? "RMSNorm" : "LayerNorm"));
-  if (c.gated_mlp) a.push_back("--swiglu");
-  if (!c.tied_embeddings) a.push_back("--untie-embeddings-and-output-weights");
-  if (!c.out_bias && !c.mlp_bias) a.push_back("--disable-bias-linear");
-  if (c.qkv_bias && !c.out_bias && !c.mlp_bias) a.push_back("--add-qkv-bias");
-  if (c.out_bias != c.mlp_bias || (c.out_bias && !c.qkv_bias))
-    e.notes.push_back("the model's biases (on some projections only) have no exact form");
-  if (c.num_experts > 0) arg("--num-experts", c.num_experts);
-  if (c.num_experts > 0) arg("--moe-router-topk", c.experts_per_token);
-  if (c.num_experts > 0 && l.tp > 1 && !l.sp)
-    e.notes.push_back("Megatron-LM needs --sequence-parallel with tensor and expert parallelism");
-  // Megatron-LM pads the tokenizer's vocabulary to a multiple of this x tp:
-  // the largest power of two up to its default 128 that gives the graph's
-  // rows, else the rows over tp (the layout's tp divides them).
-  int64_t divisible = m.padded_vocab / l.tp;
-  for (int64_t d = 128; d >= 1; d /= 2)
-    if (padded_vocab(c.vocab_size, d * l.tp) == m.padded_vocab) {
-      divisible = d;
-      break;
-    }
-  arg("--make-vocab-size-divisible-by", divisible);
-  a.push_back("--bf16");
-  e.notes.push_back("the vocabulary (" + engine_num(c.vocab_size) + ") comes from the tokenizer; " +
-                    "--make-vocab-size-divisible-by " + engine_num(divisible) + " x tp " +
-                    engine_num(l.tp) +
-                    (m.padded_vocab == c.vocab_size
-                         ? " divides it, as the plan has it"
-                         : " pads it to the plan's " + engine_num(m.padded_vocab) + " rows"));
-  if (view.pipeline != nullptr && view.pipeline->schedule == Schedule::kGPipe && l.pp > 1)
-    e.notes.push_back("the plan's GPipe schedule runs as 1F1B (the same step time, less memory)");
-  if (const std::string uneven = engine_uneven(l, c.num_layers); !uneven.empty())
-    e.notes.push_back("the layout's stages hold " + uneven + " blocks: give them with " +
-                      "--decoder-first/last-pipeline-num-layers");
-  std::string args;
-  for (size_t i = 0; i < a.size(); ++i) args += a[i] + (i + 1 < a.size() ? " \\\n" : "\n");
-  return engine_header("Megatron-LM arguments", view, m, e) +
-         "# append to: torchrun ... pretrain_gpt.py \\\n" + args;
-}
-
-std::string engine_torchtitan(const PlanView& view, const EngineModel& m, const EngineRecompute& rc,
-                              Exported& e) {
-  const Layout& l = *e.layout;
-  const LlmConfig& c = m.config;
-  std::string t = "[parallelism]\n";
-  const auto key = [&](const std::string& name, const std::string& value) {
-    t += name + " = " + value + "\n";
-  };
-  // ZeRO-3 is FSDP, none is replication; 1 and 2 are nearest to FSDP.
-  const int64_t shard = l.zero == 0 ? 1 : l.dp;
-  key("data_parallel_replicate_degree", engine_num(l.zero == 0 ? l.dp : 1));
-  key("data_parallel_shard_degree", engine_num(shard));
-  if (l.zero == 1 || l.zero == 2)
-    e.notes.push_back("ZeRO-" + engine_num(l.zero) + " has no exact torchtitan form: FSDP " +
-                      "(data_parallel_shard_degree) shards the weights too, as ZeRO-3 does");
-  key("tensor_parallel_degree", engine_num(l.tp));
-  key("enable_async_tensor_parallel", "false");
-  if (l.tp > 1 && !l.sp)
-    e.notes.push_back(
-        "torchtitan's tensor parallelism is always sequence-parallel; the layout's not");
-  key("context_parallel_degree", engine_num(l.cp));
-  key("pipeline_parallel_degree", engine_num(l.pp));
-  if (l.pp > 1) {
-    const bool gpipe = view.pipeline != nullptr && view.pipeline->schedule == Schedule::kGPipe;
-    key("pipeline_parallel_schedule",
-        l.vpp > 1 ? "\"Interleaved1F1B\"" : (gpipe ? "\"GPipe\"" : "\"1F1B\""));
-    key("pipeline_parallel_microbatch_size", engine_num(l.mbs));
-  }
-  // The blocks of each (virtual) stage, the embedding and head beside them.
-  if (l.pp > 1 && c.num_layers % (l.pp * l.vpp) == 0) {
-    key("pipeline_parallel_layers_per_stage", engine_num(c.num_layers / (l.pp * l.vpp)));
-    key("pipeline_parallel_first_stage_less_layers", "0");
-    key("pipeline_parallel_last_stage_less_layers", "0");
-  } else if (l.pp > 1) {
-    e.notes.push_back("the layout's stages hold " + engine_uneven(l, c.num_layers) +
-                      " blocks: give pipeline_parallel_split_points for them");
-  }
-  if (c.num_experts > 0) key("expert_parallel_degree", engine_num(l.ep));
-  if (c.num_experts > 0 && l.ep > 1 && (l.ep < l.cp || l.ep > shard * l.cp))
-    e.notes.push_back(
-        "torchtitan takes expert_parallel_degree from context_parallel_degree to "
-        "data_parallel_shard_degree times it; this one is outside");
-  // Without a pipeline torchtitan accumulates the gradients of
-  // global / (local x data-parallel) micro-batches.
-  t += "\n[training]\n";
-  key("local_batch_size", engine_num(l.pp > 1 ? l.gbs / l.dp : l.mbs));
-  key("global_batch_size", engine_num(l.gbs));
-  key("seq_len", engine_num(m.seq));
-  const Recompute mode = rc.uniform() || 2 * rc.count >= c.num_layers ? rc.first : rc.rest;
-  if (!rc.uniform())
-    e.notes.push_back("the plan recomputes " + rc.text() +
-                      "; torchtitan takes one mode for every " + "block, and " +
-                      recompute_name(mode) + " (that of most blocks) is the nearest");
-  t += "\n[activation_checkpoint]\n";
-  key("mode", std::string("\"") + recompute_name(mode) + "\"");
-  if (mode == Recompute::kSelective) key("selective_ac_option", "\"op\"");
-  if (mode == Recompute::kSelective)
-    e.notes.push_back(
-        "torchtitan's op-level selective checkpointing (keeping attention and some "
-        "matrix products) is near the planner's selective, not the same");
-  if (m.padded_vocab != c.vocab_size)
-    e.notes.push_back("torchtitan keeps the tokenizer's vocabulary (" + engine_num(c.vocab_size) +
-                      "); the plan priced it padded to " + engine_num(m.padded_vocab) + " rows");
-  return engine_header("torchtitan job configuration", view, m, e) +
-         "# with [model] name and flavor set to the model\n" + t;
-}
-
-}  // namespace
-
 Result<Exported> export_engine(ExportTarget target, const PlanView& view) {
-  const bool megatron = target == ExportTarget::kMegatron;
-  if (!megatron && target != ExportTarget::kTorchtitan)
-    return engine_error("not a Megatron-LM or torchtitan target");
   if (view.graph == nullptr || view.plan_graph == nullptr || view.cluster == nullptr ||
       view.plan == nullptr)
     return engine_error("nothing to export: no plan");
-  Result<EngineModel> m = engine_model(*view.graph, megatron ? "Megatron-LM" : "torchtitan");
+  Result<EngineModel> m = engine_model_for(target, *view.graph);
   if (!m) return m.error();
   if (view.plan->strategy.size() != view.plan_graph->vertices.size())
     return engine_error("the plan's strategy is not over the graph's vertices");
   const Training training = view.plan->training ? *view.plan->training : view.cluster->training;
   Exported e;
-  if (std::optional<Error> error = engine_fit(view, training, *m, e)) return *error;
-  const EngineRecompute rc = engine_recompute(training, m->config.num_layers);
-  e.target = target;
-  e.file_name = megatron ? "megatron_args.sh" : "torchtitan.toml";
-  e.text = megatron ? engine_megatron(view, *m, rc, e) : engine_torchtitan(view, *m, rc, e);
+  if (std::optional<Error> error = engine_fit(target, view, training, *m, e)) return *error;
+  EngineJob job{view.graph,
+                view.cluster,
+                &*m,
+                true,
+                view.plan->step_time_s,
+                view.pipeline != nullptr && view.pipeline->schedule == Schedule::kGPipe,
+                {}};
+  const std::vector<Recompute> modes = engine_block_modes(training, m->config.num_layers);
+  if (std::optional<Error> error =
+          engine_heavier(target, modes, *view.graph, *view.cluster, job, e))
+    return *error;
+  if (std::optional<Error> error = engine_check(target, job, *e.layout)) return *error;
+  engine_write(target, job, e);
+  return e;
+}
+
+Result<Exported> export_engine_layout(ExportTarget target, const Graph& graph,
+                                      const Cluster& cluster, const Layout& layout) {
+  Result<EngineModel> m = engine_model_for(target, graph);
+  if (!m) return m.error();
+  Result<LayoutStrategy> s = layout_strategy(graph, cluster, layout);
+  if (!s) return s.error();
+  Result<PipelinePlan> p = evaluate_pipeline(graph, s->cluster, s->strategy);
+  if (!p) return p.error();
+  Exported e;
+  e.layout = layout;
+  e.plan_step_time_s = e.layout_step_time_s = p->plan.step_time_s;
+  EngineJob job{&graph, &cluster, &*m, false, p->plan.step_time_s, false, {}};
+  const std::vector<Recompute> modes =
+      engine_block_modes(s->cluster.training, m->config.num_layers);
+  if (std::optional<Error> error = engine_heavier(target, modes, graph, cluster, job, e))
+    return *error;
+  if (std::optional<Error> error = engine_check(target, job, *e.layout)) return *error;
+  engine_write(target, job, e);
   return e;
 }
 

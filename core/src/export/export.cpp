@@ -35,4 +35,14 @@ Result<Exported> export_plan(ExportTarget target, const PlanView& view) {
   return export_engine(target, view);
 }
 
+Result<Exported> export_layout(ExportTarget target, const Graph& graph, const Cluster& cluster,
+                               const Layout& layout) {
+  if (target == ExportTarget::kJax)
+    return Error{
+        "a layout is exported to Megatron-LM or torchtitan; its JAX program is that of "
+        "its strategy (pase eval --layout ... --emit jax)",
+        "emit"};
+  return export_engine_layout(target, graph, cluster, layout);
+}
+
 }  // namespace pase

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -128,6 +129,16 @@ std::optional<Error> check_cluster(const Cluster& c) {
                  "training.recompute"};
   if (c.training.zero < 0 || c.training.zero > 3)
     return Error{"must be 0, 1, 2 or 3, got " + std::to_string(c.training.zero), "training.zero"};
+  if (c.training.zero_replicas < 1 || c.training.zero_replicas > c.devices)
+    return Error{
+        "must be between 1 and the device count, got " + std::to_string(c.training.zero_replicas),
+        "training.zero_replicas"};
+  for (Recompute r : c.training.recompute_of_block)
+    if (r == Recompute::kAuto)
+      return Error{"must be none, selective or full", "training.recompute_of_block"};
+  if (!c.training.recompute_of_block.empty() && c.cost_model != CostModel::kPractice)
+    return Error{"recomputation is priced by the practice cost model: set cost_model to practice",
+                 "training.recompute_of_block"};
   return std::nullopt;
 }
 
@@ -221,8 +232,8 @@ namespace {
 // inside a layer"): the devices first_device + sum(i_k * sigma_k) over the
 // positions k of the group, the last dimension innermost. `nodes` is how many distinct
 // nodes hold them and `most` the most members on one node.
-void group_nodes(const int64_t* c, size_t n, const std::vector<int>& group, int64_t per_node,
-                 int64_t first_device, int64_t& nodes, int64_t& most) {
+void walk_group_nodes(const int64_t* c, size_t n, const std::vector<int>& group, int64_t per_node,
+                      int64_t first_device, int64_t& nodes, int64_t& most) {
   std::vector<int64_t> sigma(n, 1);
   for (size_t k = n; k-- > 1;) sigma[k - 1] = sigma[k] * c[k];
   // The members lie in [first_device, first_device + span]: one count per
@@ -252,6 +263,42 @@ void group_nodes(const int64_t* c, size_t n, const std::vector<int>& group, int6
     nodes += members > 0;
     most = std::max(most, members);
   }
+}
+
+// walk_group_nodes() remembered: its answer depends only on the node size,
+// where device 0 sits in its node, and the split and stride of each group
+// position; walking a group of thousands of devices is what a search
+// over large clusters spends its time on (the layout search prices the
+// same groups for many layouts). A table per thread, emptied when full.
+void group_nodes(const int64_t* c, size_t n, const std::vector<int>& group, int64_t per_node,
+                 int64_t first_device, int64_t& nodes, int64_t& most) {
+  constexpr size_t kMaxRemembered = size_t{1} << 16;
+  // A small group walks faster than it is looked up.
+  int64_t members = 1;
+  for (int g : group) members *= c[g];
+  if (members <= 64) {
+    walk_group_nodes(c, n, group, per_node, first_device, nodes, most);
+    return;
+  }
+  thread_local std::map<std::vector<int64_t>, std::pair<int64_t, int64_t>> remembered;
+  std::vector<int64_t> key;
+  key.reserve(2 + 2 * group.size());
+  key.push_back(per_node);
+  key.push_back(first_device % per_node);
+  std::vector<int64_t> sigma(n, 1);
+  for (size_t k = n; k-- > 1;) sigma[k - 1] = sigma[k] * c[k];
+  for (int g : group) {
+    key.push_back(c[g]);
+    key.push_back(sigma[static_cast<size_t>(g)]);
+  }
+  if (auto it = remembered.find(key); it != remembered.end()) {
+    nodes = it->second.first;
+    most = it->second.second;
+    return;
+  }
+  walk_group_nodes(c, n, group, per_node, first_device, nodes, most);
+  if (remembered.size() >= kMaxRemembered) remembered.clear();
+  remembered.emplace(std::move(key), std::make_pair(nodes, most));
 }
 
 }  // namespace
@@ -384,7 +431,8 @@ MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, con
     for (size_t i = 0; i < v.dom.size(); ++i) q *= static_cast<double>(c[i]);
     for (int i : model.weight_dims) split *= static_cast<double>(c[i]);
     const double e = static_cast<double>(model.weight_elements) / split;  // elements per device
-    const double replicas = q / split;
+    // Hybrid sharding keeps zero_replicas full copies (cluster.hpp).
+    const double replicas = std::max(1.0, q / split / static_cast<double>(t.zero_replicas));
     out.params = e * static_cast<double>(t.param_bytes) / (t.zero >= 3 ? replicas : 1);
     out.grads = e * static_cast<double>(t.grad_bytes) / (t.zero >= 2 ? replicas : 1);
     out.optimizer = e * static_cast<double>(t.optimizer_bytes) / (t.zero >= 1 ? replicas : 1);

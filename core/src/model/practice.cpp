@@ -134,6 +134,10 @@ int decoder_block(const Vertex& v) { return decoder_block(v.name); }
 Recompute block_recompute(const Graph& g, int vertex, const Training& t) {
   const int block = model_of(g, vertex).block;
   if (block < 0) return Recompute::kNone;
+  if (!t.recompute_of_block.empty())
+    return static_cast<size_t>(block) < t.recompute_of_block.size()
+               ? t.recompute_of_block[static_cast<size_t>(block)]
+               : Recompute::kNone;
   const Recompute mode =
       t.recompute_blocks < 0 || block < t.recompute_blocks ? t.recompute : t.recompute_rest;
   return mode == Recompute::kAuto ? Recompute::kNone : mode;

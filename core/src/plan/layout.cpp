@@ -13,7 +13,6 @@
 
 #include "model/cost_model.hpp"
 #include "model/op_table.hpp"
-#include "util/json_util.hpp"
 #include "util/text.hpp"
 
 namespace pase {
@@ -43,14 +42,25 @@ std::optional<int64_t> product(std::initializer_list<int64_t> factors) {
 std::optional<Error> check_degrees(const Layout& l) {
   // The degrees first, then counts that no device bounds; a Layout set in
   // code may hold what parse_layout() refuses (below 1).
-  const std::pair<const char*, int64_t> counts[] = {{"tp", l.tp},  {"pp", l.pp}, {"dp", l.dp},
-                                                    {"cp", l.cp},  {"ep", l.ep}, {"mbs", l.mbs},
-                                                    {"vpp", l.vpp}};
-  constexpr size_t kDegrees = 5;
+  const std::pair<const char*, int64_t> counts[] = {{"tp", l.tp},
+                                                    {"pp", l.pp},
+                                                    {"dp", l.dp},
+                                                    {"cp", l.cp},
+                                                    {"ep", l.ep},
+                                                    {"mbs", l.mbs},
+                                                    {"vpp", l.vpp},
+                                                    {"etp", l.etp},
+                                                    {"dp_shard", l.dp_shard},
+                                                    {"pp_first", l.pp_first},
+                                                    {"pp_last", l.pp_last},
+                                                    {"recompute_blocks", l.recompute_blocks}};
+  constexpr size_t kDegrees = 5, kCounts = 7;  // then the items where 0 means "unset"
   for (size_t i = 0; i < std::size(counts); ++i) {
     const auto& [key, n] = counts[i];
-    if (n < 1) return layout_error("must be at least 1", key);
-    if (i < kDegrees && n > kMaxDevices)
+    if (n < (i < kCounts ? 1 : 0))
+      return layout_error(i < kCounts ? "must be at least 1" : "must not be negative", key);
+    if ((i < kDegrees || key == std::string_view("etp") || key == std::string_view("dp_shard")) &&
+        n > kMaxDevices)
       return layout_error(std::to_string(n) + " is more than the " + std::to_string(kMaxDevices) +
                               " devices a cluster may have",
                           key);
@@ -88,26 +98,9 @@ std::optional<size_t> sequence_dim(const Vertex& v, int64_t seq) {
   return std::nullopt;
 }
 
-// The weights a token uses: of a mixture of experts' expert layers (those
-// with the experts' dimension x, but the router), k of E, as Megatron-LM
-// and Mixtral count "active parameters"; the experts' counts are those the
-// config's graph records (llm_spec()). Every weight otherwise.
-double active_parameters(const Graph& graph) {
-  double active = static_cast<double>(graph.parameters);
-  Result<json_detail::Json> meta = json_detail::parse_document(graph.model->spec->meta_json);
-  if (!meta || !meta->is_object()) return active;
-  const auto count = [&](const char* key) -> double {
-    const auto it = meta->find(key);
-    return it != meta->end() && it->is_number_integer() ? it->get<double>() : 0;
-  };
-  const double experts = count("num_experts"), per_token = count("experts_per_token");
-  if (!(experts > 0 && per_token > 0 && per_token <= experts)) return active;
-  for (const Vertex& v : graph.vertices) {
-    if (v.name.ends_with("_router") || !has_dim(v, "x")) continue;
-    active -=
-        static_cast<double>(model_of(graph, v.id).weight_elements) * (1 - per_token / experts);
-  }
-  return active;
+// " name=value" for an item set (above 0), else nothing.
+std::string optional_item(const char* name, int64_t value) {
+  return value > 0 ? std::string(" ") + name + "=" + std::to_string(value) : std::string();
 }
 
 }  // namespace
@@ -128,23 +121,32 @@ Result<Layout> parse_layout(std::string_view text) {
     const std::string key(item.substr(0, eq));
     const std::string_view value = item.substr(eq + 1);
     // Known before "given twice", whose field is the key.
-    constexpr std::string_view kKnown[] = {"tp",   "pp",        "dp",  "cp",  "ep", "sp",
-                                           "zero", "recompute", "mbs", "gbs", "vpp"};
+    constexpr std::string_view kKnown[] = {
+        "tp",      "pp",   "dp",        "cp",      "ep",
+        "sp",      "zero", "recompute", "mbs",     "gbs",
+        "vpp",     "etp",  "pp_first",  "pp_last", "recompute_blocks",
+        "dp_shard"};
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown))
       return layout_error("unknown item " + quoted_text(key) +
-                          "; known: tp, pp, dp, cp, ep, sp, zero, recompute, mbs, gbs, vpp");
+                          "; known: tp, pp, dp, cp, ep, sp, zero, recompute, mbs, gbs, vpp, etp, "
+                          "pp_first, pp_last, recompute_blocks, dp_shard");
     for (const std::string& s : seen)
       if (s == key) return layout_error("given twice", key);
     seen.push_back(key);
-    int64_t* count = key == "tp"    ? &l.tp
-                     : key == "pp"  ? &l.pp
-                     : key == "dp"  ? &l.dp
-                     : key == "cp"  ? &l.cp
-                     : key == "ep"  ? &l.ep
-                     : key == "mbs" ? &l.mbs
-                     : key == "gbs" ? &l.gbs
-                     : key == "vpp" ? &l.vpp
-                                    : nullptr;
+    int64_t* count = key == "tp"                 ? &l.tp
+                     : key == "pp"               ? &l.pp
+                     : key == "dp"               ? &l.dp
+                     : key == "cp"               ? &l.cp
+                     : key == "ep"               ? &l.ep
+                     : key == "mbs"              ? &l.mbs
+                     : key == "gbs"              ? &l.gbs
+                     : key == "vpp"              ? &l.vpp
+                     : key == "etp"              ? &l.etp
+                     : key == "pp_first"         ? &l.pp_first
+                     : key == "pp_last"          ? &l.pp_last
+                     : key == "recompute_blocks" ? &l.recompute_blocks
+                     : key == "dp_shard"         ? &l.dp_shard
+                                                 : nullptr;
     if (count != nullptr) {
       std::optional<int64_t> n = positive(value);
       if (!n) return layout_error(quoted_text(value) + " is not a positive integer", key);
@@ -180,7 +182,36 @@ std::string layout_text(const Layout& l) {
          " zero=" + std::to_string(l.zero) + " recompute=" + recompute_name(l.recompute) +
          " mbs=" + std::to_string(l.mbs) +
          (l.gbs > 0 ? " gbs=" + std::to_string(l.gbs) : std::string()) +
-         " vpp=" + std::to_string(l.vpp);
+         " vpp=" + std::to_string(l.vpp) + optional_item("etp", l.etp) +
+         optional_item("pp_first", l.pp_first) + optional_item("pp_last", l.pp_last) +
+         optional_item("recompute_blocks", l.recompute_blocks) +
+         optional_item("dp_shard", l.dp_shard);
+}
+
+Result<std::vector<int64_t>> stage_blocks(const Layout& l, int64_t blocks) {
+  if (l.pp < 1) return layout_error("must be at least 1", "pp");
+  const int64_t given = (l.pp_first > 0 ? 1 : 0) + (l.pp_last > 0 ? 1 : 0);
+  if (given > 0 && l.pp < 2) {
+    return layout_error("the first and last stage's blocks need a pipeline (pp of at least 2)",
+                        l.pp_first > 0 ? "pp_first" : "pp_last");
+  }
+  const int64_t middle = l.pp - given, rest = blocks - l.pp_first - l.pp_last;
+  if (rest < middle || (middle == 0 && rest != 0) || blocks < l.pp)
+    return layout_error(
+        std::to_string(blocks) + " decoder blocks cannot fill " + std::to_string(l.pp) + " stages" +
+            (given > 0 ? " with " + std::to_string(l.pp_first) + " on the first and " +
+                             std::to_string(l.pp_last) + " on the last"
+                       : std::string()) +
+            ", one block or more each",
+        "pp");
+  std::vector<int64_t> out(static_cast<size_t>(l.pp), 0);
+  if (l.pp_first > 0) out.front() = l.pp_first;
+  if (l.pp_last > 0) out.back() = l.pp_last;
+  // The middle stages as evenly as they go: block b of the rest on middle
+  // stage floor(b * middle / rest).
+  const size_t offset = l.pp_first > 0 ? 1 : 0;
+  for (int64_t b = 0; b < rest; ++b) ++out[offset + static_cast<size_t>(b * middle / rest)];
+  return out;
 }
 
 Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluster,
@@ -236,15 +267,45 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
   }
   if (blocks == 0)
     return layout_error("the graph has no decoder blocks (vertices named layer<N>_...)");
-  if (blocks < l.pp)
-    return layout_error(
-        std::to_string(blocks) + " decoder blocks cannot fill " + std::to_string(l.pp) + " stages",
-        "pp");
-  // Blocks as evenly as they go: block b on stage floor(b * pp / blocks)
-  // (stages of 7 and 8 for 126 blocks on 16, as Llama 3 ran them).
-  const auto stage_of_block = [&](int b) {
-    return static_cast<int>(static_cast<int64_t>(b) * l.pp / blocks);
-  };
+  Result<std::vector<int64_t>> per_stage_blocks = stage_blocks(l, blocks);
+  if (!per_stage_blocks) return per_stage_blocks.error();
+  if (l.vpp > 1 && (l.pp_first > 0 || l.pp_last > 0))
+    return layout_error("an interleaved schedule takes stages alike: no pp_first or pp_last",
+                        "vpp");
+  // Each block's stage, and its place in its stage (for recompute_blocks).
+  std::vector<int> block_stage(static_cast<size_t>(blocks));
+  std::vector<int64_t> block_place(static_cast<size_t>(blocks));
+  {
+    int64_t b = 0;
+    for (size_t st = 0; st < per_stage_blocks->size(); ++st)
+      for (int64_t i = 0; i < (*per_stage_blocks)[st]; ++i, ++b) {
+        block_stage[static_cast<size_t>(b)] = static_cast<int>(st);
+        block_place[static_cast<size_t>(b)] = i;
+      }
+  }
+  const auto stage_of_block = [&](int b) { return block_stage[static_cast<size_t>(b)]; };
+  const int64_t fewest =
+      *std::min_element(per_stage_blocks->begin(), per_stage_blocks->end()) / l.vpp;
+  if (l.recompute_blocks > 0 && l.recompute != Recompute::kFull)
+    return layout_error("counts the blocks of full recomputation: it needs recompute=full",
+                        "recompute_blocks");
+  if (l.recompute_blocks > fewest)
+    return layout_error("at most " + std::to_string(fewest) + ", the blocks of the smallest " +
+                            (l.vpp > 1 ? "virtual stage" : "stage") + ", not " +
+                            std::to_string(l.recompute_blocks),
+                        "recompute_blocks");
+  const int64_t etp = l.etp == 0 ? l.tp : l.etp;
+  if (l.tp % etp != 0)
+    return layout_error("the experts' tensor degree must divide tp (" + std::to_string(l.tp) + ")",
+                        "etp");
+  if (l.etp > 0 && l.etp != l.tp &&
+      std::none_of(graph.vertices.begin(), graph.vertices.end(), has_experts))
+    return layout_error(quoted_text(graph.name) + " has no experts: etp is tp's", "etp");
+  const int64_t dp_shard = l.dp_shard == 0 ? l.dp : l.dp_shard;
+  if (l.dp % dp_shard != 0)
+    return layout_error("must divide dp (" + std::to_string(l.dp) + ")", "dp_shard");
+  if (dp_shard != l.dp && l.zero != 3)
+    return layout_error("hybrid sharding (a shard degree below dp) needs zero=3", "dp_shard");
 
   LayoutStrategy out;
   out.cluster = cluster;
@@ -252,6 +313,18 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
   out.cluster.training.recompute = l.recompute;
   out.cluster.training.recompute_blocks = -1;
   out.cluster.training.recompute_rest = Recompute::kNone;
+  out.cluster.training.recompute_of_block.clear();
+  out.cluster.training.zero_replicas = l.dp / dp_shard;
+  if (l.recompute_blocks > 0) {
+    // The first k blocks of each stage, or of each of its vpp chunks.
+    std::vector<Recompute>& modes = out.cluster.training.recompute_of_block;
+    modes.assign(static_cast<size_t>(blocks), Recompute::kNone);
+    for (int b = 0; b < blocks; ++b) {
+      const int64_t chunk = (*per_stage_blocks)[static_cast<size_t>(block_stage[b])] / l.vpp;
+      if (block_place[static_cast<size_t>(b)] % chunk < l.recompute_blocks)
+        modes[static_cast<size_t>(b)] = Recompute::kFull;
+    }
+  }
   PipelineStrategy& s = out.strategy;
   s.microbatches = microbatches;
   s.virtual_stages = l.vpp;
@@ -297,9 +370,9 @@ Result<LayoutStrategy> layout_strategy(const Graph& graph, const Cluster& cluste
         if (d == "l" || d == "s") c[i] = l.cp;
         if (d == "h") c[i] = kv;
         if (d == "r") c[i] = l.tp / kv;
-        if (d == "f" || d == "v") c[i] = l.tp;
+        if (d == "f" || d == "v") c[i] = experts ? etp : l.tp;
         if (d == "x" && experts) c[i] = l.ep;
-        if (d == "t" && experts) c[i] = l.cp / ep_of_cp;
+        if (d == "t" && experts) c[i] = l.cp / ep_of_cp * (l.tp / etp);
       }
     } else if (!vx.inputs.empty() && vx.inputs[0].producer >= 0) {
       // As its first input: the producer's tensor split, through this
@@ -376,32 +449,6 @@ std::optional<Error> check_global_batch(const Graph& graph, int64_t gbs) {
                           "2^62 points, which allows this model a global batch of at most " +
                           std::to_string(most),
                       "gbs");
-}
-
-std::optional<Throughput> throughput(const Graph& graph, const Cluster& cluster, double step_time_s,
-                                     int64_t microbatches) {
-  if (graph.model == nullptr || graph.model->spec == nullptr) return std::nullopt;
-  const GraphSpec& spec = *graph.model->spec;
-  if (spec.inputs.empty() || spec.inputs[0].first != "tokens" ||
-      spec.inputs[0].second.size() != 2 || !(step_time_s > 0))
-    return std::nullopt;
-  Throughput t;
-  const double micro = static_cast<double>(microbatches);
-  t.tokens = micro * static_cast<double>(spec.inputs[0].second[0]) *
-             static_cast<double>(spec.inputs[0].second[1]);
-  t.model_flops = 6 * active_parameters(graph) * t.tokens;
-  // Attention: the scores and context products, forward and backward
-  // (3 x 4 b h l m k over the whole scores vertex).
-  for (const Vertex& v : graph.vertices) {
-    if (!ops::attention_scores(graph, v.id)) continue;
-    double points = 1;
-    for (int64_t d : v.dom) points *= static_cast<double>(d);
-    t.model_flops += micro * 12 * points;
-  }
-  t.tokens_per_s = t.tokens / step_time_s;
-  t.mfu =
-      t.model_flops / (cluster.tflops * 1e12 * static_cast<double>(cluster.devices) * step_time_s);
-  return t;
 }
 
 }  // namespace pase

@@ -134,6 +134,12 @@ inline Result<double> to_number(const Json& value, const std::string& where) {
   return d;
 }
 
+inline Result<double> to_non_negative_number(const Json& value, const std::string& where) {
+  Result<double> d = to_number(value, where);
+  if (!d || *d < 0) return type_error("a non-negative number", value, where);
+  return d;
+}
+
 inline Result<double> to_positive_number(const Json& value, const std::string& where) {
   Result<double> d = to_number(value, where);
   if (!d || *d <= 0) return type_error("a positive number", value, where);

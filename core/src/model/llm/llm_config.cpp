@@ -2,6 +2,7 @@
 // exact parameter count (llm.hpp; core/docs/llm.md, "Reading config.json" and
 // "Parameters").
 #include <cctype>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,10 +52,14 @@ const std::vector<ConfigFamily>& families() {
     gpt2.rms_norm = false;
     gpt2.tied_embeddings = true;
     gpt2.qkv_bias = gpt2.out_bias = gpt2.mlp_bias = true;
+    gpt2.rope_theta = 0;   // learned positions
+    gpt2.norm_eps = 1e-5;  // GPT2Config's layer_norm_epsilon
     f.push_back({"gpt2", gpt2});
     LlmConfig mixtral = family_defaults("mixtral", 32000, 4096, 14336, 32, 32, 8, 131072);
     mixtral.num_experts = 8;
     mixtral.experts_per_token = 2;
+    mixtral.rope_theta = 1e6;  // MixtralConfig's, unlike the others' 10000
+    mixtral.norm_eps = 1e-5;
     f.push_back({"mixtral", mixtral});
     return f;
   }();
@@ -166,6 +171,9 @@ class ConfigReader {
     read(keys, out, json_detail::to_positive_int);
   }
   void boolean(std::string_view key, bool& out) { read({key}, out, json_detail::to_bool); }
+  void positive_number(std::string_view key, double& out) {
+    read({key}, out, json_detail::to_positive_number);
+  }
 
   const std::optional<Error>& error() const { return error_; }
 
@@ -248,6 +256,17 @@ std::optional<Error> check_llm_config(const LlmConfig& c) {
     return Error{"must be from 1 to num_local_experts (" + std::to_string(c.num_experts) + ")",
                  "num_experts_per_tok"};
   }
+  // Finite, and positive where they apply: a rotary base for rotary
+  // positions only, an epsilon always.
+  if (!std::isfinite(c.rope_theta) || c.rope_theta < 0 ||
+      (c.rope_theta > 0) == c.learned_positions) {
+    return Error{c.learned_positions ? "must be absent: the model has learned positions"
+                                     : "must be a positive number",
+                 "rope_theta"};
+  }
+  if (!std::isfinite(c.norm_eps) || c.norm_eps <= 0) {
+    return Error{"must be a positive number", c.rms_norm ? "rms_norm_eps" : "layer_norm_epsilon"};
+  }
   if (llm_parameters(c) == std::numeric_limits<int64_t>::max()) {
     return Error{"the model's parameter count exceeds 2^63 - 1", "hidden_size"};
   }
@@ -300,6 +319,12 @@ Result<LlmConfig> llm_config_from_json(const Json& document) {
   }
   reader.positive({"head_dim"}, c.head_dim);
   reader.boolean("tie_word_embeddings", c.tied_embeddings);
+  if (name == "gpt2") {
+    reader.positive_number("layer_norm_epsilon", c.norm_eps);
+  } else {
+    reader.positive_number("rope_theta", c.rope_theta);
+    reader.positive_number("rms_norm_eps", c.norm_eps);
+  }
   if (name == "llama") {
     reader.boolean("attention_bias", c.qkv_bias);
     c.out_bias = c.qkv_bias;

@@ -214,7 +214,12 @@ Result<GraphSpec> llm_spec(const LlmConfig& config, const std::string& name, int
     spec.meta_json += ", \"num_experts\": " + std::to_string(config.num_experts) +
                       ", \"experts_per_token\": " + std::to_string(config.experts_per_token);
   }
-  spec.meta_json += "}";
+  // What an engine's launch needs and the shapes do not keep (engine_model()
+  // reads them back); JSON numbers that read back as the same doubles.
+  spec.meta_json += ", \"max_positions\": " + std::to_string(config.max_positions);
+  if (config.rope_theta > 0)
+    spec.meta_json += ", \"rope_theta\": " + json_detail::Json(config.rope_theta).dump();
+  spec.meta_json += ", \"norm_eps\": " + json_detail::Json(config.norm_eps).dump() + "}";
   return spec;
 }
 

@@ -37,6 +37,9 @@ LlmConfig llama(int64_t hidden, int64_t inter, int64_t layers, int64_t heads, in
   c.num_kv_heads = kv_heads;
   c.head_dim = hidden / heads;
   c.max_positions = 8192;
+  // Llama 3's published config.json: rope_theta 500000, rms_norm_eps 1e-5.
+  c.rope_theta = 500000;
+  c.norm_eps = 1e-5;
   return c;
 }
 
@@ -55,6 +58,8 @@ LlmConfig gpt(int64_t hidden, int64_t layers, int64_t heads, int64_t positions) 
   c.learned_positions = true;
   c.gated_mlp = c.rms_norm = false;
   c.tied_embeddings = c.qkv_bias = c.out_bias = c.mlp_bias = true;
+  c.rope_theta = 0;   // learned positions
+  c.norm_eps = 1e-5;  // GPT-2's layer_norm_epsilon (GPT-3's paper gives none other)
   return c;
 }
 
@@ -65,6 +70,7 @@ LlmConfig mixtral_8x7b() {
   c.max_positions = 32768;
   c.num_experts = 8;
   c.experts_per_token = 2;
+  c.rope_theta = 1e6;  // Mixtral-8x7B-v0.1's config.json; rms_norm_eps 1e-5 as Llama 3's
   return c;
 }
 

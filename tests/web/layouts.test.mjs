@@ -1,0 +1,121 @@
+// The Layouts card (core/docs/layouts.md): a language model's plan ranks the
+// layouts Megatron-LM and torchtitan run, with a token budget's days and
+// cost, a pasted layout placed in the ranking (a malformed one an error
+// naming the field), and the chosen layout exported.
+//
+//   node --test tests/web/layouts.test.mjs
+//
+// PASE_SITE overrides the site folder, PASE_CHROMIUM the browser. Without a
+// browser the tests are skipped, except under CI (CI=true).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { browserSkip, openSitePage, useSite, waitForCost } from './browser.mjs';
+
+const skip = browserSkip;
+const timeout = 180_000;
+const site = useSite();
+
+/** GPT-2 at batch 8 x 256 on a node of 8 H100, planned, and its layouts ranked. */
+async function planGpt2(page) {
+  await page.selectOption('#model-select', 'gpt2');
+  await page.fill('#batch', '8');
+  await page.fill('#seq', '256');
+  await page.selectOption('#preset', 'h100');
+  await page.click('#plan-button');
+  await waitForCost(page);
+  await page.waitForFunction(() => /layouts priced/.test(document.getElementById('layouts-status').textContent), null, { timeout: 60_000 });
+}
+
+const rows = (page) => page.evaluate(() => [...document.querySelectorAll('#layouts-table tbody tr')]
+  .map((tr) => ({ rank: Number(tr.dataset.rank), layout: tr.dataset.layout, cells: [...tr.cells].map((td) => td.textContent) })));
+
+test('layouts: a language model\'s plan ranks the layouts the engines run, as the module does', { skip, timeout }, async () => {
+  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  await planGpt2(page);
+  assert.equal(await page.isVisible('#layouts-card'), true);
+  const ranked = await rows(page);
+  // The module's own ranking of the same request.
+  const expected = JSON.parse(site.pase.layouts(JSON.stringify({
+    model: 'gpt2', batch: 8, seq: 256, preset: 'h100', cluster: { devices: 8 }, cost_model: 'practice', top: 10,
+  })));
+  assert.ok(expected.ranked.length > 0);
+  assert.deepEqual(ranked.map((r) => r.layout), expected.ranked.map((e) => e.layout));
+  assert.deepEqual(ranked.map((r) => r.rank), expected.ranked.map((e) => e.rank));
+  // Each row: its step, MFU, memory with its margin, parts and engines.
+  assert.match(ranked[0].cells[5], /GiB, [\d.]+ GiB free/);
+  assert.match(ranked[0].cells[6], /^compute .* · recomputation .* · exposed communication .* · bubble /);
+  assert.match(ranked[0].cells[7], /runs on Megatron-LM|no engine runs it/);
+  assert.match(await page.textContent('#layouts-status'), /[\d,]+ layouts priced in .*refused/);
+  // No budget: no days and cost.
+  assert.equal(await page.isVisible('#layouts-table td.budget'), false);
+  // The price defaults to the preset's; a token budget adds days and cost.
+  const price = site.pase && JSON.parse(site.pase.presets()).find((p) => p.id === 'h100').gpu_hour_usd;
+  assert.equal(await page.getAttribute('#layout-price', 'placeholder'), `${price} (preset)`);
+  await page.fill('#layout-tokens', '1B');
+  const before = await page.textContent('#layouts-status');
+  await page.click('#layouts-button');
+  await page.waitForFunction(() => document.querySelector('#layouts-table td.budget')?.textContent !== '', null, { timeout: 60_000 });
+  const priced = JSON.parse(site.pase.layouts(JSON.stringify({
+    model: 'gpt2', batch: 8, seq: 256, preset: 'h100', cluster: { devices: 8 }, cost_model: 'practice', top: 10, tokens: 1e9,
+  })));
+  const budget = (await rows(page))[0].cells[8];
+  assert.equal(budget, `${priced.ranked[0].days.toPrecision(3)} days, $${Math.round(priced.ranked[0].cost).toLocaleString('en-US')}`);
+  assert.ok(before.length > 0);
+  assert.equal(await page.isVisible('#error'), false);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('layouts: a pasted layout is placed in the ranking; a malformed one is an error naming the field', { skip, timeout }, async () => {
+  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  await planGpt2(page);
+  // Megatron-LM arguments with a bad degree: the error names the flag.
+  await page.fill('#layout-paste', 'torchrun pretrain_gpt.py --tensor-model-parallel-size 8x --pipeline-model-parallel-size 1');
+  await page.click('#layout-place');
+  await page.waitForSelector('#error', { state: 'visible', timeout: 30_000 });
+  assert.equal(await page.textContent('#error-message code'), 'layout.megatron:--tensor-model-parallel-size');
+  assert.match(await page.textContent('#error-message'), /'8x' is not a positive integer/);
+  assert.equal(await page.getAttribute('#layout-paste', 'aria-invalid'), 'true');
+  // The ranking stays.
+  assert.ok((await rows(page)).length > 0);
+  await page.click('#error-close');
+
+  // The last ranked layout, pasted as its text: placed where the module places it.
+  const last = (await rows(page)).at(-1);
+  await page.fill('#layout-paste', last.layout);
+  await page.click('#layout-place');
+  await page.waitForSelector('#layout-given', { state: 'visible', timeout: 60_000 });
+  const expected = JSON.parse(site.pase.layouts(JSON.stringify({
+    model: 'gpt2', batch: 8, seq: 256, preset: 'h100', cluster: { devices: 8 }, cost_model: 'practice', top: 10, layout: last.layout,
+  }))).given;
+  const given = await page.textContent('#layout-given');
+  const place = expected.rank === 1 ? 'ranks first' : `ranks ${expected.rank}`;
+  assert.ok(given.startsWith(`Your layout ${last.layout} ${place};`), given);
+  assert.ok(given.includes(expected.versus_best), given);
+  assert.match(given, /Engines: /);
+  assert.equal(await page.isVisible('#error'), false);
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('layouts: the Export menu\'s Megatron-LM file is of the layout chosen in the ranking', { skip, timeout }, async () => {
+  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  await planGpt2(page);
+  const ranked = await rows(page);
+  // The first layout Megatron-LM runs, other than the first row: chosen.
+  const pick = ranked.slice(1).find((r) => /runs on Megatron-LM/.test(r.cells[7]));
+  assert.ok(pick, 'a second layout that Megatron-LM runs');
+  await page.click(`#layouts-table tbody tr[data-layout="${pick.layout}"] button.choose`);
+  assert.equal(await page.textContent(`#layouts-table tbody tr[data-layout="${pick.layout}"] button.choose`), 'Exported');
+  await page.selectOption('#export-target', 'megatron');
+  await Promise.all([page.waitForEvent('download'), page.click('#export-button')]);
+  await page.waitForSelector('#export-preview', { state: 'visible' });
+  assert.match(await page.textContent('#export-note'), new RegExp(`Layout: ${pick.layout.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.`));
+  const [tp, pp] = [/tp=(\d+)/, /pp=(\d+)/].map((re) => pick.layout.match(re)[1]);
+  const text = await page.textContent('#export-text');
+  assert.match(text, new RegExp(`--tensor-model-parallel-size ${tp} `));
+  assert.match(text, new RegExp(`--pipeline-model-parallel-size ${pp} `));
+  assert.deepEqual(problems, []);
+  await close();
+});
