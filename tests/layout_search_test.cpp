@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "cli_run.hpp"
+#include "layouts/layout_pricer.hpp"
 #include "pase/json_api.hpp"
 #include "pase/layout.hpp"
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
-#include "layouts/layout_pricer.hpp"
 #include "test_util.hpp"
 
 using namespace pase;

@@ -13,8 +13,8 @@
 
 #include "export/engine_model.hpp"
 #include "export/engine_rules.hpp"
-#include "model/cost_model.hpp"
 #include "layouts/layout_pricer.hpp"
+#include "model/cost_model.hpp"
 
 namespace pase {
 namespace {
