@@ -630,11 +630,14 @@ TEST_CASE("llm: the RoPE base and the norm's epsilon, read or Hugging Face's def
   CHECK(llm_config("gpt3-175b")->rope_theta == 0);
   CHECK(llm_config("gpt3-175b")->norm_eps == 1e-5);
   // Errors name the field.
-  for (const auto& [text, field] :
+  // (a pair, not a structured binding: clang 14 cannot CAPTURE one)
+  for (const auto& bad :
        {std::pair{R"({"model_type": "llama", "rope_theta": 0})", "rope_theta"},
         {R"({"model_type": "llama", "rope_theta": "big"})", "rope_theta"},
         {R"({"model_type": "qwen2", "rms_norm_eps": -1e-6})", "rms_norm_eps"},
         {R"({"model_type": "gpt2", "layer_norm_epsilon": 0})", "layer_norm_epsilon"}}) {
+    const char* text = bad.first;
+    const char* field = bad.second;
     CAPTURE(text);
     Result<LlmConfig> c = parse_llm_config(text);
     REQUIRE_FALSE(c.ok());

@@ -8,26 +8,26 @@
 //   Result<LayoutSearch> s = search_layouts(model, cluster, o);
 //   s->ranked[0].layout;  // the fastest layout that fits
 //
-// THE SPACE. tp over the divisors of the device count that divide the key-
-// value heads' groups (every query head split alike) and the MLP width, sp
-// on and off (on only with tp > 1), pp over the divisors up to the decoder
-// blocks, with vpp over the divisors of the stage's blocks (interleaved
-// 1F1B, micro-batches a multiple of pp) and, where pp does not divide the
-// blocks, the first and last stage holding fewer (Megatron-LM's
-// --decoder-first/last-pipeline-num-layers); cp over the divisors of the
-// sequence; dp the rest, dividing the global batch; ep over the divisors of
-// dp x cp and the experts, etp over the divisors of tp (a mixture of
-// experts); zero 0 to 3, with zero=3 also every shard degree of dp (HSDP);
-// recompute none, selective, full, and full on k blocks of each stage; mbs
-// over the divisors of gbs / dp (gradient accumulation: gbs / (mbs x dp)
-// micro-batches).
+// THE SPACE (core/docs/layouts.md, "The space"). Every factorisation
+// tp x pp x dp x cp of the device count; sp off, and on with tp > 1; for a
+// mixture of experts ep over the divisors of gcd(dp x cp, experts) and etp
+// over the divisors of tp; mbs over the divisors of gbs / dp (gradient
+// accumulation: gbs / (mbs x dp) micro-batches); stages as even as they go,
+// or a first stage, a last stage or both holding fewer blocks than the
+// others (pp_first, pp_last); vpp over the divisors of blocks / pp with
+// micro-batches a multiple of pp; zero 0 to 3, with zero=3 every shard
+// degree of dp (HSDP); recompute none, selective, full, and full on k
+// blocks of each stage. Degrees that do not divide what they split, and
+// layouts that neither engine starts, are refused.
 //
 // THE PRICE. Each layout's step time, its parts and its memory are those
 // `pase eval --layout` gives (evaluate_pipeline() of layout_strategy()),
 // composed from one decoder block, the embedding and the head priced once
-// per placement and shared by every layout that places them alike; the
-// ranked layouts are evaluated again in full, so their figures are
-// evaluate_pipeline()'s to the bit.
+// per placement and shared by every layout that places them alike (equal
+// to within 1e-9 relative). The search is exact over the space: a layout is
+// left unpriced only when a lower bound of its step is above the last
+// ranked layout's (and the given one's). Ties keep the order of the
+// enumeration.
 //
 // ERRORS at "gbs" (not positive, or no layout divides it), "model" (not a
 // language model), and the cluster's (check_inputs(); the practice model).
