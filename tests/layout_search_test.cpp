@@ -72,6 +72,12 @@ TEST_CASE("layout search: a composed price is the layout's evaluation") {
       {"gpt2", 8, 8, 256, "tp=2 pp=2 dp=2 sp=on zero=3 dp_shard=1 gbs=8"},
       {"mixtral-8x7b", 16, 8, 256, "tp=2 pp=2 dp=4 ep=4 etp=1 sp=on gbs=16"},
       {"mixtral-8x7b", 16, 8, 256, "tp=2 pp=1 dp=4 cp=2 ep=8 zero=1 gbs=8"},
+      // Above one sequence per rank, the configurations are those of one
+      // sequence's model (the pricer's twins()).
+      {"mixtral-8x7b", 16, 8, 256, "tp=2 pp=2 dp=4 ep=4 etp=1 sp=on mbs=2 gbs=16"},
+      {"mixtral-8x7b", 16, 8, 256, "tp=2 pp=1 dp=2 cp=4 ep=8 zero=3 mbs=4 gbs=16"},
+      {"llama3-8b", 16, 8, 512, "tp=2 pp=1 dp=4 cp=2 sp=on zero=2 mbs=4 gbs=32"},
+      {"gpt2", 8, 8, 256, "tp=4 pp=1 dp=2 sp=on mbs=3 gbs=12"},
   };
   for (const Case& c : cases) {
     std::string name = c.model;
@@ -236,4 +242,64 @@ TEST_CASE("layout search: the JSON request ranks and refuses bad fields by name"
   CHECK(nlohmann::json::parse(bad)["error"]["where"] == "top");
   const std::string paper = pase::layouts_json(R"({"model": "llama3-8b", "batch": 8})");
   CHECK(nlohmann::json::parse(paper)["error"]["where"] == "cluster.cost_model");
+}
+
+TEST_CASE("layout search: its bounds and shared configurations change no ranking") {
+  // Every shortcut off (every layout priced, layout_strategy() at every
+  // micro-batch) ranks the same layouts at the same step times, bit for
+  // bit, and covers the same space: a bound that were not a lower bound
+  // would drop a layout of the ranking or of those over the cap.
+  struct Case {
+    const char* model;
+    int64_t devices, seq, gbs;
+    const char* given;
+  };
+  const Case cases[] = {
+      {"gpt2", 8, 1024, 16, "tp=2 pp=2 dp=2 gbs=16"},
+      {"llama3-8b", 8, 8192, 8, nullptr},
+      {"llama3-8b", 16, 2048, 32, "tp=2 pp=2 dp=4 zero=1 gbs=32"},
+      {"mixtral-8x7b", 16, 4096, 16, nullptr},
+  };
+  const auto same = [](const std::vector<RankedLayout>& a, const std::vector<RankedLayout>& b) {
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      CAPTURE(i);
+      CHECK(layout_text(a[i].layout) == layout_text(b[i].layout));
+      CHECK(a[i].step_time_s == b[i].step_time_s);
+      CHECK(a[i].fits == b[i].fits);
+    }
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.model);
+    CAPTURE(c.devices);
+    const LayoutModel m = model_of_name(c.model, c.seq);
+    const Cluster cluster = testing::practice_h100(c.devices);
+    LayoutSearchOptions o;
+    o.gbs = c.gbs;
+    o.top = 20;
+    if (c.given != nullptr) o.given = *parse_layout(c.given);
+    Result<LayoutSearch> fast = search_layouts(m, cluster, o);
+    Result<LayoutSearch> unbounded = layout_detail::search_layouts(
+        m, cluster, o, layout_detail::SearchSwitches{.bounds = false});
+    Result<LayoutSearch> unshared = layout_detail::search_layouts(
+        m, cluster, o, layout_detail::SearchSwitches{.share_configs = false});
+    REQUIRE_MESSAGE(fast.ok(), testing::why(fast));
+    REQUIRE_MESSAGE(unbounded.ok(), testing::why(unbounded));
+    REQUIRE_MESSAGE(unshared.ok(), testing::why(unshared));
+    CHECK(fast->bounded > 0);
+    CHECK(unbounded->bounded == 0);
+    CHECK(fast->priced + fast->bounded + fast->refused == unbounded->priced + unbounded->refused);
+    CHECK(!fast->ranked.empty());
+    for (const Result<LayoutSearch>* other : {&unbounded, &unshared}) {
+      same(fast->ranked, (*other)->ranked);
+      same(fast->over, (*other)->over);
+      CHECK(fast->given.has_value() == (*other)->given.has_value());
+      if (fast->given && (*other)->given) CHECK(fast->given->rank == (*other)->given->rank);
+    }
+    // Sharing the configurations changes no count either.
+    CHECK(fast->priced == unshared->priced);
+    CHECK(fast->bounded == unshared->bounded);
+    CHECK(fast->ruled_out == unshared->ruled_out);
+    CHECK(fast->refused == unshared->refused);
+  }
 }

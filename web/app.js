@@ -172,6 +172,8 @@ const layoutRanking = new LayoutRanking(
     requestText: (extra) => requestText(extra, { pipeline: false }),
     defaultPrice: presetPrice,
     errors,
+    // The ranking's days and cost price the plan's two answers too.
+    onRanked: (ranking) => renderAnswers($('answers'), results.plan, ranking),
   },
 );
 

@@ -217,8 +217,8 @@ export class ClusterForm {
       grad_bytes: numberValue(ui.gradBytes),
       optimizer_bytes: numberValue(ui.optimizerBytes),
       activation_bytes: numberValue(ui.activationBytes),
-      zero: Number(ui.zero.value),
-      // The module searches it ("auto") unless told.
+      // The module searches them ("auto") unless told.
+      ...(ui.zero.value === 'auto' ? {} : { zero: Number(ui.zero.value) }),
       ...(this.costModel === 'practice' && ui.recompute.value !== 'auto' ? { recompute: ui.recompute.value } : {}),
     };
   }
@@ -247,15 +247,15 @@ export class ClusterForm {
         gradBytes: numberValue(ui.gradBytes),
         optimizerBytes: numberValue(ui.optimizerBytes),
         activationBytes: numberValue(ui.activationBytes),
-        zero: Number(ui.zero.value),
+        zero: ui.zero.value === 'auto' ? 'auto' : Number(ui.zero.value),
         recompute: ui.costModel.value === 'practice' ? ui.recompute.value : 'none',
       },
     };
   }
 
-  /** The ZeRO stage chosen, for the hint of a plan that does not fit. */
+  /** The ZeRO stage chosen, for the hint of a plan that does not fit; null: searched. */
   get zero() {
-    return Number(this.#ui.zero.value);
+    return this.#ui.zero.value === 'auto' ? null : Number(this.#ui.zero.value);
   }
 
   // ---- Private ------------------------------------------------------------------

@@ -33,8 +33,10 @@ export class LayoutRanking {
   /**
    * @param {{card, tokens, price, rank, status, table, overBlock, over, paste, place, given}} ui
    * @param {{makeClient: () => object, requestText: (extra: object) => string,
-   *          defaultPrice: () => number|null, errors: {show: Function}}} hooks
-   *   requestText: the form's plan request with `extra` fields added
+   *          defaultPrice: () => number|null, errors: {show: Function},
+   *          onRanked?: (result: object) => void}} hooks
+   *   requestText: the form's plan request with `extra` fields added;
+   *   onRanked: each ranking shown (its days and cost price the plan's answers too)
    */
   constructor(ui, hooks) {
     this.#ui = ui;
@@ -141,6 +143,7 @@ export class LayoutRanking {
     ui.given.hidden = given.length === 0;
     ui.status.textContent = result.ranked.length ? searchLine(result)
       : `No layout fits the memory per GPU. ${searchLine(result)}`;
+    this.#hooks.onRanked?.(result);
   }
 
   #renderRanked() {

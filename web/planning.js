@@ -203,7 +203,11 @@ export class Planning {
     // The comparison plans without a pipeline (compare_json() has none); a
     // pipeline plan is set beside its results (views/compare.js).
     const compareRequest = requestText({ mcmc: comparisonMcmc }, { pipeline: false });
-    const asked = { devices: clusterForm.pageState().devices, zero: clusterForm.zero };
+    // ZeRO "auto": searched for a built-in language model under the practice
+    // model (null: no higher stage to suggest), none (0) for any other plan.
+    const searched = clusterForm.costModel === 'practice' && source.current?.kind === 'model'
+      && source.modelInfo(source.current.name)?.llm;
+    const asked = { devices: clusterForm.pageState().devices, zero: clusterForm.zero ?? (searched ? null : 0) };
     let long = false;
     let planned = null;
     let started = performance.now();

@@ -31,8 +31,11 @@ export const paperPreset = {
 export const customPreset = { id: 'custom', label: 'Custom', detail: 'The values typed below' };
 
 /** What a training step keeps per device when the fields are left alone:
- *  mixed-precision Adam, no ZeRO (the core's defaults, core/docs/cluster.md). */
-export const trainingDefaults = { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0 };
+ *  mixed-precision Adam (the core's defaults, core/docs/cluster.md), and
+ *  the ZeRO stage left to the planner: a language model's per-layer plan
+ *  under the practice model searches it (core/docs/layouts.md, "Both
+ *  answers"), any other plan has none. */
+export const trainingDefaults = { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 'auto' };
 
 /**
  * One entry of the module's presets() list ({id, name, tflops, memory_gib,

@@ -247,7 +247,7 @@ export class Results {
    * shown before, if any, stays, dimmed.
    * @param {{message: string}} error
    * @param {{capacityGib: number, leastGib: number|null, pipeline?: boolean}} noFit
-   * @param {{devices: number|null, zero: number}} cluster what was asked for
+   * @param {{devices: number|null, zero: number|null}} cluster what was asked for (zero null: searched)
    */
   showNoFit(error, noFit, { devices, zero }) {
     const ui = this.#ui.noFit;
@@ -257,7 +257,7 @@ export class Results {
         : `The least memory any strategy reaches is ${formatBytes(noFit.leastGib * 2 ** 30)} per GPU.`;
     ui.message.textContent = `The planner says: ${error.message}.`;
     const ways = [devices ? `more devices (now ${devices})` : 'more devices'];
-    if (zero < 3) ways.push(`a higher ZeRO stage (now ${zero})`);
+    if (zero !== null && zero < 3) ways.push(`a higher ZeRO stage (now ${zero})`);
     if (noFit.pipeline) ways.push('more pipeline stages or micro-batches (or auto)');
     ways.push('GPUs with more memory', 'a smaller batch');
     ui.hint.textContent = `To lower it, try ${ways.slice(0, -1).join(', ')} or ${ways.at(-1)}.`;

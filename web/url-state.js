@@ -31,7 +31,10 @@
 // Fields missing from the URL keep the page defaults: a link written before
 // the cluster editor existed has no gpn, mem, zero or byte counts, and plans
 // on a flat ring without a memory cap, as it did. (A URL without any
-// parameter is the page's first screen instead: app.js.) ZeRO 0 and byte counts
+// parameter is the page's first screen instead: app.js.) ZeRO "auto" (the
+// default: a language model's per-layer plan under the practice model
+// searches it; a link from before it, whose ZeRO 0 was left out, now plans
+// such a model with it searched, never slower) and byte counts
 // equal to the defaults are left out, and so are the search options when
 // they are the defaults (the auto search, every split, the planner's own
 // table limit, one stage, one micro-batch, 1F1B).
@@ -53,7 +56,7 @@ export const maxGraphFragment = 48 * 1024;
  *         | {kind: 'example', name: string}
  *         | {kind: 'upload', fileName: string, text: string}} Source
  * @typedef {{paramBytes: number|null, gradBytes: number|null, optimizerBytes: number|null,
- *            activationBytes: number|null, zero: number|null}} Training
+ *            activationBytes: number|null, zero: number|'auto'|null}} Training
  * @typedef {{source: Source|null, devices: number|null, tflops: number|null,
  *            bandwidth: number|null, gpusPerNode: number|null, intraBandwidth: number|null,
  *            memory: number|null, costModel: string|null ('practice'; null: paper),

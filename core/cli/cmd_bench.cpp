@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_layouts.hpp"
 #include "commands.hpp"
 #include "flags.hpp"
 #include "format.hpp"
@@ -197,6 +198,12 @@ std::string bench_usage() {
          "                      recomputation searched, under its GPU's memory) and\n"
          "                      print its step time beside the published layout's;\n"
          "                      a search still running after SECONDS is stopped\n"
+         "  --layouts           instead: the layout search (pase layouts) of every\n"
+         "                      built-in language model on 8, 64 and 1024 H100 (nodes of\n"
+         "                      8) at a global batch of 4 x GPUs and the model's sequence,\n"
+         "                      and the engines' verdicts on its top 10 layouts, each\n"
+         "                      checked by the engines' rules and by writing the\n"
+         "                      accepted exports; --models and --procs narrow it\n"
          "  --json              instead: read a config.json and a strategy with 10,000,\n"
          "                      100,000 and 1,000,000 extra keys and print the time per\n"
          "                      MiB and per key (flat when reading is linear)\n"
@@ -213,19 +220,47 @@ int run_bench(const Args& args) {
                                        {"--large", false},        {"--format", true},
                                        {"--published", true},     {"--fit", false},
                                        {"--cost-model", true},    {"--plan", true},
-                                       {"--json", false}};
+                                       {"--json", false},         {"--layouts", false}};
   if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
   if (flags.has("--json")) {
     for (std::string_view name :
          {"--models", "--procs", "--order", "--preset", "--flops", "--bandwidth", "--gpus-per-node",
           "--intra-bandwidth", "--max-memory", "--threads", "--large", "--cost-model",
-          "--published", "--fit", "--plan"})
+          "--published", "--fit", "--plan", "--layouts"})
       if (flags.has(name))
         return usage_error("bench",
                            "--json reads its own documents: give it without " + std::string(name));
     bool as_json = false;
     if (auto failure = format_from_flags(flags, as_json)) return failure->report("bench");
     return run_bench_json(as_json);
+  }
+  if (flags.has("--layouts")) {
+    for (std::string_view name :
+         {"--order", "--preset", "--flops", "--bandwidth", "--gpus-per-node", "--intra-bandwidth",
+          "--max-memory", "--threads", "--large", "--cost-model", "--published", "--fit", "--plan"})
+      if (flags.has(name))
+        return usage_error("bench",
+                           "--layouts sets its own clusters (H100, nodes of 8): give it "
+                           "without " +
+                               std::string(name));
+    bool as_json = false;
+    if (auto failure = format_from_flags(flags, as_json)) return failure->report("bench");
+    std::vector<std::string> names;
+    for (const pase::ModelInfo& m : pase::list_models())
+      if (m.llm) names.push_back(m.name);
+    if (auto text = flags.get("--models")) names = split_list(*text);
+    std::vector<int64_t> counts = {8, 64, 1024};
+    if (auto text = flags.get("--procs")) {
+      counts.clear();
+      for (const std::string& item : split_list(*text)) {
+        std::optional<int64_t> n = parse_int(item);
+        if (!n || *n < 8 || *n % 8 != 0 || *n > 65536)
+          return usage_error(
+              "bench", "--procs: '" + *text + "' is not a list of whole nodes of 8 (8 to 65536)");
+        counts.push_back(*n);
+      }
+    }
+    return run_bench_layouts(names, counts, as_json);
   }
   if ((flags.has("--fit") || flags.has("--plan")) && !flags.has("--published"))
     return usage_error("bench", "--fit and --plan work on published runs: give --published FILE");

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_layouts.hpp"
 #include "commands.hpp"
 #include "format.hpp"
 #include "inputs.hpp"
@@ -49,6 +50,11 @@ struct PreparedRun {
   pase::Graph graph;
   pase::LayoutStrategy laid;
   const Json* measured = nullptr;
+  // What the layout search of the run takes: its model, its cluster before
+  // the layout (the preset's memory is the cap there) and its layout.
+  pase::LayoutModel model;
+  pase::Cluster cluster;
+  pase::Layout layout;
 };
 
 pase::Error at(const std::string& id, std::string message) {
@@ -69,6 +75,11 @@ pase::Result<PreparedRun> prepare_run(const Json& run) {
   cluster.cost_model = pase::CostModel::kPractice;
   cluster.memory_gib = 0;  // the memory is reported, not a cap
   r.capacity_gib = preset->memory_gib;
+  // The layout search's: under the GPU's memory less the reserve, with no
+  // headroom (as --plan, below).
+  prepared.cluster = cluster;
+  prepared.cluster.memory_gib = preset->memory_gib;
+  prepared.cluster.headroom = 0;
 
   const Json& lay = run.at("layout");
   pase::Layout layout;
@@ -98,7 +109,11 @@ pase::Result<PreparedRun> prepare_run(const Json& run) {
   options.batch = layout.gbs;
   options.seq = run.at("seq").get<int64_t>();
   options.name = r.id;
-  pase::Result<pase::GraphSpec> spec = pase::import_llm_config(run.at("config").dump(), options);
+  pase::Result<pase::LlmConfig> config = pase::parse_llm_config(run.at("config").dump());
+  if (!config) return at(r.id, config.error().to_string());
+  prepared.model = pase::LayoutModel{*config, r.id, options.seq, pase::kLlmVocabMultiple};
+  prepared.layout = layout;
+  pase::Result<pase::GraphSpec> spec = pase::import_llm_config(*config, options);
   if (!spec) return at(r.id, spec.error().to_string());
   pase::Result<pase::Graph> graph = pase::build_graph(std::move(*spec));
   if (!graph) return at(r.id, graph.error().to_string());
@@ -368,10 +383,18 @@ int run_bench_published(const std::string& path, bool json, bool fit, double pla
     }
   }
   std::vector<RunResult> results;
+  std::vector<PublishedSearch> searches;
   for (size_t i = 0; i < runs.size(); ++i) {
     pase::Result<RunResult> r = price_run(runs[i], rates[i]);
     if (!r) return input_error(r.error());
     results.push_back(std::move(*r));
+    // Every layout of the run's space at the same rates.
+    pase::Cluster cluster = runs[i].cluster;
+    cluster.device = rates[i];
+    pase::Result<PublishedSearch> s =
+        search_beside_published(runs[i].model, cluster, runs[i].layout);
+    if (!s) return input_error(at(runs[i].base.id, s.error().to_string()));
+    searches.push_back(std::move(*s));
   }
   std::vector<double> errors;
   for (const RunResult& r : results) errors.push_back(std::fabs(r.error));
@@ -380,7 +403,7 @@ int run_bench_published(const std::string& path, bool json, bool fit, double pla
   if (json) {
     Json out = Json::object();
     Json list = Json::array();
-    for (const RunResult& r : results)
+    for (const RunResult& r : results) {
       list.push_back(Json{{"id", r.id},
                           {"devices", r.devices},
                           {"layout", r.layout},
@@ -392,6 +415,8 @@ int run_bench_published(const std::string& path, bool json, bool fit, double pla
                           {"capacity_gib", r.capacity_gib},
                           {"fits", r.memory_gib <= r.capacity_gib},
                           {"note", r.note}});
+      add_published_search(list.back(), searches[list.size() - 1]);
+    }
     out["runs"] = list;
     out["median_abs_error"] = median;
     out["max_abs_error"] = worst;
@@ -439,6 +464,9 @@ int run_bench_published(const std::string& path, bool json, bool fit, double pla
   out += "median |error| " + format("%.1f%%", 100 * median) + ", largest " +
          format("%.1f%%", 100 * worst) + " over " + std::to_string(results.size()) + " runs; " +
          std::to_string(fitting) + " of them fit in memory\n";
+  out += published_search_header();
+  for (size_t i = 0; i < results.size(); ++i)
+    out += published_search_row(results[i].id, searches[i]);
   return write_stdout(out) ? kExitOk : kExitError;
 }
 

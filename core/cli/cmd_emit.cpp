@@ -10,6 +10,7 @@
 #include "flags.hpp"
 #include "inputs.hpp"
 #include "nlohmann/json.hpp"
+#include "pase/answers.hpp"
 #include "pase/export.hpp"
 #include "pase/json_api.hpp"
 #include "pase/layout.hpp"
@@ -133,7 +134,7 @@ std::optional<int> check_emit_flag(const Flags& flags, std::string_view command)
 }
 
 int finish_planning(const Flags& flags, const Args& args, const pase::PlanView& view,
-                    const std::string& plan_out, bool json) {
+                    const std::string& plan_out, bool json, const pase::PlanAnswers* answers) {
   const std::string shown = json ? with_source(plan_out, args) : plan_out;
   std::optional<std::string> target = flags.get("--emit");
   if (!target) {
@@ -142,7 +143,8 @@ int finish_planning(const Flags& flags, const Args& args, const pase::PlanView& 
   }
   pase::Result<pase::ExportTarget> parsed = pase::parse_export_target(*target);
   if (!parsed) return input_error(parsed.error());
-  pase::Result<pase::Exported> exported = pase::export_plan(*parsed, view);
+  pase::Result<pase::Exported> exported =
+      answers ? pase::export_answers(*parsed, *answers) : pase::export_plan(*parsed, view);
   if (!exported) return input_error(exported.error());
   print_explanation(*exported);
   std::optional<std::string> path = flags.get("--output");

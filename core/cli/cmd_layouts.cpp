@@ -48,19 +48,6 @@ std::string layouts_usage() {
 
 namespace {
 
-// "15T", "300B", "2e12": a count of tokens.
-std::optional<double> parse_tokens(std::string text) {
-  double scale = 1;
-  if (!text.empty()) {
-    const char unit = text.back();
-    scale = unit == 'T' ? 1e12 : unit == 'B' ? 1e9 : unit == 'M' ? 1e6 : unit == 'K' ? 1e3 : 1;
-    if (scale != 1) text.pop_back();
-  }
-  std::optional<double> n = parse_double(text);
-  if (!n || *n < 0) return std::nullopt;
-  return *n * scale;
-}
-
 std::string gib(double bytes) { return format("%.1f GiB", bytes / 0x1p30); }
 
 // "M T", "M -", "- T": which engines start the layout.
@@ -89,8 +76,8 @@ std::string row(const pase::RankedLayout& r) {
   return line + pase::layout_text(r.layout) + "\n";
 }
 
-std::string search_text(const pase::LayoutModel& m, const pase::Cluster& c, int64_t gbs,
-                        const pase::LayoutSearch& s) {
+std::string ranking_text(const pase::LayoutModel& m, const pase::Cluster& c, int64_t gbs,
+                         const pase::LayoutSearch& s) {
   std::string out = pad_right("layouts", 17) + m.name + ", batch " + std::to_string(gbs) + " x " +
                     std::to_string(m.seq) + " on " + cluster_text(c) + "\n";
   out += pad_right("searched", 17) + grouped(static_cast<uint64_t>(s.priced)) +
@@ -168,19 +155,8 @@ int run_layouts(const Args& args) {
       return usage_error("layouts", "--top: '" + *top + "' is not a count from 1 to 1000");
     o.top = static_cast<size_t>(*n);
   }
-  if (std::optional<std::string> t = flags.get("--tokens")) {
-    std::optional<double> n = parse_tokens(*t);
-    if (!n) return usage_error("layouts", "--tokens: '" + *t + "' is not a count such as 15T");
-    o.tokens = *n;
-  }
-  if (std::optional<std::string> preset = flags.get("--preset"))
-    if (const pase::GpuPreset* p = pase::find_preset(*preset)) o.gpu_hour_price = p->gpu_hour_usd;
-  if (std::optional<std::string> price = flags.get("--gpu-hour-price")) {
-    std::optional<double> n = parse_double(*price);
-    if (!n || *n < 0)
-      return usage_error("layouts", "--gpu-hour-price: '" + *price + "' is not a price in USD");
-    o.gpu_hour_price = *n;
-  }
+  if (auto message = budget_from_flags(flags, o.tokens, o.gpu_hour_price))
+    return usage_error("layouts", *message);
   std::optional<pase::ExportTarget> emit;
   if (std::optional<std::string> to = flags.get("--emit")) {
     pase::Result<pase::ExportTarget> t = pase::parse_export_target(*to);
@@ -222,7 +198,7 @@ int run_layouts(const Args& args) {
     return write_output(flags.get("--output"), x->text);
   }
   const std::string out =
-      json ? pase::layout_search_to_json(*s) : search_text(*model, cluster, gbs, *s);
+      json ? pase::layout_search_to_json(*s) : ranking_text(*model, cluster, gbs, *s);
   return write_output(flags.get("--output"), out);
 }
 

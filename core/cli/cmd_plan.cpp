@@ -9,9 +9,11 @@
 #include <set>
 #include <string>
 
+#include "answers_text.hpp"
 #include "commands.hpp"
 #include "flags.hpp"
 #include "inputs.hpp"
+#include "pase/answers.hpp"
 #include "pase/graph.hpp"
 #include "pase/json_api.hpp"
 #include "pase/plan.hpp"
@@ -101,12 +103,32 @@ class ProgressPrinter {
   Clock::time_point last_;
 };
 
+// The two answers, as text or JSON, or an export (finish_planning()).
+int finish_answers(const Flags& flags, const Args& args, const pase::PlanAnswers& a,
+                   bool zero_searched, bool json) {
+  const PlanSource source = a.layout_wins ? PlanSource::kEvaluated : PlanSource::kSearched;
+  const std::string out =
+      json ? pase::plan_answers_to_json(a, zero_searched)
+           : answers_text(a) +
+                 plan_text(a.per_layer.graph, a.cluster, a.per_layer.plan, source,
+                           &a.per_layer.pipeline) +
+                 (a.layout_wins ? std::string() : search_text(a.per_layer.plan.search));
+  return finish_planning(flags, args,
+                         pase::PlanView{&a.graph, &a.per_layer.graph, &a.cluster, &a.per_layer.plan,
+                                        &a.per_layer.pipeline},
+                         out, json, &a);
+}
+
 }  // namespace
 
 std::string plan_usage() {
   return "usage: pase plan (--model NAME | --graph FILE [--dim NAME=SIZE ...])\n"
          "                 [--batch B] [--seq S] [options]\n\n"
-         "Finds the per-layer parallelization of least cost (the PaSE search).\n\n" +
+         "Finds the per-layer parallelization of least cost (the PaSE search). For a\n"
+         "language model under the practice model (a preset), first the best layout\n"
+         "Megatron-LM and torchtitan run ('pase layouts'), then the per-layer plan\n"
+         "starting from it, with ZeRO (unless --zero) and the micro-batches (unless\n"
+         "--microbatches or --stages) searched too.\n\n" +
          std::string(kGraphHelp) + std::string(kClusterHelp) + std::string(kMemoryHelp) +
          std::string(kHeadroomHelp) + std::string(kTrainingHelp) +
          "  --order ORDER       vertex order: genseq (default), bfs, mintable\n"
@@ -117,6 +139,9 @@ std::string plan_usage() {
          "                      (rounds of the exact search over parts of the graph,\n"
          "                      with a proven lower bound and the gap to it)\n" +
          std::string(kThreadsHelp) + std::string(kPipelineHelp) +
+         "  --tokens T          a training budget (15T, 300B, 2e12): the days to train\n"
+         "  --gpu-hour-price USD\n"
+         "                      with --tokens, the cost (default: the preset's price)\n"
          "  --pow2-only         only power-of-two splits\n"
          "  --all-devices       only configurations that use every device\n"
          "  --mesh-only         only splits whose product divides the devices (what a\n"
@@ -140,6 +165,8 @@ int run_plan(const Args& args) {
                                            {"--microbatches", true},
                                            {"--schedule", true},
                                            {"--emit", true},
+                                           {"--tokens", true},
+                                           {"--gpu-hour-price", true},
                                            {"--output", true}},
                                           flags))
     return usage_error("plan", *message);
@@ -185,6 +212,21 @@ int run_plan(const Args& args) {
   if (!graph) return input_error(graph.error());
   ProgressPrinter progress;
   options.on_progress = [&progress](const pase::Progress& p) { progress(p); };
+  // A language model under the practice model: the best layout first, then
+  // the per-layer plan that starts from it (core/docs/layouts.md, "Both
+  // answers").
+  if (pase::has_layout_answers(*graph, cluster)) {
+    pase::AnswerOptions a;
+    if (pipeline) a.pipeline = *pipeline;
+    a.zero_auto = !flags.has("--zero");
+    if (source.vocab_padding > 0) a.vocab_multiple = source.vocab_padding;
+    if (auto message = budget_from_flags(flags, a.layouts.tokens, a.layouts.gpu_hour_price))
+      return usage_error("plan", *message);
+    pase::Result<pase::PlanAnswers> answers = pase::plan_answers(*graph, cluster, a, options);
+    progress.finish();
+    if (!answers) return input_error(with_memory_hint(answers.error(), cluster));
+    return finish_answers(flags, args, *answers, a.zero_auto, json);
+  }
   if (pipeline) {
     pase::Result<pase::PipelinePlan> piped =
         pase::plan_pipeline(*graph, cluster, *pipeline, options);

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "flags.hpp"
+#include "pase/answers.hpp"
 #include "pase/export.hpp"
 
 namespace pase_cli {
@@ -40,9 +41,11 @@ std::string with_source(const std::string& json_text, const Args& args);
 std::optional<int> check_emit_flag(const Flags& flags, std::string_view command);
 // What plan and eval print: `plan_out` (the table or, with `json`, the
 // result with its source), or with --emit the export, to --output or
-// standard output (and then the plan is not printed).
+// standard output (and then the plan is not printed). With `answers` (a
+// language model's, pase/answers.hpp) the export is export_answers()'s.
 int finish_planning(const Flags& flags, const Args& args, const pase::PlanView& view,
-                    const std::string& plan_out, bool json);
+                    const std::string& plan_out, bool json,
+                    const pase::PlanAnswers* answers = nullptr);
 // pase layouts: the layout search, ranked (cmd_layouts.cpp).
 int run_layouts(const Args& args);
 std::string layouts_usage();

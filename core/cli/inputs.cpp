@@ -432,4 +432,38 @@ pase::Result<pase::Graph> load_source(const GraphSource& source) {
   return graph;
 }
 
+namespace {
+
+// "15T", "300B", "2e12": a count of tokens.
+std::optional<double> parse_tokens(std::string text) {
+  double scale = 1;
+  if (!text.empty()) {
+    const char unit = text.back();
+    scale = unit == 'T' ? 1e12 : unit == 'B' ? 1e9 : unit == 'M' ? 1e6 : unit == 'K' ? 1e3 : 1;
+    if (scale != 1) text.pop_back();
+  }
+  std::optional<double> n = parse_double(text);
+  if (!n || *n < 0) return std::nullopt;
+  return *n * scale;
+}
+
+}  // namespace
+
+std::optional<std::string> budget_from_flags(const Flags& flags, double& tokens,
+                                             double& gpu_hour_price) {
+  if (std::optional<std::string> t = flags.get("--tokens")) {
+    std::optional<double> n = parse_tokens(*t);
+    if (!n) return "--tokens: '" + *t + "' is not a count such as 15T";
+    tokens = *n;
+  }
+  if (std::optional<std::string> preset = flags.get("--preset"))
+    if (const pase::GpuPreset* p = pase::find_preset(*preset)) gpu_hour_price = p->gpu_hour_usd;
+  if (std::optional<std::string> price = flags.get("--gpu-hour-price")) {
+    std::optional<double> n = parse_double(*price);
+    if (!n || *n < 0) return "--gpu-hour-price: '" + *price + "' is not a price in USD";
+    gpu_hour_price = *n;
+  }
+  return std::nullopt;
+}
+
 }  // namespace pase_cli

@@ -124,4 +124,10 @@ pase::Result<pase::GraphSpec> import_file(const std::string& path, pase::ImportO
 // model, are named after the file's stem, a config by config_graph_name().
 pase::Result<pase::Graph> load_source(const GraphSource& source);
 
+// --tokens (a count: 15T, 300B, 2e12) and --gpu-hour-price (USD; by
+// default the --preset's gpu_hour_usd): a training budget's days and cost
+// (pase layouts, pase plan). A usage message for a bad value.
+std::optional<std::string> budget_from_flags(const Flags& flags, double& tokens,
+                                             double& gpu_hour_price);
+
 }  // namespace pase_cli

@@ -99,6 +99,16 @@ export function useSite() {
 }
 
 /** The plan's exact cost once #total-cost shows one other than `previous`. */
+/** Plans a built-in network on the page: its batch and sequence, a preset (e.g. 'h100'); returns the cost shown (waitForCost()). */
+export async function planModel(page, { model, batch, seq, preset }) {
+  await page.selectOption('#model-select', model);
+  if (batch !== undefined) await page.fill('#batch', String(batch));
+  if (seq !== undefined) await page.fill('#seq', String(seq));
+  if (preset !== undefined) await page.selectOption('#preset', preset);
+  await page.click('#plan-button');
+  return waitForCost(page);
+}
+
 export async function waitForCost(page, previous = '—') {
   await page.waitForFunction((old) => {
     const text = document.getElementById('total-cost').dataset.exact;

@@ -10,7 +10,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { browserSkip, openSitePage, useSite, waitForCost } from './browser.mjs';
+import { browserSkip, openSitePage, planModel, useSite, waitForCost } from './browser.mjs';
 
 const skip = browserSkip;
 const timeout = 180_000;
@@ -18,12 +18,7 @@ const site = useSite();
 
 /** GPT-2 at batch 8 x 256 on a node of 8 H100, planned, and its layouts ranked. */
 async function planGpt2(page) {
-  await page.selectOption('#model-select', 'gpt2');
-  await page.fill('#batch', '8');
-  await page.fill('#seq', '256');
-  await page.selectOption('#preset', 'h100');
-  await page.click('#plan-button');
-  await waitForCost(page);
+  await planModel(page, { model: 'gpt2', batch: 8, seq: 256, preset: 'h100' });
   await page.waitForFunction(() => /layouts priced/.test(document.getElementById('layouts-status').textContent), null, { timeout: 60_000 });
 }
 
@@ -116,6 +111,36 @@ test('layouts: the Export menu\'s Megatron-LM file is of the layout chosen in th
   const text = await page.textContent('#export-text');
   assert.match(text, new RegExp(`--tensor-model-parallel-size ${tp} `));
   assert.match(text, new RegExp(`--pipeline-model-parallel-size ${pp} `));
+  assert.deepEqual(problems, []);
+  await close();
+});
+
+test('layouts: a language model\'s plan shows the best layout first, then the per-layer plan beside it', { skip, timeout }, async () => {
+  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  // ZeRO is searched unless chosen: the request leaves it out.
+  assert.equal(await page.inputValue('#zero'), 'auto');
+  await planGpt2(page);
+  assert.equal(await page.isVisible('#answers'), true);
+  const shown = await page.evaluate(() => ({
+    layout: document.querySelector('#answers .best-answer code').textContent,
+    heads: [...document.querySelectorAll('#answers h3')].map((h) => h.textContent),
+    gain: document.querySelector('#answers .answer-gain').textContent,
+    // The answers come before the plan's own results.
+    first: Boolean(document.getElementById('answers').compareDocumentPosition(document.getElementById('summary-table') ?? document.body) & Node.DOCUMENT_POSITION_FOLLOWING),
+  }));
+  const expected = JSON.parse(site.pase.layouts(JSON.stringify({
+    model: 'gpt2', batch: 8, seq: 256, preset: 'h100', cluster: { devices: 8 }, cost_model: 'practice', top: 1,
+  })));
+  assert.equal(shown.layout, expected.ranked[0].layout);
+  assert.deepEqual(shown.heads, ['Best layout (what Megatron-LM and torchtitan run)', 'Per-layer plan (what JAX/GSPMD runs)']);
+  assert.match(shown.gain, /a step: (gains nothing over the best layout|.* faster than the best layout)\.$/);
+  assert.equal(shown.first, true);
+  // A network that is not a language model has one answer.
+  await page.selectOption('#model-select', 'alexnet');
+  await page.click('#plan-button');
+  await waitForCost(page);
+  await page.waitForFunction(() => document.getElementById('answers').hidden, null, { timeout: 60_000 });
+  assert.equal(await page.isVisible('#error'), false);
   assert.deepEqual(problems, []);
   await close();
 });

@@ -97,12 +97,19 @@ test('url-state: nodes, memory, ZeRO and the training bytes round-trip; defaults
   assert.equal(state.memory, 40);
   assert.deepEqual(state.training, { paramBytes: null, gradBytes: 4, optimizerBytes: null, activationBytes: null, zero: 3, recompute: null });
   assert.equal(state.costModel, null, 'the paper model is the default, not written');
-  // ZeRO 0 and the default bytes write nothing.
+  // ZeRO "auto" (searched) and the default bytes write nothing; ZeRO 0, set
+  // by hand, is written.
   const { href } = await writeState(base, {
+    source: { kind: 'model', name: 'gpt2', batch: 16, seq: 1024 }, devices: 8,
+    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 'auto' },
+  });
+  assert.equal(href, `${base}?model=gpt2&batch=16&seq=1024&devices=8`);
+  const zero = await writeState(base, {
     source: { kind: 'model', name: 'gpt2', batch: 16, seq: 1024 }, devices: 8,
     training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0 },
   });
-  assert.equal(href, `${base}?model=gpt2&batch=16&seq=1024&devices=8`);
+  assert.equal(zero.href, `${base}?model=gpt2&batch=16&seq=1024&devices=8&zero=0`);
+  assert.equal((await readState(zero.href)).training.zero, 0);
 });
 
 test('url-state: a link from before the cluster editor has no nodes, no cap and default training', async () => {
@@ -125,7 +132,7 @@ test('url-state: the practice cost model, its memory bandwidth and recomputation
   const source = { kind: 'model', name: 'gpt2', batch: 8, seq: 256 };
   const written = await writeState(base, {
     source, devices: 8, costModel: 'practice', memoryBandwidth: 3350,
-    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0, recompute: 'full' },
+    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 'auto', recompute: 'full' },
   });
   assert.equal(written.href, `${base}?model=gpt2&batch=8&seq=256&devices=8&cm=practice&membw=3350&rc=full`);
   const state = await readState(written.href);
@@ -135,18 +142,18 @@ test('url-state: the practice cost model, its memory bandwidth and recomputation
   // The paper model writes none of them, whatever the fields hold.
   const paper = await writeState(base, {
     source, devices: 8, costModel: 'paper', memoryBandwidth: 3350,
-    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0, recompute: 'full' },
+    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 'auto', recompute: 'full' },
   });
   assert.equal(paper.href, `${base}?model=gpt2&batch=8&seq=256&devices=8`);
   // The search's choice is the default: left out; "none" is stated.
   const searched = await writeState(base, {
     source, devices: 8, costModel: 'practice', memoryBandwidth: 3350,
-    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0, recompute: 'auto' },
+    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 'auto', recompute: 'auto' },
   });
   assert.equal(searched.href, `${base}?model=gpt2&batch=8&seq=256&devices=8&cm=practice&membw=3350`);
   const none = await writeState(base, {
     source, devices: 8, costModel: 'practice', memoryBandwidth: 3350,
-    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 0, recompute: 'none' },
+    training: { paramBytes: 2, gradBytes: 2, optimizerBytes: 12, activationBytes: 2, zero: 'auto', recompute: 'none' },
   });
   assert.match(none.href, /&rc=none$/);
 });

@@ -116,11 +116,16 @@ export function searchLine(result) {
  * The two answers of a plan of a language model: first the best layout
  * (what Megatron-LM and torchtitan run), then the per-layer plan, what
  * JAX/GSPMD runs, with its gain over the best layout or that it gains
- * nothing. Hides `container` for a plan without a best layout.
+ * nothing. Hides `container` for a plan without a best layout. With the
+ * Layouts card's `ranking` of the same request and a token budget, the days
+ * and cost of both: the ranking's for the best layout, and the per-layer
+ * plan's in proportion to its step (the tokens of a step are the same).
  */
-export function renderAnswers(container, plan) {
+export function renderAnswers(container, plan, ranking = null) {
   const best = plan?.best_layout;
   const perLayer = plan?.per_layer;
+  const priced = ranking?.ranked?.find((e) => e.layout === best?.layout && e.days > 0);
+  const scaled = (entry, step) => ({ days: entry.days * step / entry.step_time_s, cost: entry.cost * step / entry.step_time_s });
   container.hidden = !best;
   if (!best) {
     container.replaceChildren();
@@ -130,24 +135,30 @@ export function renderAnswers(container, plan) {
     el('h3', { text: 'Best layout (what Megatron-LM and torchtitan run)' }),
     el('p', {}, [el('code', { class: 'answer-layout', text: best.layout })]),
     el('p', { class: 'answer-figures', text: `${formatSeconds(best.step_time_s)} a step, MFU ${formatShare(best.mfu)}, `
-      + `${formatCount(best.tokens_per_s)} tokens/s, ${memoryText(best.memory)}${budgetText(best) ? `; ${budgetText(best)}` : ''}` }),
+      + `${formatCount(best.tokens_per_s)} tokens/s, ${memoryText(best.memory)}${priced ? `; ${budgetText(priced)}` : ''}` }),
     el('p', { class: 'hint', text: `${partsText(best.parts)}; ${enginesText(best.engines)}` }),
   ])];
   if (perLayer) {
     const gains = perLayer.gain_s > 0;
+    const slower = perLayer.gain_s < 0;
     const differs = perLayer.differs_at ?? [];
+    const step = `${formatSeconds(perLayer.step_time_s)} a step`;
+    const hand = (perLayer.set_by_hand ?? []).join(' and ');
+    const budget = priced ? ` ${budgetText(scaled(priced, perLayer.step_time_s))}.` : '';
     rows.push(el('div', { class: 'answer per-layer-answer' }, [
       el('h3', { text: 'Per-layer plan (what JAX/GSPMD runs)' }),
       el('p', {
         class: 'answer-gain',
-        text: gains
-          ? `${formatSeconds(perLayer.step_time_s)} a step: ${formatSeconds(perLayer.gain_s)} (${formatShare(perLayer.gain_fraction)}) faster than the best layout.`
-          : `${formatSeconds(perLayer.step_time_s)} a step: gains nothing over the best layout.`,
+        text: (gains
+          ? `${step}: ${formatSeconds(perLayer.gain_s)} (${formatShare(perLayer.gain_fraction)}) faster than the best layout.`
+          : slower
+            ? `${step}: ${formatSeconds(-perLayer.gain_s)} (${formatShare(-perLayer.gain_fraction)}) slower than the best layout, with ${hand} set by hand.`
+            : `${step}: gains nothing over the best layout.`) + budget,
       }),
-      gains && differs.length
+      (gains || slower) && differs.length
         ? el('p', { class: 'hint answer-differs' }, [`It differs from the layout at: ${differs.join('; ')}.`])
         : null,
-      el('p', { class: 'hint', text: 'The rest of the results below is this plan\'s.' }),
+      el('p', { class: 'hint', text: perLayer.layout_wins ? 'The rest of the results below is the best layout\'s own plan.' : 'The rest of the results below is this plan\'s.' }),
     ]));
   }
   container.replaceChildren(...rows);

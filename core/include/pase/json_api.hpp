@@ -26,6 +26,8 @@
 
 namespace pase {
 
+struct PlanAnswers;  // answers.hpp
+
 // A plan (or evaluate) request: {"graph": {...} | "model": "name", "batch": B, "seq": S,
 // "preset": "h100" (fills the cluster; its own fields win), "training": {...},
 // "cluster": {...}, "order": "genseq", "max_memory": bytes, "strategy": [...]}.
@@ -44,6 +46,14 @@ struct PlanRequest {
   // "emit": "jax" or a list of "jax", "megatron", "torchtitan": the result
   // carries "exports", each the plan as that target (core/docs/export.md).
   std::vector<ExportTarget> emit;
+  // "vocab_padding" (a built-in language model's), and whether "training"
+  // states "zero" (else the per-layer plan of a language model searches it:
+  // answers.hpp).
+  int64_t vocab_padding = kLlmVocabMultiple;
+  bool zero_given = false;
+  // "tokens" and "gpu_hour_price" (by default the preset's): the days and
+  // cost to train of a language model's answers (answers.hpp).
+  double tokens = 0, gpu_hour_price = 0;
 };
 
 Result<PlanRequest> parse_plan_request(std::string_view json_text);
@@ -118,6 +128,15 @@ std::string evaluate_json(std::string_view request_json);
 // `on_progress` sees the fraction done; false cancels.
 std::string layouts_json(std::string_view request_json,
                          const std::function<bool(double)>& on_progress = {});
+// The plan-result document of a language model's two answers (answers.hpp;
+// what plan_json() returns for one under the practice model): the per-layer
+// plan's document (pipeline_plan_to_json()) with "best_layout" (a ranked
+// layout of layouts_json(), or null when none fits), "per_layer":
+// {"runs_on": "JAX/GSPMD", "step_time_s", "layout_wins", "gain_s",
+// "gain_fraction", "differs_at", "set_by_hand", "zero", "zero_searched",
+// "days", "cost"}
+// and "layouts": {"priced", "ruled_out", "bounded", "refused", "seconds"}.
+std::string plan_answers_to_json(const PlanAnswers& answers, bool zero_searched);
 // The result document of layouts_json() for a search already run.
 std::string layout_search_to_json(const LayoutSearch& search);
 

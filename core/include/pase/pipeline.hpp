@@ -54,10 +54,13 @@
 //   the boundaries allow; "pipeline.microbatches": M does not divide the
 //   batch of every graph input, or the micro-batch graph does not build (a
 //   Reshape that names the batch); "cluster.memory_gib": no partition fits;
-//   the errors of plan() (memory limit of the tables, cancellation).
+//   "pipeline.incumbent_cost": no pipeline tried is cheaper than the
+//   incumbent (with recompute kAuto: under no recomputation tried); the
+//   errors of plan() (memory limit of the tables, cancellation).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -81,6 +84,12 @@ struct PipelineOptions {
   // (core/docs/pipeline.md, "Pruning"); the result is the same either way.
   // false: plan every range, the reference the tests compare with.
   bool prune = true;
+  // A step cost to beat (FLOP-equivalents, the T of another strategy: the
+  // best layout's, core/docs/layouts.md, "Both answers"): the search starts
+  // from it, so that pairs and ranges whose lower bound is above it go
+  // unsearched, and returns an error at "pipeline.incumbent_cost" when no
+  // pipeline it tries is cheaper. Infinity: none.
+  double incumbent_cost = std::numeric_limits<double>::infinity();
 };
 
 // A strategy with a pipeline: a configuration and a stage per vertex of the

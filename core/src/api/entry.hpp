@@ -12,6 +12,7 @@
 #include "pase/cluster.hpp"
 #include "pase/export.hpp"
 #include "pase/json_api.hpp"
+#include "pase/layout_search.hpp"
 #include "pase/pipeline.hpp"
 #include "util/json_util.hpp"
 
@@ -100,5 +101,13 @@ Result<PlanRequest> parse_search_request(std::string_view json_text);
 // empty.
 std::string with_exports(json_detail::Json result, const std::vector<ExportTarget>& emit,
                          const PlanView& view);
+
+// plan_json() of a language model under the practice model
+// (has_layout_answers(), answers.hpp): its two answers, with the exports
+// of `emit` (answers_json.cpp).
+std::string answers_json(const PlanRequest& request);
+
+// One ranked layout of layouts_json()'s "ranked" (layouts_json.cpp).
+json_detail::Json ranked_layout_json(const RankedLayout& ranked);
 
 }  // namespace pase

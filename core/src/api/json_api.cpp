@@ -19,6 +19,7 @@
 
 #include "api/entry.hpp"
 #include "model/cost_model.hpp"
+#include "pase/answers.hpp"
 #include "pase/graph.hpp"
 #include "pase/layout.hpp"
 #include "pase/models.hpp"
@@ -365,6 +366,7 @@ std::string plan_json(std::string_view request_json,
     Result<PlanRequest> request = parse_search_request(request_json);
     if (!request) return error_to_json(request.error());
     request->options.on_progress = on_progress;
+    if (has_layout_answers(request->graph, request->cluster)) return answers_json(*request);
     if (request->pipeline) {
       Result<PipelinePlan> piped =
           plan_pipeline(request->graph, request->cluster, *request->pipeline, request->options);

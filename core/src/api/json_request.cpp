@@ -178,10 +178,11 @@ Result<uint64_t> bytes_from_json(const Json& value, const std::string& where) {
 Result<PlanRequest> request_from_json(const Json& value) {
   if (!value.is_object()) return Error{"the request must be a JSON object", ""};
   ObjectReader reader(value, "");
-  reader.allow_only({"graph",    "model",      "batch",       "seq",        "preset",
-                     "cluster",  "training",   "order",       "max_memory", "search",
-                     "strategy", "pow2_only",  "all_devices", "mesh_only",  "threads",
-                     "pipeline", "cost_model", "layout",      "emit",       "vocab_padding"});
+  reader.allow_only({"graph",    "model",         "batch",       "seq",        "preset",
+                     "cluster",  "training",      "order",       "max_memory", "search",
+                     "strategy", "pow2_only",     "all_devices", "mesh_only",  "threads",
+                     "pipeline", "cost_model",    "layout",      "emit",       "vocab_padding",
+                     "tokens",   "gpu_hour_price"});
 
   PlanRequest request;
   const Json* graph = reader.find("graph");
@@ -214,6 +215,10 @@ Result<PlanRequest> request_from_json(const Json& value) {
                         "vocab_padding"});
     }
   }
+  request.vocab_padding = vocab_padding;
+  reader.read("tokens", request.tokens, json_detail::to_non_negative_number);
+  const bool priced =
+      reader.read("gpu_hour_price", request.gpu_hour_price, json_detail::to_non_negative_number);
   // The small fields come before the graph so that their errors do not wait
   // for a large graph to be built.
   // A preset fills the cluster; the cluster's own fields win.
@@ -222,6 +227,7 @@ Result<PlanRequest> request_from_json(const Json& value) {
   if (reader.read("preset", preset, json_detail::to_non_empty_string)) {
     if (const GpuPreset* p = find_preset(preset)) {
       base = apply_preset(base, *p);
+      if (!priced) request.gpu_hour_price = p->gpu_hour_usd;
     } else {
       reader.fail(
           Error{"unknown preset " + quoted_text(preset) + "; known: " + preset_ids(), "preset"});
@@ -240,6 +246,7 @@ Result<PlanRequest> request_from_json(const Json& value) {
   // The practice model searches the recomputation unless the request states
   // it (core/docs/practice-model.md, "Recomputation").
   const Json* training = reader.find("training");
+  request.zero_given = training != nullptr && training->is_object() && training->contains("zero");
   if (request.cluster.cost_model == CostModel::kPractice &&
       !(training != nullptr && training->is_object() && training->contains("recompute")))
     request.cluster.training.recompute = Recompute::kAuto;

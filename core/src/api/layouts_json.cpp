@@ -46,6 +46,8 @@ Json verdict_json(const EngineVerdict& v) {
   return j;
 }
 
+}  // namespace
+
 Json ranked_layout_json(const RankedLayout& r) {
   Json j = Json::object();
   j["rank"] = r.rank;
@@ -73,6 +75,8 @@ Json ranked_layout_json(const RankedLayout& r) {
   j["versus_best"] = r.versus_best;
   return j;
 }
+
+namespace {
 
 Json layout_search_json(const LayoutSearch& s) {
   Json j = Json::object();

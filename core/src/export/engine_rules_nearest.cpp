@@ -12,21 +12,11 @@
 
 #include "export/engine_rules.hpp"
 #include "export/engine_rules_detail.hpp"
+#include "util/divisors.hpp"
 
 namespace pase {
 namespace engine_rules_detail {
 namespace {
-
-std::vector<int64_t> rules_divisors(int64_t n) {
-  std::vector<int64_t> d;
-  for (int64_t i = 1; i * i <= n; ++i)
-    if (n % i == 0) {
-      d.push_back(i);
-      if (i != n / i) d.push_back(n / i);
-    }
-  std::sort(d.begin(), d.end());
-  return d;
-}
 
 // The layouts that may mend `rule`, nearest first.
 std::vector<Layout> rules_candidates(const EngineRules& r, const Layout& l,
@@ -52,13 +42,13 @@ std::vector<Layout> rules_candidates(const EngineRules& r, const Layout& l,
       out.push_back(x);
     }
   } else if (rule == "heads" || rule == "mlp-width") {
-    const std::vector<int64_t> ts = rules_divisors(l.tp);
+    const std::vector<int64_t> ts = divisors(l.tp);
     for (auto t = ts.rbegin(); t != ts.rend(); ++t)
       if (*t < l.tp) out.push_back(lowered(*t, l.cp));
   } else if (rule == "sequence-length") {
     std::vector<std::pair<int64_t, int64_t>> tc;
-    for (int64_t t : rules_divisors(l.tp))
-      for (int64_t c : rules_divisors(l.cp))
+    for (int64_t t : divisors(l.tp))
+      for (int64_t c : divisors(l.cp))
         if (t * c < l.tp * l.cp) tc.push_back({t, c});
     std::sort(tc.begin(), tc.end(), [](const auto& a, const auto& b) {
       return std::make_tuple(a.first * a.second, a.first) >
@@ -142,7 +132,7 @@ std::vector<Layout> rules_candidates(const EngineRules& r, const Layout& l,
     // HSDP over the fewest ranks that the rule allows (dp_shard = dp: FSDP);
     // for torchtitan first those whose shards still hold the experts' ranks.
     std::vector<int64_t> ds;
-    for (int64_t d : rules_divisors(l.dp))
+    for (int64_t d : divisors(l.dp))
       if (d > 1 && (rule == "ddp" || d >= l.dp_shard)) ds.push_back(d);
     const auto holds_experts = [&](int64_t d) {
       return r.megatron() || l.ep == 1 ||

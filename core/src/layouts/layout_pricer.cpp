@@ -7,18 +7,13 @@
 #include <string>
 
 #include "cost/cost_tables.hpp"
+#include "layouts/layout_parts.hpp"
 #include "model/cost_model.hpp"
 #include "pase/models.hpp"
 #include "pipeline/pipeline_model.hpp"
 
 namespace pase::layout_detail {
 namespace {
-
-Error pricer_error(std::string message, const std::string& field) {
-  return Error{std::move(message), "layout." + field};
-}
-
-enum Part : int { kEmbed, kBlock0, kBlock1, kHead };
 
 void add(PartSums& to, const PartSums& part, double times) {
   to.total += times * part.total;
@@ -46,110 +41,29 @@ double edge_sum(const Graph& g, const std::vector<size_t>& edges, const Strategy
 
 }  // namespace
 
-// The two-block model at one micro-batch with one layout's configurations:
-// the vertices of each part and the edges by the parts they join.
-struct LayoutPricer::Reduced {
-  std::shared_ptr<const Graph> graph;
-  Strategy configs;
-  std::vector<int> part_of;  // per vertex
-  // Edges inside a part (by part), and between: embedding -> first block,
-  // block -> next block, last block -> head.
-  std::vector<size_t> inside[4], embed_link, link, head_link;
-};
-
-struct LayoutPricer::Placement {
-  PartSums embed, head, block[3];  // block: by recomputation none, selective, full
-  double embed_link = 0, link = 0, head_link = 0;
-};
-
-LayoutPricer::LayoutPricer(const LayoutModel& model, const Cluster& cluster, int64_t gbs)
-    : model_(model), cluster_(cluster), gbs_(gbs), whole_(ops::make_machine(cluster)) {}
+LayoutPricer::LayoutPricer(const LayoutModel& model, const Cluster& cluster, int64_t gbs,
+                           bool share_configs)
+    : model_(model),
+      cluster_(cluster),
+      gbs_(gbs),
+      whole_(ops::make_machine(cluster)),
+      share_configs_(share_configs) {}
 
 LayoutPricer::~LayoutPricer() = default;
 
-Result<const LayoutPricer::Reduced*> LayoutPricer::reduced(const Layout& l, int64_t micro_batch) {
-  const std::vector<int64_t> key = {l.tp, l.cp, l.dp, l.ep, l.etp, l.sp ? 1 : 0, micro_batch};
-  if (auto it = reduced_.find(key); it != reduced_.end()) return it->second.get();
-  if (auto it = refused_.find(key); it != refused_.end()) return it->second;
-  Result<const Reduced*> made = make_reduced(l, micro_batch);
-  if (!made) {
-    refused_.emplace(key, made.error());
-    return made.error();
-  }
-  return made;
-}
-
-Result<const LayoutPricer::Reduced*> LayoutPricer::make_reduced(const Layout& l,
-                                                                int64_t micro_batch) {
-  const std::vector<int64_t> key = {l.tp, l.cp, l.dp, l.ep, l.etp, l.sp ? 1 : 0, micro_batch};
-  // The graph at this micro-batch and vocabulary padding, shared by the
-  // layouts of every other degree.
-  const int64_t multiple = model_.vocab_multiple == 1 ? 1 : model_.vocab_multiple * l.tp;
-  const std::pair<int64_t, int64_t> graph_key{micro_batch, multiple};
-  auto known = graphs_.find(graph_key);
-  if (known == graphs_.end()) {
-    LlmConfig two = model_.config;
-    two.num_layers = std::min<int64_t>(2, model_.config.num_layers);
-    Result<GraphSpec> spec = llm_spec(two, model_.name, micro_batch, model_.seq, multiple);
-    if (!spec) {
-      Error e = spec.error();
-      if (e.where == "vocab_padding")
-        e = pricer_error(
-            "the vocabulary padding of 128 x tp is above the largest allowed: " + e.message, "tp");
-      return e;
-    }
-    Result<Graph> g = build_graph(*spec);
-    if (!g) return g.error();
-    known = graphs_.emplace(graph_key, std::make_shared<const Graph>(std::move(*g))).first;
-  }
-  auto r = std::make_unique<Reduced>();
-  r->graph = known->second;
-  const Graph& graph = *r->graph;
-  // The configurations layout_strategy() gives on one stage of q devices.
-  Layout one = l;
-  one.pp = 1;
-  one.vpp = 1;
-  one.pp_first = one.pp_last = 0;
-  one.recompute = Recompute::kNone;
-  one.recompute_blocks = 0;
-  one.dp_shard = 0;
-  one.gbs = micro_batch;
-  Cluster stage = cluster_;
-  stage.devices = l.tp * l.dp * l.cp;
-  stage.memory_gib = 0;
-  Result<LayoutStrategy> s = layout_strategy(graph, stage, one);
-  if (!s) return s.error();
-  r->configs = s->strategy.configs;
-  const size_t n = graph.vertices.size();
-  r->part_of.resize(n);
-  bool seen_block = false;
-  for (size_t v = 0; v < n; ++v) {
-    const int b = model_of(graph, static_cast<int>(v)).block;
-    seen_block = seen_block || b >= 0;
-    r->part_of[v] = b == 0 ? kBlock0 : b == 1 ? kBlock1 : seen_block ? kHead : kEmbed;
-  }
-  const bool one_block = model_.config.num_layers == 1;
-  for (size_t i = 0; i < graph.edges.size(); ++i) {
-    const Edge& e = graph.edges[i];
-    const int a = r->part_of[static_cast<size_t>(e.src)],
-              b = r->part_of[static_cast<size_t>(e.dst)];
-    if (a == b) {
-      r->inside[a].push_back(i);
-    } else if (a == kEmbed && b == kBlock0) {
-      r->embed_link.push_back(i);
-    } else if (a == kBlock0 && b == kBlock1) {
-      r->link.push_back(i);
-    } else if (b == kHead && (a == kBlock1 || (one_block && a == kBlock0))) {
-      r->head_link.push_back(i);
-    } else {
-      return Error{"the model's graph joins " + graph.vertices[e.src].name + " to " +
-                       graph.vertices[e.dst].name +
-                       ", which the layout search's blocks do not compose",
-                   "model"};
-    }
-  }
-  const Reduced* out = r.get();
-  reduced_.emplace(key, std::move(r));
+const LayoutPricer::EdgeSums& LayoutPricer::edge_sums(const Reduced& r, int64_t q,
+                                                      int64_t first_device) {
+  const auto key = std::make_pair(&r, first_device);
+  if (auto it = edge_sums_.find(key); it != edge_sums_.end()) return *it->second;
+  const Graph& g = *r.graph;
+  const ops::Machine m = stage_machine(cluster_, q, first_device, 0, 1, Recompute::kNone);
+  auto e = std::make_unique<EdgeSums>();
+  for (int part = 0; part < 4; ++part) e->inside[part] = edge_sum(g, r.inside[part], r.configs, m);
+  e->embed_link = edge_sum(g, r.embed_link, r.configs, m);
+  e->link = edge_sum(g, r.link, r.configs, m);
+  e->head_link = edge_sum(g, r.head_link, r.configs, m);
+  const EdgeSums& out = *e;
+  edge_sums_.emplace(key, std::move(e));
   return out;
 }
 
@@ -159,19 +73,10 @@ const LayoutPricer::Placement& LayoutPricer::placement(const Reduced& r, const L
   const auto key = std::make_tuple(&r, l.zero, replicas, first_device);
   if (auto it = placements_.find(key); it != placements_.end()) return *it->second;
   const Graph& g = *r.graph;
+  const EdgeSums& edges = edge_sums(r, q, first_device);
   auto p = std::make_unique<Placement>();
   const auto machine = [&](Recompute mode) {
-    Cluster cs = cluster_;
-    cs.devices = q;
-    cs.first_device = first_device;
-    cs.memory_gib = 0;
-    cs.training.zero = l.zero;
-    cs.training.zero_replicas = replicas;
-    cs.training.recompute = mode;
-    cs.training.recompute_blocks = -1;
-    cs.training.recompute_rest = Recompute::kNone;
-    cs.training.recompute_of_block.clear();
-    return ops::make_machine(cs);
+    return stage_machine(cluster_, q, first_device, l.zero, replicas, mode);
   };
   const auto sum_part = [&](int part, const ops::Machine& m) {
     PartSums s;
@@ -190,21 +95,17 @@ const LayoutPricer::Placement& LayoutPricer::placement(const Reduced& r, const L
       s.activations += b.activations;
       s.working = std::max(s.working, ops::working_bytes(g, g.vertices[v], c, m));
     }
-    s.total += edge_sum(g, r.inside[part], r.configs, m);
+    s.total += edges.inside[part];
     return s;
   };
   const ops::Machine plain = machine(Recompute::kNone);
   p->embed = sum_part(kEmbed, plain);
   p->head = sum_part(kHead, plain);
-  const bool one_block =
-      r.part_of.empty() ||
-      std::none_of(r.part_of.begin(), r.part_of.end(), [](int part) { return part == kBlock1; });
   const Recompute modes[] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-  for (int m = 0; m < 3; ++m)
-    p->block[m] = sum_part(one_block ? kBlock0 : kBlock1, machine(modes[m]));
-  p->embed_link = edge_sum(g, r.embed_link, r.configs, plain);
-  p->link = edge_sum(g, r.link, r.configs, plain);
-  p->head_link = edge_sum(g, r.head_link, r.configs, plain);
+  for (int m = 0; m < 3; ++m) p->block[m] = sum_part(r.block_part, machine(modes[m]));
+  p->embed_link = edges.embed_link;
+  p->link = edges.link;
+  p->head_link = edges.head_link;
   const Placement& out = *p;
   placements_.emplace(key, std::move(p));
   return out;
@@ -255,7 +156,7 @@ Result<const LayoutPricer::Context*> LayoutPricer::context(const Layout& l) {
 }
 
 PricedLayout LayoutPricer::compose(const Context& c, const Layout& l, Bound how) const {
-  const bool bound = how == Bound::kRecompute;
+  const bool bound = how != Bound::kNone;
   const int64_t S = l.pp, microbatches = c.microbatches, blocks = model_.config.num_layers;
   const int64_t gpn = cluster_.gpus_per_node, q = c.q;
   const int mode = l.recompute == Recompute::kFull ? 2 : l.recompute == Recompute::kSelective;
@@ -298,12 +199,10 @@ PricedLayout LayoutPricer::compose(const Context& c, const Layout& l, Bound how)
       const bool near = gpn > 0 && (s * q) / gpn == ((s + 2) * q - 1) / gpn;
       x = near ? c.send_near : c.send_far;
     }
-    // Compute alone bounds A_s whatever the ZeRO stage (its communication
-    // is what the stage changes).
-    const double a = how == Bound::kCompute
-                         ? st.compute
-                         : st.total - st.weight_sync + static_cast<double>(l.vpp) * x;
-    if (how == Bound::kCompute) w_less = st.weight_sync;
+    const double a = st.total - st.weight_sync + static_cast<double>(l.vpp) * x;
+    // Under any ZeRO stage, A_s is at least ZeRO 0's (the stages change the
+    // weight's traffic alone, and ZeRO-3's gathers only add to A_s): W_s 0.
+    if (how == Bound::kAnyZero) w_less = st.weight_sync;
     const double k =
         static_cast<double>(pipeline_detail::copies_of(Schedule::k1F1B, S, s, microbatches, l.vpp));
     const MemoryBytes mem{st.params, st.grads, st.optimizer, k * st.activations, st.working};
@@ -333,16 +232,42 @@ PricedLayout LayoutPricer::compose(const Context& c, const Layout& l, Bound how)
   return out;
 }
 
-double LayoutPricer::compute_bound(const Context& c, const Layout& l) const {
-  const Placement& p = *c.by_stage.front();
-  const double compute = p.embed.compute +
-                         static_cast<double>(model_.config.num_layers) * p.block[0].compute +
-                         p.head.compute;
-  return static_cast<double>(c.microbatches) / static_cast<double>(l.pp) * compute /
-         (cluster_.tflops * 1e12);
+double LayoutPricer::compute_bound(const Reduced& r, const Layout& l) const {
+  const double compute = r.embed_compute +
+                         static_cast<double>(model_.config.num_layers) * r.block_compute +
+                         r.head_compute;
+  const double microbatches = static_cast<double>(gbs_ / (l.mbs * l.dp));
+  return microbatches / static_cast<double>(l.pp) * compute / (cluster_.tflops * 1e12);
+}
+
+double LayoutPricer::shape_compute_bound(const Reduced& r, const Layout& l) const {
+  // compose()'s step with each A_s its stage's compute and no W_s.
+  const int64_t S = l.pp, blocks = model_.config.num_layers;
+  double sum_a = 0, max_a = -1;
+  for (int64_t s = 0; s < S; ++s) {
+    double a = 0;
+    if (s == 0) a += r.embed_compute;
+    a += static_cast<double>(stage_count(l, blocks, s)) * r.block_compute;
+    if (s == S - 1) a += r.head_compute;
+    sum_a += a;
+    max_a = std::max(max_a, a);
+  }
+  const double m = static_cast<double>(gbs_ / (l.mbs * l.dp));
+  return (m * max_a + (sum_a - max_a) / static_cast<double>(l.vpp)) / (cluster_.tflops * 1e12);
+}
+
+Result<const LayoutPricer::Reduced*> LayoutPricer::parts(const Layout& l) {
+  return reduced(l, l.mbs * l.dp);
 }
 
 Result<PricedLayout> LayoutPricer::price(const Layout& l) {
+  if (std::optional<Error> e = check(l)) return *e;
+  Result<const Context*> c = context(l);
+  if (!c) return c.error();
+  return compose(**c, l, Bound::kNone);
+}
+
+std::optional<Error> LayoutPricer::check(const Layout& l) {
   const int64_t devices = cluster_.devices;
   const int64_t q = l.tp * l.dp * l.cp;
   if (q * l.pp != devices)
@@ -380,9 +305,9 @@ Result<PricedLayout> LayoutPricer::price(const Layout& l) {
   const int64_t shard = l.dp_shard == 0 ? l.dp : l.dp_shard;
   if (l.dp % shard != 0 || (shard != l.dp && l.zero != 3))
     return pricer_error("must divide dp, and be below it only with zero=3", "dp_shard");
-  Result<const Context*> c = context(l);
-  if (!c) return c.error();
-  return compose(**c, l, Bound::kNone);
+  Result<const Reduced*> r = reduced(l, micro_batch);
+  if (!r) return r.error();
+  return std::nullopt;
 }
 
 }  // namespace pase::layout_detail

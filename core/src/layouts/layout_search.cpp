@@ -15,23 +15,13 @@
 #include "export/engine_rules.hpp"
 #include "layouts/layout_pricer.hpp"
 #include "model/cost_model.hpp"
+#include "util/divisors.hpp"
 
 namespace pase {
 namespace {
 
 using layout_detail::LayoutPricer;
 using layout_detail::PricedLayout;
-
-std::vector<int64_t> divisors(int64_t n) {
-  std::vector<int64_t> d;
-  for (int64_t i = 1; i * i <= n; ++i)
-    if (n % i == 0) {
-      d.push_back(i);
-      if (i != n / i) d.push_back(n / i);
-    }
-  std::sort(d.begin(), d.end());
-  return d;
-}
 
 // The stage shapes a pipeline of pp stages takes for `blocks` blocks: every
 // stage alike (as even as they go), and a first stage, a last stage or both
@@ -114,6 +104,12 @@ EngineVerdict verdict(ExportTarget target, const LayoutModel& m, const Layout& l
 
 Result<LayoutSearch> search_layouts(const LayoutModel& model, const Cluster& cluster,
                                     const LayoutSearchOptions& o) {
+  return layout_detail::search_layouts(model, cluster, o, layout_detail::SearchSwitches{});
+}
+
+Result<LayoutSearch> layout_detail::search_layouts(const LayoutModel& model, const Cluster& cluster,
+                                                   const LayoutSearchOptions& o,
+                                                   const SearchSwitches& switches) {
   const auto start = std::chrono::steady_clock::now();
   if (o.gbs < 1) return Error{"must be a positive number of sequences", "gbs"};
   if (std::optional<Error> e = check_llm_config(model.config)) return *e;
@@ -135,7 +131,7 @@ Result<LayoutSearch> search_layouts(const LayoutModel& model, const Cluster& clu
 
   const int64_t n = cluster.devices, blocks = model.config.num_layers;
   const int64_t experts = model.config.num_experts;
-  LayoutPricer pricer(model, cluster, o.gbs);
+  LayoutPricer pricer(model, cluster, o.gbs, switches.share_configs);
   LayoutSearch out;
   Best fitting{o.top}, over{o.over};
   std::vector<std::pair<std::string, int64_t>>& why = out.refused_why;
@@ -161,6 +157,7 @@ Result<LayoutSearch> search_layouts(const LayoutModel& model, const Cluster& clu
   // the given one): a layout whose lower bound is above it is ruled out
   // without being priced.
   const auto threshold = [&] {
+    if (!switches.bounds) return std::numeric_limits<double>::infinity();
     double t = fitting.items.size() < fitting.limit ? std::numeric_limits<double>::infinity()
                                                     : fitting.items.back().first;
     if (given) t = std::max(t, given->step_time_s);
@@ -197,12 +194,13 @@ Result<LayoutSearch> search_layouts(const LayoutModel& model, const Cluster& clu
     const int64_t all = per_zero * (3 + static_cast<int64_t>(shards.size()));
     l.pp_first = l.pp_last = 0;
     l.vpp = 1;
-    Result<const LayoutPricer::Context*> c0 = pricer.context(l);
-    if (!c0) {
-      refuse(c0.error());
+    // The compute bounds need only the two-block model, no placement.
+    Result<const LayoutPricer::Reduced*> parts = pricer.parts(l);
+    if (!parts) {
+      refuse(parts.error());
       return;
     }
-    if (pricer.compute_bound(**c0, l) > threshold()) {
+    if (pricer.compute_bound(**parts, l) > threshold()) {
       out.bounded += all;
       return;
     }
@@ -213,12 +211,15 @@ Result<LayoutSearch> search_layouts(const LayoutModel& model, const Cluster& clu
       l.pp_first = shape.first;
       l.pp_last = shape.last;
       l.vpp = shape.vpp;
-      if (pricer.compose(**c0, l, LayoutPricer::Bound::kCompute).step_time_s > threshold()) {
+      if (pricer.shape_compute_bound(**parts, l) > threshold()) {
         out.bounded += shape.options * (3 + static_cast<int64_t>(shards.size()));
       } else {
         open.push_back(shape);
       }
     }
+    // Per open shape, a lower bound of its step under every ZeRO stage, once
+    // ZeRO 0's parts are priced (none yet: 0).
+    std::vector<double> any_zero(open.size(), 0.0);
     for (int64_t zero = 0; zero <= 3 && !open.empty(); ++zero)
       for (int64_t shard : zero == 3 ? shards : whole_dp) {
         l.zero = zero;
@@ -244,13 +245,31 @@ Result<LayoutSearch> search_layouts(const LayoutModel& model, const Cluster& clu
             started.push_back(&shape);
           }
         }
-        if (started.empty()) continue;
+        // Shapes that ZeRO 0's bound for every ZeRO stage rules out, before
+        // this stage's parts are priced.
+        std::vector<const Shape*> priced;
+        for (const Shape* shape : started)
+          if (any_zero[static_cast<size_t>(shape - open.data())] > threshold()) {
+            out.bounded += shape->options;
+          } else {
+            priced.push_back(shape);
+          }
+        if (priced.empty()) continue;
         Result<const LayoutPricer::Context*> c = pricer.context(l);
         if (!c) {
           refuse(c.error());
           continue;
         }
-        for (const Shape* shape : started) {
+        if (zero == 0)
+          for (size_t i = 0; i < open.size(); ++i) {
+            l.pp_first = open[i].first;
+            l.pp_last = open[i].last;
+            l.vpp = open[i].vpp;
+            l.recompute = Recompute::kNone;
+            l.recompute_blocks = 0;
+            any_zero[i] = pricer.compose(**c, l, LayoutPricer::Bound::kAnyZero).step_time_s;
+          }
+        for (const Shape* shape : priced) {
           l.pp_first = shape->first;
           l.pp_last = shape->last;
           l.vpp = shape->vpp;
@@ -301,8 +320,8 @@ Result<LayoutSearch> search_layouts(const LayoutModel& model, const Cluster& clu
               base.etp = etp == tp ? 0 : etp;
               base.sp = sp == 1;
               base.gbs = o.gbs;
-              if (Result<PricedLayout> first = pricer.price(base); !first) {
-                refuse(first.error());
+              if (std::optional<Error> e = pricer.check(base)) {
+                refuse(*e);
                 continue;
               }
               for (int64_t mbs : o.gbs % dp == 0 ? divisors(o.gbs / dp) : std::vector<int64_t>{})

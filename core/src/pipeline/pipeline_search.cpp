@@ -148,11 +148,16 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     for (const auto& [m, micro] : micros) need(searcher, micro, s, m);
   searcher.total = std::max<double>(1, static_cast<double>(searcher.pending.size()));
   double no_pipeline = 0;
+  if (!(pipeline.incumbent_cost > 0))
+    return Error{"must be a positive step cost", "pipeline.incumbent_cost"};
+  // The search starts from the incumbent: a pair or range whose lower bound
+  // is above it is not searched, as above the best T so far.
   struct Best {
     double T = kInf;
     int64_t stages = 0, microbatches = 0;
     Partition part;
   } best;
+  best.T = pipeline.incumbent_cost;
   // The pairs the graph can be cut into.
   struct Pair {
     int64_t stages, microbatches;
@@ -178,8 +183,9 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     if (part.T == kInf) return;
     const bool fewer = std::make_pair(pair.stages, pair.microbatches) <
                        std::make_pair(best.stages, best.microbatches);
-    if (best.T == kInf || part.T < best.T * (1 - 1e-12) ||
-        (fewer && part.T <= best.T * (1 + 1e-12))) {
+    if (best.stages == 0
+            ? part.T < best.T
+            : part.T < best.T * (1 - 1e-12) || (fewer && part.T <= best.T * (1 + 1e-12))) {
       best.T = part.T;
       best.stages = pair.stages;
       best.microbatches = pair.microbatches;
@@ -248,7 +254,12 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     if (skipped[k]) continue;
     if (std::optional<Error> e = search_pair(pairs[k])) return *e;
   }
-  if (best.T == kInf) {
+  if (best.stages == 0 && pipeline.incumbent_cost < kInf)
+    return Error{
+        "no pipeline of the stage and micro-batch counts tried is cheaper than the "
+        "incumbent",
+        "pipeline.incumbent_cost"};
+  if (best.stages == 0) {
     if (cluster.memory_gib > 0)
       return Error{"no pipeline of the stage and micro-batch counts tried fits in " +
                        std::to_string(cluster.memory_gib) + " GiB per device",
@@ -329,7 +340,11 @@ Result<PipelinePlan> plan_pipeline_choosing(const Graph& graph, const Cluster& c
     out = plan_pipeline_fixed(graph, c, pipeline, o);
     if (out) out->plan.training = c.training;
     if (out && out->plan.fits) break;
-    if (!out && out.error().where != "cluster.memory_gib") break;
+    // Under an incumbent, a recomputation that beats nothing leaves the
+    // next one its chance (it may fit a faster split).
+    if (!out && out.error().where != "cluster.memory_gib" &&
+        out.error().where != "pipeline.incumbent_cost")
+      break;
     if (cluster.memory_gib <= 0 || cluster.cost_model != CostModel::kPractice) break;
   }
   return out;

@@ -1,0 +1,291 @@
+// The two answers of a plan of a language model (pase/answers.hpp;
+// core/docs/layouts.md, "Both answers").
+#include "pase/answers.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "pase/layout.hpp"
+#include "pase/summary.hpp"
+#include "search/progress.hpp"
+
+namespace pase {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The best layout's own plan: its graph, its training and its pipeline, as
+// `pase eval --layout` evaluates it.
+struct LayoutPlan {
+  Graph graph;
+  Cluster cluster;
+  PipelinePlan plan;
+};
+
+Result<LayoutPlan> layout_plan(const LayoutModel& model, const Cluster& cluster,
+                               const Layout& layout) {
+  Result<Graph> graph = layout_graph(model, layout);
+  if (!graph) return graph.error();
+  Result<LayoutStrategy> laid = layout_strategy(*graph, cluster, layout);
+  if (!laid) return laid.error();
+  Result<PipelinePlan> plan = evaluate_pipeline(*graph, laid->cluster, laid->strategy);
+  if (!plan) return plan.error();
+  return LayoutPlan{std::move(*graph), laid->cluster, std::move(*plan)};
+}
+
+// "attention" for "layer12_attention"; the name itself outside the blocks.
+std::pair<std::string, bool> block_key(const std::string& name) {
+  if (name.rfind("layer", 0) != 0) return {name, false};
+  size_t i = 5;
+  while (i < name.size() && name[i] >= '0' && name[i] <= '9') ++i;
+  if (i == 5 || i >= name.size() || name[i] != '_') return {name, false};
+  return {name.substr(i + 1), true};
+}
+
+std::string micro_batches_text(const PipelineInfo& p) {
+  std::string s = std::to_string(p.microbatches);
+  s.append(p.microbatches == 1 ? " micro-batch of " : " micro-batches of ");
+  s.append(std::to_string(p.micro_batch));
+  if (p.stages > 1) s.append(", pipeline x").append(std::to_string(p.stages));
+  return s;
+}
+
+Recompute recompute_of(const PipelinePlan& p, const Cluster& cluster) {
+  return p.plan.training ? p.plan.training->recompute : cluster.training.recompute;
+}
+
+// Where `mine` differs from the layout's plan (PlanAnswers::differs_at).
+std::vector<std::string> differences(const PipelinePlan& mine, const Cluster& my_cluster,
+                                     const LayoutPlan& layout, int64_t blocks) {
+  std::vector<std::string> out;
+  const auto differ = [&](std::string what, const std::string& here, const std::string& there) {
+    if (here != there)
+      out.push_back(what.append(here).append(" (the layout: ").append(there) + ")");
+  };
+  differ("ZeRO ", std::to_string(my_cluster.training.zero),
+         std::to_string(layout.cluster.training.zero));
+  differ("", micro_batches_text(mine.pipeline), micro_batches_text(layout.plan.pipeline));
+  differ("recomputation ", recompute_name(recompute_of(mine, my_cluster)),
+         recompute_name(recompute_of(layout.plan, layout.cluster)));
+  std::unordered_map<std::string, int> theirs;
+  for (const Vertex& v : layout.plan.graph.vertices) theirs.emplace(v.name, v.id);
+  // (layer, its split, the layout's) -> blocks, in the order first met.
+  std::map<std::tuple<std::string, std::string, std::string>, std::pair<size_t, int64_t>> groups;
+  std::vector<std::pair<std::tuple<std::string, std::string, std::string>, bool>> order;
+  for (const Vertex& v : mine.graph.vertices) {
+    const auto it = theirs.find(v.name);
+    if (it == theirs.end()) continue;
+    const Vertex& w = layout.plan.graph.vertices[static_cast<size_t>(it->second)];
+    const std::string here = split_label(kind_degrees(v, mine.plan.strategy[v.id]));
+    const std::string there = split_label(kind_degrees(w, layout.plan.plan.strategy[w.id]));
+    if (here == there) continue;
+    const auto [key, in_block] = block_key(v.name);
+    auto id = std::make_tuple(key, here, there);
+    auto [g, fresh] = groups.emplace(id, std::make_pair(order.size(), int64_t{0}));
+    if (fresh) order.emplace_back(id, in_block);
+    ++g->second.second;
+  }
+  for (const auto& [id, in_block] : order) {
+    const auto& [key, here, there] = id;
+    std::string line = key;
+    if (in_block)
+      line.append(" in ")
+          .append(std::to_string(groups.at(id).second))
+          .append(" of ")
+          .append(std::to_string(blocks))
+          .append(" blocks");
+    line.append(": ").append(here).append(" (the layout: ").append(there).append(")");
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+// One ZeRO stage's per-layer search. One micro-batch without stages, as a
+// request may set, is plan()'s (whose recomputation is searched block by
+// block), priced as a pipeline of one stage; else plan_pipeline()'s.
+Result<PipelinePlan> per_layer_search(const Graph& graph, const Cluster& cluster,
+                                      const PipelineOptions& pipeline, const PlanOptions& options) {
+  if (pipeline.stages != 1 || pipeline.microbatches != 1)
+    return plan_pipeline(graph, cluster, pipeline, options);
+  Result<Plan> p = plan(graph, cluster, options);
+  if (!p) return p.error();
+  if (!(p->cost < pipeline.incumbent_cost))
+    return Error{"the plan is not cheaper than the incumbent", "pipeline.incumbent_cost"};
+  Cluster priced = cluster;
+  if (p->training) priced.training = *p->training;
+  const PipelineStrategy one{p->strategy, std::vector<int>(graph.vertices.size(), 0), 1};
+  Result<PipelinePlan> out = evaluate_pipeline(graph, priced, one);
+  if (!out) return out.error();
+  out->plan.training = p->training;
+  out->plan.search = p->search;
+  out->plan.optimal = p->optimal;
+  out->plan.lower_bound = p->lower_bound;
+  return out;
+}
+
+// PlanAnswers::set_by_hand: the knobs the request states that `layout`
+// sets otherwise.
+std::vector<std::string> set_by_hand(const Layout& layout, const Cluster& cluster,
+                                     const AnswerOptions& a) {
+  std::vector<std::string> out;
+  const Training& t = cluster.training;
+  if (t.recompute != Recompute::kAuto &&
+      (layout.recompute != t.recompute || layout.recompute_blocks != 0))
+    out.emplace_back("the recomputation");
+  if (!a.zero_auto && (layout.zero != t.zero || layout.dp_shard != 0))
+    out.emplace_back("the ZeRO stage");
+  const PipelineOptions& p = a.pipeline;
+  const int64_t microbatches = layout.gbs / (layout.mbs * layout.dp);
+  // The default (no stages, the micro-batches searched) leaves the
+  // layout's pipeline free.
+  const bool given = !(p.stages == 1 && p.microbatches == kAuto);
+  if (given &&
+      ((p.stages != kAuto && p.stages != layout.pp) || layout.vpp > 1 || layout.pp_first > 0 ||
+       layout.pp_last > 0 || (p.microbatches != kAuto && p.microbatches != microbatches)))
+    out.emplace_back("the pipeline");
+  return out;
+}
+
+}  // namespace
+
+Result<Exported> export_answers(ExportTarget target, const PlanAnswers& answers) {
+  if (target != ExportTarget::kJax && !answers.layouts.ranked.empty()) {
+    const Layout& best = answers.layouts.ranked.front().layout;
+    Result<Graph> graph = layout_graph(answers.model, best);
+    if (!graph) return graph.error();
+    return export_layout(target, *graph, answers.cluster, best);
+  }
+  return export_plan(target, PlanView{&answers.graph, &answers.per_layer.graph, &answers.cluster,
+                                      &answers.per_layer.plan, &answers.per_layer.pipeline});
+}
+
+bool has_layout_answers(const Graph& graph, const Cluster& cluster) {
+  if (cluster.cost_model != CostModel::kPractice || graph.model == nullptr ||
+      graph.model->spec == nullptr)
+    return false;
+  int64_t gbs = 0;
+  return static_cast<bool>(layout_model_of(graph, kLlmVocabMultiple, &gbs));
+}
+
+Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
+                                 const AnswerOptions& answers, const PlanOptions& options) {
+  RequestProgress progress(options);
+  const PlanOptions& request = progress.options();
+  int64_t gbs = 0;
+  Result<LayoutModel> model = layout_model_of(graph, answers.vocab_multiple, &gbs);
+  if (!model) return model.error();
+
+  // The layout search: the first tenth of the progress.
+  constexpr double kLayoutShare = 0.1;
+  LayoutSearchOptions lo = answers.layouts;
+  lo.gbs = gbs;
+  lo.on_progress = [&request](double fraction) {
+    if (request.cancel != nullptr && request.cancel->load()) return false;
+    if (request.on_progress) {
+      Progress p;
+      p.fraction = kLayoutShare * fraction;
+      p.phase = "the layout search";
+      request.on_progress(p);
+    }
+    return true;
+  };
+  Result<LayoutSearch> search = search_layouts(*model, cluster, lo);
+  if (!search) return search.error();
+  PlanAnswers out;
+  out.model = *model;
+  out.layouts = std::move(*search);
+
+  std::optional<LayoutPlan> best;
+  if (!out.layouts.ranked.empty()) {
+    Result<LayoutPlan> b = layout_plan(*model, cluster, out.layouts.ranked.front().layout);
+    if (!b) return b.error();
+    best = std::move(*b);
+  }
+
+  // What the request sets by hand that the best layout sets otherwise: the
+  // per-layer search then honours it and does not start from the layout
+  // (it may be slower than the layout).
+  if (best) out.set_by_hand = set_by_hand(out.layouts.ranked.front().layout, cluster, answers);
+  const bool from_layout = best && out.set_by_hand.empty();
+
+  // The per-layer search, once per ZeRO stage, each starting from the
+  // least step found so far (the best layout's first).
+  std::vector<int64_t> zeros = {cluster.training.zero};
+  if (answers.zero_auto) zeros = {0, 1, 2, 3};
+  std::optional<PipelinePlan> found;
+  Cluster found_cluster = cluster;
+  std::optional<Error> failure;
+  for (size_t i = 0; i < zeros.size(); ++i) {
+    Cluster c = cluster;
+    c.training.zero = zeros[i];
+    PipelineOptions po = answers.pipeline;
+    po.incumbent_cost = std::min(from_layout ? best->plan.plan.cost : kInf,
+                                 found ? found->plan.cost : po.incumbent_cost);
+    const double share = (1 - kLayoutShare) / static_cast<double>(zeros.size());
+    const PlanOptions o = progress_part(
+        request, kLayoutShare + share * static_cast<double>(i),
+        kLayoutShare + share * static_cast<double>(i + 1),
+        // One stage: the search's own phases, as a plan without layouts.
+        zeros.size() > 1 ? "the per-layer plan at ZeRO " + std::to_string(zeros[i]) : "");
+    Result<PipelinePlan> p = per_layer_search(graph, c, po, o);
+    if (!p) {
+      const std::string& where = p.error().where;
+      if (where == "pipeline.incumbent_cost") continue;
+      // A stage under which nothing fits leaves the others (and the
+      // layout) their chance.
+      if (where == "cluster.memory_gib") {
+        failure = p.error();
+        continue;
+      }
+      return p.error();
+    }
+    if (!p->plan.fits) continue;
+    found = std::move(*p);
+    found_cluster = c;
+  }
+
+  const int64_t blocks = model->config.num_layers;
+  if (found) {
+    out.graph = graph;
+    out.cluster = found_cluster;
+    out.per_layer = std::move(*found);
+    if (best) {
+      const double layout_s = best->plan.plan.step_time_s;
+      out.gain_s = layout_s - out.per_layer.plan.step_time_s;
+      out.gain_fraction = out.gain_s / layout_s;
+      out.differs_at = differences(out.per_layer, out.cluster, *best, blocks);
+    }
+  } else if (from_layout) {
+    out.layout_wins = true;
+    out.graph = std::move(best->graph);
+    out.cluster = best->cluster;
+    out.per_layer = std::move(best->plan);
+    // Its recomputation, as the search chose it (the layout search's).
+    out.per_layer.plan.training = out.cluster.training;
+    out.cluster.training.recompute = cluster.training.recompute;
+  } else {
+    return failure
+               ? *failure
+               : Error{"no layout and no per-layer plan fits the memory cap", "cluster.memory_gib"};
+  }
+  if (lo.tokens > 0) {
+    const int64_t m = out.per_layer.pipeline.microbatches;
+    const std::optional<Throughput> t =
+        throughput(out.per_layer.graph, cluster, out.per_layer.plan.step_time_s, m);
+    if (t && t->tokens_per_s > 0) {
+      out.days = lo.tokens / t->tokens_per_s / 86400;
+      out.cost = lo.gpu_hour_price * out.days * 24 * static_cast<double>(cluster.devices);
+    }
+  }
+  progress.finish();
+  return out;
+}
+
+}  // namespace pase
