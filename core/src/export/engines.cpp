@@ -23,6 +23,7 @@
 #include "pase/llm.hpp"
 #include "pase/models.hpp"
 #include "pase/pipeline.hpp"
+#include "util/divisors.hpp"
 #include "util/json_util.hpp"
 #include "util/text.hpp"
 
@@ -39,13 +40,6 @@ std::string engine_seconds(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g s", s);
   return buf;
-}
-
-std::vector<int64_t> engine_divisors(int64_t n) {
-  std::vector<int64_t> d;
-  for (int64_t i = 1; i <= n; ++i)
-    if (n % i == 0) d.push_back(i);
-  return d;
 }
 
 // The plan's stage of vertex `v` (0 without a pipeline).
@@ -157,10 +151,10 @@ std::optional<Error> engine_fit(ExportTarget target, const PlanView& view, const
   } tiers[2];
   size_t tried = 0;
   Error last = engine_error("no layout of " + engine_num(cluster.devices) + " devices");
-  for (int64_t tp : engine_divisors(per_stage)) {
-    for (int64_t cp : engine_divisors(per_stage / tp)) {
+  for (int64_t tp : divisors(per_stage)) {
+    for (int64_t cp : divisors(per_stage / tp)) {
       const int64_t dp = per_stage / (tp * cp);
-      for (int64_t ep : engine_divisors(dp * cp)) {
+      for (int64_t ep : divisors(dp * cp)) {
         if (micro_batch % dp != 0 || (experts == 0 && ep > 1) || (experts > 0 && experts % ep != 0))
           continue;
         for (int sp = 0; sp < (tp > 1 ? 2 : 1) && ++tried <= kEngineMaxCandidates; ++sp) {

@@ -1,5 +1,6 @@
 // The divisors of a count, for the searches over degrees that must divide
-// it (the layout search, the engines' nearest accepted layout).
+// it (the layout search, the engines' nearest accepted layout and the
+// layout found again in a plan).
 #pragma once
 
 #include <algorithm>
