@@ -89,6 +89,21 @@ TEST_CASE("answers: a layout the per-layer search cannot reach is the per-layer 
   CHECK(a->per_layer.plan.step_time_s == doctest::Approx(best.step_time_s).epsilon(1e-9));
   CHECK(a->per_layer.pipeline.stages == best.layout.pp);
   CHECK(a->per_layer.pipeline.virtual_stages == best.layout.vpp);
+  // Each engine's export is the fastest ranked layout it starts: torchtitan
+  // refuses this one (DDP beside a pipeline), and the note says which it is.
+  REQUIRE_FALSE(best.torchtitan.accepted());
+  Result<Exported> toml = export_answers(ExportTarget::kTorchtitan, *a);
+  REQUIRE_MESSAGE(toml.ok(), testing::why(toml));
+  REQUIRE(toml->layout.has_value());
+  const auto started = std::find_if(a->layouts.ranked.begin(), a->layouts.ranked.end(),
+                                    [](const RankedLayout& r) { return r.torchtitan.accepted(); });
+  REQUIRE(started != a->layouts.ranked.end());
+  CHECK(layout_text(*toml->layout) == layout_text(started->layout));
+  REQUIRE(!toml->notes.empty());
+  CHECK(testing::contains(toml->notes.front(), "torchtitan refuses the best layout (ddp: "));
+  Result<Exported> script = export_answers(ExportTarget::kMegatron, *a);
+  REQUIRE_MESSAGE(script.ok(), testing::why(script));
+  CHECK(layout_text(*script->layout) == layout_text(best.layout));
 }
 
 TEST_CASE("answers: the per-layer plan says where it differs from the layout") {

@@ -86,8 +86,10 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
                                  const AnswerOptions& answers, const PlanOptions& options = {});
 
 // The answers' export: a JAX program of the per-layer plan; Megatron-LM's
-// launch script and torchtitan's TOML of the best layout (export_layout()),
-// or of the per-layer plan (export_plan()) when no layout fits.
+// launch script and torchtitan's TOML of the fastest ranked layout that the
+// engine starts (export_layout(); a note says so when it is not the best),
+// or of the per-layer plan (export_plan(): its nearest layout, or the rule
+// that refuses it) when no ranked layout is one the engine starts.
 Result<Exported> export_answers(ExportTarget target, const PlanAnswers& answers);
 
 // Whether `graph` is a language model's that plan_answers() answers for on

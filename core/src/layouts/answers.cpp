@@ -156,11 +156,25 @@ std::vector<std::string> set_by_hand(const Layout& layout, const Cluster& cluste
 }  // namespace
 
 Result<Exported> export_answers(ExportTarget target, const PlanAnswers& answers) {
-  if (target != ExportTarget::kJax && !answers.layouts.ranked.empty()) {
-    const Layout& best = answers.layouts.ranked.front().layout;
-    Result<Graph> graph = layout_graph(answers.model, best);
+  // The fastest ranked layout that the engine starts.
+  const std::vector<RankedLayout>& ranked = answers.layouts.ranked;
+  for (size_t i = 0; target != ExportTarget::kJax && i < ranked.size(); ++i) {
+    const EngineVerdict& v =
+        target == ExportTarget::kMegatron ? ranked[i].megatron : ranked[i].torchtitan;
+    if (!v.accepted()) continue;
+    Result<Graph> graph = layout_graph(answers.model, ranked[i].layout);
     if (!graph) return graph.error();
-    return export_layout(target, *graph, answers.cluster, best);
+    Result<Exported> out = export_layout(target, *graph, answers.cluster, ranked[i].layout);
+    if (out && i > 0) {
+      const EngineVerdict& first =
+          target == ExportTarget::kMegatron ? ranked[0].megatron : ranked[0].torchtitan;
+      out->notes.insert(out->notes.begin(),
+                        std::string(export_target_name(target)) + " refuses the best layout (" +
+                            first.rule + ": " + first.message +
+                            "); this is the fastest ranked layout it starts, rank " +
+                            std::to_string(ranked[i].rank) + ": " + ranked[i].versus_best);
+    }
+    return out;
   }
   return export_plan(target, PlanView{&answers.graph, &answers.per_layer.graph, &answers.cluster,
                                       &answers.per_layer.plan, &answers.per_layer.pipeline});
