@@ -55,23 +55,8 @@ std::string answers_json(const PlanRequest& request) {
   const std::vector<ExportTarget>& emit = request.emit;
   if (!emit.empty()) {
     Json exports = Json::array();
-    for (ExportTarget target : emit) {
-      Json e{{"to", export_target_name(target)}};
-      Result<Exported> x = export_answers(target, *answers);
-      if (!x) {
-        e["error"] = Json{{"message", x.error().message}, {"where", x.error().where}};
-      } else {
-        e["file"] = x->file_name;
-        e["text"] = x->text;
-        e["notes"] = x->notes;
-        if (target != ExportTarget::kJax) {
-          e["uniform"] = x->uniform;
-          e["differences"] = x->differences;
-          if (x->layout) e["layout"] = layout_text(*x->layout);
-        }
-      }
-      exports.push_back(std::move(e));
-    }
+    for (ExportTarget target : emit)
+      exports.push_back(export_entry(target, export_answers(target, *answers)));
     j["exports"] = std::move(exports);
   }
   return json_detail::dump_pretty(j) + "\n";

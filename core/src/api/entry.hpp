@@ -96,6 +96,11 @@ json_detail::Json pipeline_plan_object(const Cluster& cluster, const PipelinePla
 Result<PlanRequest> search_request_from_json(const json_detail::Json& document);
 Result<PlanRequest> parse_search_request(std::string_view json_text);
 
+// One entry of a result's "exports": {"to", "file", "text", "notes"} and,
+// for Megatron-LM and torchtitan, {"uniform", "differences", "layout"} (and
+// the two step times of a plan that is not uniform); or {"to", "error"}.
+json_detail::Json export_entry(ExportTarget target, const Result<Exported>& out);
+
 // `result` with "exports": the plan of `view` as each target of `emit`
 // (export_json.cpp), written as a document; `result` alone when `emit` is
 // empty.

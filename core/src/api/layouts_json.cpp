@@ -169,22 +169,13 @@ std::string layouts_json(std::string_view request_json,
     if (!emit.empty()) {
       Json exports = Json::array();
       for (ExportTarget target : emit) {
-        Json e{{"to", export_target_name(target)}};
         Result<Exported> x = Error{"no layout fits the memory cap", "emit"};
         if (!s->ranked.empty()) {
           const Layout& best = s->ranked.front().layout;
           Result<Graph> g = layout_graph(*model, best);
           x = g ? export_layout(target, *g, r->cluster, best) : Result<Exported>(g.error());
         }
-        if (!x) {
-          e["error"] = Json{{"message", x.error().message}, {"where", x.error().where}};
-        } else {
-          e["file"] = x->file_name;
-          e["text"] = x->text;
-          e["notes"] = x->notes;
-          if (x->layout) e["layout"] = layout_text(*x->layout);
-        }
-        exports.push_back(std::move(e));
+        exports.push_back(export_entry(target, x));
       }
       out["exports"] = std::move(exports);
     }
