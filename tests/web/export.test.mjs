@@ -104,7 +104,7 @@ test('export: a split no mesh expresses is refused, and Mesh splits only plans o
   await page.click('#search-details summary');
   await page.check('#mesh-only');
   assert.equal(new URL(page.url()).searchParams.get('mesh'), '1');
-  const before = await page.textContent('#total-cost');
+  const before = await page.getAttribute('#total-cost', 'data-exact');
   await page.click('#plan-button');
   await waitForCost(page, before);
   const jax = await exported(page, 'jax');

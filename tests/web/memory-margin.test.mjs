@@ -27,8 +27,11 @@ function planned(request) {
 /** The memory card as drawn: the bar's parts, the reserve and headroom, the legend, the headline. */
 const memoryCard = (page) => page.$eval('#memory-chart', (chart) => ({
   total: Number(chart.querySelector('.memory-bar').dataset.total),
-  parts: [...chart.querySelectorAll('.memory-bar .memory-seg')].map((s) => ({ part: s.dataset.part, bytes: Number(s.dataset.bytes) })),
-  kept: [...chart.querySelectorAll('.memory-kept-seg')].map((s) => ({ part: s.dataset.part, bytes: Number(s.dataset.bytes) })),
+  // The card's own bar, not the bars of a pipeline's stages under it.
+  parts: [...chart.querySelectorAll('.memory-bar .memory-seg')].filter((s) => !s.closest('.stage-memory-list'))
+    .map((s) => ({ part: s.dataset.part, bytes: Number(s.dataset.bytes) })),
+  kept: [...chart.querySelectorAll('.memory-kept-seg')].filter((s) => !s.closest('.stage-memory-list'))
+    .map((s) => ({ part: s.dataset.part, bytes: Number(s.dataset.bytes) })),
   capacityLine: Number(chart.querySelector('.memory-cap')?.dataset.capacity),
   legend: [...chart.querySelectorAll('.memory-legend li')].map((li) => ({
     part: li.dataset.part,

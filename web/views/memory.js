@@ -62,7 +62,7 @@ export function trainingText(training) {
 function headline(memory, pipeline) {
   const total = formatBytes(memory.per_device_bytes);
   // With a pipeline, the result's memory is its largest stage's.
-  const largest = pipeline ? largestStage(pipeline) : -1;
+  const largest = pipeline?.stage?.length > 1 ? largestStage(pipeline) : -1;
   const per = largest >= 0 ? `per GPU in the largest stage (stage ${largest})` : 'per GPU';
   if (!(memory.capacity_bytes > 0)) return `${total} ${per}, no memory cap`;
   const capacity = capacityText(deviceCapacity(memory));
@@ -146,7 +146,8 @@ function legend(memory) {
 /** Each stage's memory per GPU, on one scale, against the capacity. */
 function stageRows(plan) {
   const stages = plan.pipeline?.stage;
-  if (!Array.isArray(stages) || stages.length === 0) return null;
+  // One stage (micro-batches without a pipeline): the bar above is its own.
+  if (!Array.isArray(stages) || stages.length < 2) return null;
   const capacity = plan.memory.capacity_bytes > 0 ? plan.memory.capacity_bytes : 0;
   const scale = Math.max(deviceCapacity(plan.memory), ...stages.map((s) => s.memory_bytes)) || 1;
   return el('div', { class: 'stage-memory-list' }, [

@@ -64,7 +64,9 @@ struct PlanAnswers {
   bool layout_wins = false;  // no per-layer plan beats the best layout
   // What the request sets by hand (its recomputation, ZeRO stage or
   // pipeline) that the best layout sets otherwise: "the recomputation",
-  // "the ZeRO stage", "the pipeline". The per-layer search honours it and
+  // "the ZeRO stage", "the pipeline", or "mesh splits only" (the request's
+  // EnumOptions::mesh_only: a plan the JAX program runs whole). The
+  // per-layer search honours it and
   // does not start from the layout, so it may be slower (gain_s < 0).
   std::vector<std::string> set_by_hand;
   // Over the best layout (0 without one, or when the layout wins).

@@ -227,6 +227,9 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
   // per-layer search then honours it and does not start from the layout
   // (it may be slower than the layout).
   if (best) out.set_by_hand = set_by_hand(out.layouts.ranked.front().layout, cluster, answers);
+  // Splits a device mesh expresses: a per-layer plan the JAX program runs
+  // whole, which a layout's pipeline is not.
+  if (best && options.enumeration.mesh_only) out.set_by_hand.emplace_back("mesh splits only");
   const bool from_layout = best && out.set_by_hand.empty();
 
   // The per-layer search, once per ZeRO stage, each starting from the
