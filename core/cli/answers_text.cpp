@@ -11,8 +11,6 @@
 namespace pase_cli {
 namespace {
 
-std::string gib(double bytes) { return format("%.1f GiB", bytes / 0x1p30); }
-
 // "both engines start it", "Megatron-LM starts it; torchtitan refuses it
 // (ddp: ...)".
 std::string engines_text(const pase::RankedLayout& r) {
@@ -49,8 +47,9 @@ std::string answers_text(const pase::PlanAnswers& a) {
     out += indent + "what the engines run: " + engines_text(b) + "\n";
     std::string figures = seconds_text(b.step_time_s) + " a step, MFU " +
                           format("%.1f%%", 100 * b.mfu) + ", " + format("%.3g", b.tokens_per_s) +
-                          " tokens/s, " + gib(b.memory.total()) + " per GPU";
-    if (b.capacity_bytes > 0) figures += " (" + gib(b.capacity_bytes - b.memory.total()) + " free)";
+                          " tokens/s, " + gib_text(b.memory.total()) + " per GPU";
+    if (b.capacity_bytes > 0)
+      figures += " (" + gib_text(b.capacity_bytes - b.memory.total()) + " free)";
     out += indent + figures + "\n";
     out += indent + "compute " + seconds_text(b.parts.compute_s) + ", recomputation " +
            seconds_text(b.parts.recompute_s) + ", exposed communication " +

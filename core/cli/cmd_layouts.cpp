@@ -48,8 +48,6 @@ std::string layouts_usage() {
 
 namespace {
 
-std::string gib(double bytes) { return format("%.1f GiB", bytes / 0x1p30); }
-
 // "M T", "M -", "- T": which engines start the layout.
 std::string engines_text(const pase::RankedLayout& r) {
   return std::string(r.megatron.accepted() ? "M" : "-") + " " +
@@ -58,14 +56,14 @@ std::string engines_text(const pase::RankedLayout& r) {
 
 std::string row(const pase::RankedLayout& r) {
   const std::string margin = r.capacity_bytes > 0
-                                 ? " (" + gib(std::abs(r.capacity_bytes - r.memory.total())) +
+                                 ? " (" + gib_text(std::abs(r.capacity_bytes - r.memory.total())) +
                                        (r.fits ? " free)" : " over)")
                                  : "";
   std::string line = pad_left(r.rank > 0 ? std::to_string(r.rank) : "-", 3) + "  " +
                      pad_right(seconds_text(r.step_time_s), 10) +
                      pad_left(format("%.1f%%", 100 * r.mfu), 6) + "  " +
                      pad_right(format("%.3g", r.tokens_per_s), 9) +
-                     pad_right(gib(r.memory.total()) + margin, 26) +
+                     pad_right(gib_text(r.memory.total()) + margin, 26) +
                      pad_right(seconds_text(r.parts.compute_s), 10) +
                      pad_right(seconds_text(r.parts.recompute_s), 10) +
                      pad_right(seconds_text(r.parts.communication_s), 10) +

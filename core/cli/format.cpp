@@ -36,6 +36,8 @@ std::string grouped(double n) {
   return format("%.3g", n);
 }
 
+std::string gib_text(double bytes) { return format("%.1f GiB", bytes / 0x1p30); }
+
 std::string seconds_text(double s) {
   if (s < 1e-3) return format("%.4g us", s * 1e6);
   if (s < 1) return format("%.4g ms", s * 1e3);

@@ -24,6 +24,8 @@ std::string grouped(double n);
 
 // "253 us", "9.71 ms", "1.5 s": four significant digits.
 std::string seconds_text(double s);
+// "65.6 GiB": bytes in GiB with one decimal, as the layout tables print them.
+std::string gib_text(double bytes);
 
 // "56.2%" of `whole`; "-" when whole is not positive.
 std::string percent(double part, double whole);
