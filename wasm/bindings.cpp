@@ -57,18 +57,20 @@ namespace {
 using emscripten::val;
 
 // plan(requestJson, onProgress): onProgress may be undefined (or null); when it
-// is a function it receives (fraction, phase, secondsLeft, note): the
+// is a function it receives (fraction, phase, secondsLeft, note, gap): the
 // fraction of the whole request done, 0..1, never lower than before
 // (pase::Progress), what runs now ("search 3 under the memory cap"), the
 // time left in seconds, null until it can be estimated, and a note on the
-// request ("a long search: ...", given before it starts), "" when none. The core throttles its
+// request ("a long search: ...", given before it starts), "" when none, and
+// the proven gap of the best plan so far (pase::Progress::gap), null when
+// not known. The core throttles its
 // reports (at most one per half percent, phase or half second), so none is needed here.
 std::string plan(const std::string& request, val on_progress) {
   if (on_progress.isUndefined() || on_progress.isNull()) return pase::plan_json(request);
   return pase::plan_json(request, [&on_progress](const pase::Progress& progress) {
     on_progress(progress.fraction, progress.phase,
-                progress.seconds_left < 0 ? val::null() : val(progress.seconds_left),
-                progress.note);
+                progress.seconds_left < 0 ? val::null() : val(progress.seconds_left), progress.note,
+                progress.gap < 0 ? val::null() : val(progress.gap));
   });
 }
 

@@ -33,6 +33,7 @@ const ui = {
   pow2Only: $('pow2-only'),
   meshOnly: $('mesh-only'),
   maxMemory: $('max-memory'),
+  timeLimit: $('time-limit'),
   planButton: $('plan-button'),
   cancelButton: $('cancel-button'),
   progress: $('progress'),
@@ -93,6 +94,7 @@ const errors = new ErrorBox(
     search: ui.search,
     pow2_only: ui.pow2Only,
     max_memory: ui.maxMemory,
+    time_limit_s: ui.timeLimit,
     ...pipelineOptions.controls,
   },
 );
@@ -270,6 +272,9 @@ function presetPrice() {
   return price > 0 ? price : null;
 }
 
+/** Seconds a plan may search on the page unless its Time limit field says otherwise. */
+const pageTimeLimitSeconds = 30;
+
 /** The search options' fields: search when not auto (exact, or bounded:
  *  core/docs/bounded-search.md), pow2_only when checked, max_memory (bytes,
  *  from GiB) when given, pipeline when it has more than one stage or
@@ -284,6 +289,13 @@ function searchOptions({ pipeline = true } = {}) {
   if (gib !== null) options.max_memory = Math.round(gib * 2 ** 30);
   const piped = pipeline ? pipelineOptions.request() : null;
   if (piped) options.pipeline = piped;
+  // The plan's time limit (not the comparison's or the sweep's): the page's
+  // default keeps an answer within half a minute, the best found with its
+  // proven gap (core/docs/pipeline.md, "A time limit"); 0: none. A negative
+  // value is sent for the core to refuse at time_limit_s.
+  const limit = numberValue(ui.timeLimit);
+  const seconds = limit === null ? pageTimeLimitSeconds : limit;
+  if (pipeline && seconds !== 0) options.time_limit_s = seconds;
   return options;
 }
 
@@ -317,6 +329,7 @@ function pageState() {
     pow2Only: ui.pow2Only.checked,
     meshOnly: ui.meshOnly.checked,
     maxMemory: numberValue(ui.maxMemory),
+    timeLimit: numberValue(ui.timeLimit),
     pipeline: pipelineOptions.pageState(),
     embed: state.embed,
   };
@@ -383,8 +396,8 @@ function wireControls() {
       if (event.key === 'Enter' && !ui.planButton.disabled) planning.start();
     });
   }
-  for (const input of [ui.order, ui.search, ui.pow2Only, ui.meshOnly, ui.maxMemory]) {
-    input.addEventListener(input === ui.maxMemory ? 'input' : 'change', () => {
+  for (const input of [ui.order, ui.search, ui.pow2Only, ui.meshOnly, ui.maxMemory, ui.timeLimit]) {
+    input.addEventListener(input === ui.maxMemory || input === ui.timeLimit ? 'input' : 'change', () => {
       input.removeAttribute('aria-invalid');
       results.markStale();
       updateUrl();
@@ -426,9 +439,10 @@ async function init() {
   ui.pow2Only.checked = initial.pow2Only;
   ui.meshOnly.checked = initial.meshOnly;
   if (initial.maxMemory !== null) ui.maxMemory.value = String(initial.maxMemory);
+  if (initial.timeLimit !== null) ui.timeLimit.value = String(initial.timeLimit);
   const piped = pipelineOptions.restore(initial.pipeline);
   // The search options folded away are shown when the link sets them.
-  if (search !== 'auto' || initial.pow2Only || initial.meshOnly || initial.maxMemory !== null || piped) $('search-details').open = true;
+  if (search !== 'auto' || initial.pow2Only || initial.meshOnly || initial.maxMemory !== null || initial.timeLimit !== null || piped) $('search-details').open = true;
 
   state.client = new PlannerClient('worker.js');
   const examples = source.loadExamples();

@@ -2,7 +2,8 @@
 //
 // Each call() gets a fresh id and a promise; the worker answers with
 // {id, result}, {id, error} or, while planning, {id, progress, phase,
-// secondsLeft, note} (onProgress(fraction, {phase, secondsLeft, note})). The actions
+// secondsLeft, note, gap} (onProgress(fraction, {phase, secondsLeft, note,
+// gap}): gap, the proven gap of the best plan so far, or null). The actions
 // are those of worker.js: plan, evaluate and estimate (a request's JSON text), compare
 // (the same plus an optional "mcmc" object; no progress), validate (a graph
 // document's JSON text), models, presets, version, mode (the module the
@@ -89,6 +90,7 @@ export class PlannerClient {
         phase: message.phase ?? '',
         secondsLeft: message.secondsLeft ?? null,
         note: message.note ?? '',
+        gap: message.gap ?? null,
       });
       return;
     }

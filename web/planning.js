@@ -228,10 +228,12 @@ export class Planning {
         // The module's progress is the whole request's and never goes back
         // (each search fills its share of it), with its phase and the time
         // left (pase::Progress), and the core's note on a long search ahead.
-        onProgress: (fraction, { phase = '', secondsLeft = null, note = '' } = {}) => {
+        onProgress: (fraction, { phase = '', secondsLeft = null, note = '', gap = null } = {}) => {
           if (this.running === token) {
             const shown = this.#setProgress(fraction);
-            setStatus(`Planning ${label}… ${Math.round(shown * 100)}%${phase ? `, ${phase}` : ''}${timeLeftText(secondsLeft)}${note ? ` (${note})` : ''}`);
+            // The gap: how far the best plan so far may be from the best (a time limit stops there).
+            const gapText = gap === null ? '' : `, gap ${(100 * gap).toFixed(1)}%`;
+            setStatus(`Planning ${label}… ${Math.round(shown * 100)}%${phase ? `, ${phase}` : ''}${gapText}${timeLeftText(secondsLeft)}${note ? ` (${note})` : ''}`);
           }
         },
       });

@@ -14,7 +14,7 @@
  * Protocol (planner-client.js is the other side):
  *   in:  {id, action, payload}
  *   out: {id, result} | {id, error: {message, where, missing_dims?}}
- *     | {id, progress, phase, secondsLeft, note} (the request's fraction done, never lower
+ *     | {id, progress, phase, secondsLeft, note, gap} (the request's fraction done, never lower
  *       than before; what runs now; the time left, null until it is estimated; a note on
  *       a long search ahead, '' when none)
  * Long work is cancelled by terminating this worker, which ends its thread
@@ -185,8 +185,8 @@ self.onmessage = async (event) => {
     return;
   }
   try {
-    const progress = (fraction, phase = '', secondsLeft = null, note = '') =>
-      self.postMessage({ id, progress: fraction, phase, secondsLeft, note });
+    const progress = (fraction, phase = '', secondsLeft = null, note = '', gap = null) =>
+      self.postMessage({ id, progress: fraction, phase, secondsLeft, note, gap });
     const text = run(pase, payload, progress, mode);
     const doc = JSON.parse(text);
     if (doc && typeof doc === 'object' && !Array.isArray(doc) && doc.error) {

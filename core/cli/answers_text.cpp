@@ -81,6 +81,15 @@ std::string answers_text(const pase::PlanAnswers& a) {
   }
   if (const std::string budget = budget_text(a.days, a.cost); !budget.empty())
     out += indent + budget + "\n";
+  // What the search proved: after a stop, how far from the best it may be.
+  if (!a.stopped.empty()) {
+    out += indent + (a.stopped == "cancelled" ? "cancelled" : "stopped at the time limit") +
+           " in " + a.stopped_in + ": the best found, ";
+    out += a.gap >= 0 ? "at most " + format("%.1f%%", 100 * a.gap) +
+                            " slower than the best possible (no plan under " +
+                            seconds_text(a.lower_bound_s) + " a step)\n"
+                      : "with no bound proven\n";
+  }
   if (!a.layout_wins && !s.ranked.empty())
     for (size_t i = 0; i < a.differs_at.size(); ++i)
       out += (i == 0 ? pad_right("  differs at", 17) : indent) + a.differs_at[i] + "\n";

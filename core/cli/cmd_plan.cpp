@@ -58,6 +58,7 @@ class ProgressPrinter {
     if (tty_ ? printed_ && now - last_ < std::chrono::milliseconds(500) : !log_now(p, now)) return;
     std::string line = "planning: " + std::to_string(static_cast<int>(100 * p.fraction)) + "%";
     if (!p.phase.empty()) line += ", " + p.phase;
+    if (p.gap >= 0) line += ", gap " + percent(p.gap, 1);
     if (p.seconds_left >= 0) line += ", " + duration_text(p.seconds_left) + " left";
     std::fprintf(stderr, "%s%s%s", tty_ ? "\r\033[K" : "", line.c_str(), tty_ ? "" : "\n");
     std::fflush(stderr);
@@ -138,7 +139,7 @@ std::string plan_usage() {
          "                      else bounded), exact (refuse instead), or bounded\n"
          "                      (rounds of the exact search over parts of the graph,\n"
          "                      with a proven lower bound and the gap to it)\n" +
-         std::string(kThreadsHelp) + std::string(kPipelineHelp) +
+         std::string(kThreadsHelp) + std::string(kTimeLimitHelp) + std::string(kPipelineHelp) +
          "  --tokens T          a training budget (15T, 300B, 2e12): the days to train\n"
          "  --gpu-hour-price USD\n"
          "                      with --tokens, the cost (default: the preset's price)\n"
@@ -160,6 +161,7 @@ int run_plan(const Args& args) {
                                            {"--all-devices", false},
                                            {"--mesh-only", false},
                                            {"--threads", true},
+                                           {"--time-limit", true},
                                            {"--format", true},
                                            {"--stages", true},
                                            {"--microbatches", true},
@@ -193,6 +195,8 @@ int run_plan(const Args& args) {
     options.search = *parsed;
   }
   if (auto message = threads_from_flags(flags, options.threads))
+    return usage_error("plan", *message);
+  if (auto message = time_limit_from_flags(flags, options.time_limit_s))
     return usage_error("plan", *message);
   std::optional<pase::PipelineOptions> pipeline;
   if (auto message = pipeline_from_flags(flags, pipeline)) return usage_error("plan", *message);

@@ -176,6 +176,17 @@ std::optional<std::string> threads_from_flags(const Flags& flags, int& threads) 
   return std::nullopt;
 }
 
+std::optional<std::string> time_limit_from_flags(const Flags& flags, double& seconds) {
+  std::optional<std::string> text = flags.get("--time-limit");
+  if (!text) return std::nullopt;
+  std::optional<double> s = parse_double(*text);
+  if (!s || !(*s > 0) || *s > pase::kMaxTimeLimitSeconds)
+    return "--time-limit: '" + *text + "' is not a number of seconds above 0 and at most " +
+           std::to_string(static_cast<int64_t>(pase::kMaxTimeLimitSeconds));
+  seconds = *s;
+  return std::nullopt;
+}
+
 std::optional<std::string> pipeline_from_flags(const Flags& flags,
                                                std::optional<pase::PipelineOptions>& pipeline) {
   std::optional<std::string> stages = flags.get("--stages");

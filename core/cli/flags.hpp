@@ -80,6 +80,15 @@ constexpr std::string_view kThreadsHelp =
     "  --threads N         threads for the search (default: every core); the plan\n"
     "                      does not depend on it\n";
 
+// --time-limit S: the seconds the plan may run (PlanOptions::time_limit_s;
+// core/docs/pipeline.md, "A time limit"), of plan; an error message for
+// anything but a number of seconds above 0 and at most a year.
+std::optional<std::string> time_limit_from_flags(const Flags& flags, double& seconds);
+constexpr std::string_view kTimeLimitHelp =
+    "  --time-limit S      stop the search after S seconds with the best plan found\n"
+    "                      and its proven gap (the best layout stands until a\n"
+    "                      per-layer plan beats it)\n";
+
 // --stages S|auto --microbatches M|auto --schedule 1f1b|gpipe
 // (core/docs/pipeline.md), of plan and compare: `pipeline` is set when any of
 // them is given (the absent ones: 1, 1, 1f1b); an error message for a bad

@@ -144,3 +144,20 @@ test('layouts: a language model\'s plan shows the best layout first, then the pe
   assert.deepEqual(problems, []);
   await close();
 });
+
+test('layouts: a time limit keeps the best layout and says how far the per-layer plan may be from the best', { skip, timeout }, async () => {
+  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  await page.evaluate(() => { document.getElementById('search-details').open = true; });
+  // A limit reached at once: the per-layer search stops before its first
+  // plan, and the best layout stands with the bound of the search's floors.
+  await page.fill('#time-limit', '0.000001');
+  await planGpt2(page);
+  const stopped = await page.textContent('#answers .answer-stopped');
+  assert.match(stopped, /^Stopped at the time limit in the per-layer plan at ZeRO 0.*: the best found, at most \d+\.\d% slower than the best possible \(no plan under .* a step\)\./);
+  assert.match(await page.textContent('#answers .answer-gain'), /gains nothing over the best layout/);
+  // The shared link carries the limit.
+  assert.match(page.url(), /[?&#]tlimit=0\.000001/);
+  assert.equal(await page.isVisible('#error'), false);
+  assert.deepEqual(problems, []);
+  await close();
+});

@@ -121,6 +121,15 @@ export function searchLine(result) {
  * and cost of both: the ranking's for the best layout, and the per-layer
  * plan's in proportion to its step (the tokens of a step are the same).
  */
+/** A search stopped by its time limit (or cancelled): the best found, and how far from the best it may be. */
+function stoppedText(perLayer) {
+  const why = perLayer.stopped === 'cancelled' ? 'Cancelled' : 'Stopped at the time limit';
+  const gap = perLayer.gap === null || perLayer.gap === undefined
+    ? 'with no bound proven'
+    : `at most ${(100 * perLayer.gap).toFixed(1)}% slower than the best possible (no plan under ${formatSeconds(perLayer.lower_bound_s)} a step)`;
+  return `${why} in ${perLayer.stopped_in}: the best found, ${gap}. A longer Time limit may find a faster plan.`;
+}
+
 export function renderAnswers(container, plan, ranking = null) {
   const best = plan?.best_layout;
   const perLayer = plan?.per_layer;
@@ -158,6 +167,7 @@ export function renderAnswers(container, plan, ranking = null) {
       (gains || slower) && differs.length
         ? el('p', { class: 'hint answer-differs' }, [`It differs from the layout at: ${differs.join('; ')}.`])
         : null,
+      perLayer.stopped ? el('p', { class: 'answer-stopped', text: stoppedText(perLayer) }) : null,
       el('p', { class: 'hint', text: perLayer.layout_wins ? 'The rest of the results below is the best layout\'s own plan.' : 'The rest of the results below is this plan\'s.' }),
     ]));
   }

@@ -80,6 +80,16 @@ struct PlanAnswers {
   // With a token budget (AnswerOptions::layouts.tokens): the per-layer
   // plan's days to train and, with a price, its cost (as a ranked layout's).
   double days = 0, cost = 0;
+  // What the per-layer search proved (core/docs/pipeline.md, "A time
+  // limit"): a lower bound of the step of every per-layer plan it searched
+  // and of the best layout (seconds), and the proven gap of the per-layer
+  // answer, (its step - that bound) / its step: 0 when it is proven the
+  // best, -1 when no bound is known (a stage plan of the bounded search).
+  double lower_bound_s = 0, gap = 0;
+  // "time limit" or "cancelled" when the search stopped before its end
+  // (PlanOptions::time_limit_s, cancel), with where: the per-layer answer
+  // is then the best found so far; "" otherwise.
+  std::string stopped, stopped_in;
 };
 
 // Progress: the layout search the first tenth, each ZeRO stage's per-layer

@@ -55,8 +55,16 @@
 //   batch of every graph input, or the micro-batch graph does not build (a
 //   Reshape that names the batch); "cluster.memory_gib": no partition fits;
 //   "pipeline.incumbent_cost": no pipeline tried is cheaper than the
-//   incumbent (with recompute kAuto: under no recomputation tried); the
-//   errors of plan() (memory limit of the tables, cancellation).
+//   incumbent (with recompute kAuto: under no recomputation tried);
+//   "time_limit_s" (or "cancelled"): stopped before any pipeline was found
+//   and with no incumbent; the errors of plan() (memory limit of the
+//   tables).
+//
+// A TIME LIMIT. PlanOptions::time_limit_s (and cancel) stop the search
+// where it is: it returns the best pipeline found so far, not optimal, with
+// Plan::lower_bound the least of its T and the floors of the pairs it had
+// not finished, and PipelineInfo::stopped set (core/docs/pipeline.md, "A
+// time limit").
 #pragma once
 
 #include <cstdint>
@@ -75,6 +83,24 @@ const char* schedule_name(Schedule schedule);  // "1f1b", "gpipe"
 
 inline constexpr int64_t kAuto = 0;
 
+// What a pipeline search proved, and how it ended, whatever it returns (a
+// plan, or the error that nothing beats the incumbent).
+struct PipelineBound {
+  // A lower bound of T over every pipeline of the pairs (S, M) tried: at
+  // the search's end the least T (the incumbent's when nothing beats it);
+  // after a stop, the least of the best T found and the floors of the pairs
+  // not done (core/docs/pipeline.md, "A time limit"). 0: none known.
+  double lower_bound = 0;
+  // "time limit" or "cancelled" when the search stopped before its end
+  // (PlanOptions::time_limit_s, PlanOptions::cancel); "" otherwise.
+  std::string stopped;
+  std::string phase;  // the progress's phase it stopped in
+  // The least over the pairs tried of the vertices' floors (their least F
+  // summed, core/docs/pipeline.md, "Pruning"): a bound of T whatever the
+  // memory cap and the recomputation (which only adds to F).
+  double vertex_floor = 0;
+};
+
 struct PipelineOptions {
   int64_t stages = 1;        // S, or kAuto
   int64_t microbatches = 1;  // M, or kAuto
@@ -90,6 +116,8 @@ struct PipelineOptions {
   // unsearched, and returns an error at "pipeline.incumbent_cost" when no
   // pipeline it tries is cheaper. Infinity: none.
   double incumbent_cost = std::numeric_limits<double>::infinity();
+  // Out, may be null: what the search proved (PipelineBound).
+  PipelineBound* bound_out = nullptr;
 };
 
 // A strategy with a pipeline: a configuration and a stage per vertex of the
@@ -128,6 +156,10 @@ struct PipelineInfo {
   // The least cost without a pipeline (S = M = 1), when the search tried it
   // ("auto" does); 0 otherwise.
   double no_pipeline_cost = 0;
+  // "time limit" or "cancelled" when the search stopped before its end and
+  // this is the best pipeline it had found (Plan::lower_bound: what it
+  // proved); "" otherwise.
+  std::string stopped;
 };
 
 // "pipeline x4 (8 micro-batches, 1F1B)": the practitioner's words for it.

@@ -49,6 +49,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -119,11 +120,17 @@ struct Progress {
   std::string phase;
   double elapsed_s = 0;      // since the request started
   double seconds_left = -1;  // estimated from elapsed_s and fraction; -1: not yet known
+  // The proven gap of the best plan found so far, relative: (its cost - the
+  // lower bound proven) / its cost, as a pipeline search closes it; -1: not
+  // known (no plan yet, or a search that proves no bound on its way).
+  double gap = -1;
   // A note on the request as a whole, given before a long search starts
   // (e.g. "a long search: ..."; core/docs/performance.md, "Deep models")
   // and carried by every report after it; "" when there is none.
   std::string note;
 };
+
+inline constexpr double kMaxTimeLimitSeconds = 366.0 * 86400;
 
 struct PlanOptions {
   Order order = Order::kGenSeq;
@@ -134,6 +141,16 @@ struct PlanOptions {
   std::function<void(const Progress&)> on_progress;  // may be empty
   const std::atomic<bool>* cancel =
       nullptr;  // checked per vertex and every 2^20 pairs; may be null
+  // Seconds the request may run (0: no limit), from the call of the entry
+  // point (plan(), plan_pipeline(), plan_answers(), plan_json()), checked
+  // where `cancel` is. A search that reaches it returns the best plan it
+  // has found with the lower bound it has proven (Plan::lower_bound,
+  // PipelineInfo::stopped; core/docs/pipeline.md, "A time limit"); with
+  // none found, an error at "time_limit_s".
+  double time_limit_s = 0;  // at most kMaxTimeLimitSeconds (a year)
+  // The instant time_limit_s ends, set by the entry point (the nested
+  // calls keep it); max(): none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   SearchMode search = SearchMode::kAuto;
   BoundedOptions bounded;
   // Threads for the dynamic program's tables; 1 = the calling thread only.

@@ -23,6 +23,13 @@ Json plan_answers_object(const PlanAnswers& a, bool zero_searched) {
                  {"gain_fraction", a.gain_fraction}, {"differs_at", a.differs_at},
                  {"set_by_hand", a.set_by_hand},     {"zero", a.cluster.training.zero},
                  {"zero_searched", zero_searched}};
+  // What the search proved (-1: no bound known) and, after a stop, where.
+  per_layer["gap"] = a.gap >= 0 ? Json(a.gap) : Json();
+  per_layer["lower_bound_s"] = a.gap >= 0 ? Json(a.lower_bound_s) : Json();
+  if (!a.stopped.empty()) {
+    per_layer["stopped"] = a.stopped;
+    per_layer["stopped_in"] = a.stopped_in;
+  }
   if (a.days > 0) {
     per_layer["days"] = a.days;
     per_layer["cost"] = a.cost;

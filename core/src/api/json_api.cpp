@@ -295,6 +295,9 @@ Json pipeline_plan_object(const Cluster& cluster, const PipelinePlan& result) {
            {"no_pipeline_cost", p.no_pipeline_cost > 0 ? Json(p.no_pipeline_cost) : Json()},
            {"stage_plans", p.stage_plans}};
   if (p.virtual_stages > 1) j["pipeline"]["virtual_stages"] = p.virtual_stages;
+  // Stopped before its end: the best pipeline found ("lower_bound": what
+  // the search proved).
+  if (!p.stopped.empty()) j["pipeline"]["stopped"] = p.stopped;
   return j;
 }
 

@@ -178,11 +178,11 @@ Result<uint64_t> bytes_from_json(const Json& value, const std::string& where) {
 Result<PlanRequest> request_from_json(const Json& value) {
   if (!value.is_object()) return Error{"the request must be a JSON object", ""};
   ObjectReader reader(value, "");
-  reader.allow_only({"graph",    "model",         "batch",       "seq",        "preset",
-                     "cluster",  "training",      "order",       "max_memory", "search",
-                     "strategy", "pow2_only",     "all_devices", "mesh_only",  "threads",
-                     "pipeline", "cost_model",    "layout",      "emit",       "vocab_padding",
-                     "tokens",   "gpu_hour_price"});
+  reader.allow_only({"graph",    "model",          "batch",       "seq",        "preset",
+                     "cluster",  "training",       "order",       "max_memory", "search",
+                     "strategy", "pow2_only",      "all_devices", "mesh_only",  "threads",
+                     "pipeline", "cost_model",     "layout",      "emit",       "vocab_padding",
+                     "tokens",   "gpu_hour_price", "time_limit_s"});
 
   PlanRequest request;
   const Json* graph = reader.find("graph");
@@ -256,6 +256,14 @@ Result<PlanRequest> request_from_json(const Json& value) {
   reader.read("pow2_only", request.options.enumeration.pow2_only, json_detail::to_bool);
   reader.read("all_devices", request.options.enumeration.all_devices, json_detail::to_bool);
   reader.read("mesh_only", request.options.enumeration.mesh_only, json_detail::to_bool);
+  // Seconds the plan may run: then the best plan found, with its proven
+  // gap (core/docs/pipeline.md, "A time limit"). At most a year.
+  if (reader.read("time_limit_s", request.options.time_limit_s,
+                  json_detail::to_non_negative_number) &&
+      !(request.options.time_limit_s > 0 && request.options.time_limit_s <= kMaxTimeLimitSeconds))
+    reader.fail(Error{"must be a number of seconds above 0 and at most " +
+                          std::to_string(static_cast<int64_t>(kMaxTimeLimitSeconds)),
+                      "time_limit_s"});
   request.options.threads = default_threads();
   int64_t threads = 0;
   if (reader.read("threads", threads, json_detail::to_positive_int)) {

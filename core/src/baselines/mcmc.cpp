@@ -17,6 +17,7 @@
 #include "cost/cost_tables.hpp"
 #include "model/cost_model.hpp"
 #include "pase/compare.hpp"
+#include "search/stop.hpp"
 
 namespace pase {
 namespace {
@@ -145,8 +146,7 @@ Result<McmcResult> mcmc_search(const Graph& graph, const Cluster& cluster,
   uint64_t it = 0;
   while (!movable.empty() && it < options.mcmc_iterations) {
     if ((it & 255) == 0 && it > 0) {
-      if (options.plan.cancel != nullptr && options.plan.cancel->load())
-        return Error{"cancelled", ""};
+      if (stop_requested(options.plan)) return stop_error(options.plan);
       if (options.mcmc_time_limit_s > 0 &&
           std::chrono::duration<double>(Clock::now() - start_time).count() >=
               options.mcmc_time_limit_s) {

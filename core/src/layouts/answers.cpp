@@ -15,6 +15,7 @@
 #include "pase/layout.hpp"
 #include "pase/summary.hpp"
 #include "search/progress.hpp"
+#include "search/stop.hpp"
 
 namespace pase {
 namespace {
@@ -111,11 +112,24 @@ std::vector<std::string> differences(const PipelinePlan& mine, const Cluster& my
 // request may set, is plan()'s (whose recomputation is searched block by
 // block), priced as a pipeline of one stage; else plan_pipeline()'s.
 Result<PipelinePlan> per_layer_search(const Graph& graph, const Cluster& cluster,
-                                      const PipelineOptions& pipeline, const PlanOptions& options) {
+                                      const PipelineOptions& pipeline, const PlanOptions& options,
+                                      PipelineBound& bound) {
+  PipelineOptions po = pipeline;
+  po.bound_out = &bound;
   if (pipeline.stages != 1 || pipeline.microbatches != 1)
-    return plan_pipeline(graph, cluster, pipeline, options);
+    return plan_pipeline(graph, cluster, po, options);
   Result<Plan> p = plan(graph, cluster, options);
-  if (!p) return p.error();
+  if (!p) {
+    // Stopped: the pipeline search of the same pair, stopped at once, says
+    // what its floors prove.
+    if (is_stop(p.error())) {
+      Result<PipelinePlan> none = plan_pipeline(graph, cluster, po, options);
+      if (!none && !is_stop(none.error()) && none.error().where != "pipeline.incumbent_cost")
+        return none.error();
+    }
+    return p.error();
+  }
+  bound.lower_bound = std::min(pipeline.incumbent_cost, p->lower_bound);
   if (!(p->cost < pipeline.incumbent_cost))
     return Error{"the plan is not cheaper than the incumbent", "pipeline.incumbent_cost"};
   Cluster priced = cluster;
@@ -201,7 +215,9 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
   LayoutSearchOptions lo = answers.layouts;
   lo.gbs = gbs;
   lo.on_progress = [&request](double fraction) {
-    if (request.cancel != nullptr && request.cancel->load()) return false;
+    // The layout search is the incumbent: only a cancel stops it, not the
+    // time limit (it takes a second at most).
+    if (cancel_requested(request)) return false;
     if (request.on_progress) {
       Progress p;
       p.fraction = kLayoutShare * fraction;
@@ -239,6 +255,12 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
   std::optional<PipelinePlan> found;
   Cluster found_cluster = cluster;
   std::optional<Error> failure;
+  // What the searches proved (core/docs/pipeline.md, "A time limit"): the
+  // least of their bounds, each over its ZeRO stage's plans, and of the
+  // best layout's step when it is the incumbent. After a stop, the stages
+  // after it stop at once, with their floors' bounds.
+  double lower = from_layout ? best->plan.plan.cost : kInf;
+  bool bound_known = true;
   for (size_t i = 0; i < zeros.size(); ++i) {
     Cluster c = cluster;
     c.training.zero = zeros[i];
@@ -251,10 +273,21 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
         kLayoutShare + share * static_cast<double>(i + 1),
         // One stage: the search's own phases, as a plan without layouts.
         zeros.size() > 1 ? "the per-layer plan at ZeRO " + std::to_string(zeros[i]) : "");
-    Result<PipelinePlan> p = per_layer_search(graph, c, po, o);
+    PipelineBound bound;
+    Result<PipelinePlan> p = per_layer_search(graph, c, po, o, bound);
+    const bool nothing_fits = !p && p.error().where == "cluster.memory_gib";
+    if (!nothing_fits) {
+      if (!(bound.lower_bound > 0)) bound_known = false;
+      lower = std::min(lower, bound.lower_bound);
+    }
+    if (!bound.stopped.empty() && out.stopped.empty()) {
+      out.stopped = bound.stopped;
+      out.stopped_in = "the per-layer plan at ZeRO " + std::to_string(zeros[i]) +
+                       (bound.phase.empty() ? std::string() : ": " + bound.phase);
+    }
     if (!p) {
       const std::string& where = p.error().where;
-      if (where == "pipeline.incumbent_cost") continue;
+      if (where == "pipeline.incumbent_cost" || is_stop(p.error())) continue;
       // A stage under which nothing fits leaves the others (and the
       // layout) their chance.
       if (where == "cluster.memory_gib") {
@@ -279,7 +312,9 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
       out.gain_fraction = out.gain_s / layout_s;
       out.differs_at = differences(out.per_layer, out.cluster, *best, blocks);
     }
-  } else if (from_layout) {
+  } else if (from_layout || (best && !out.stopped.empty())) {
+    // (Stopped with no per-layer plan: the best layout stands, even where
+    // the request sets by hand what it sets otherwise.)
     out.layout_wins = true;
     out.graph = std::move(best->graph);
     out.cluster = best->cluster;
@@ -287,10 +322,24 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
     // Its recomputation, as the search chose it (the layout search's).
     out.per_layer.plan.training = out.cluster.training;
     out.cluster.training.recompute = cluster.training.recompute;
+  } else if (!out.stopped.empty()) {
+    return Error{"the " +
+                     std::string(out.stopped == "cancelled" ? "search was cancelled"
+                                                            : "time limit was reached") +
+                     " before a per-layer plan that fits was found, and no layout fits",
+                 out.stopped == "cancelled" ? "" : "time_limit_s"};
   } else {
     return failure
                ? *failure
                : Error{"no layout and no per-layer plan fits the memory cap", "cluster.memory_gib"};
+  }
+  // The proven gap of the per-layer answer.
+  const double answer = out.per_layer.plan.cost;
+  if (bound_known && lower > 0 && lower < kInf && answer > 0) {
+    out.lower_bound_s = out.per_layer.plan.step_time_s * std::min(1.0, lower / answer);
+    out.gap = std::max(0.0, (answer - lower) / answer);
+  } else {
+    out.gap = -1;
   }
   if (lo.tokens > 0) {
     const int64_t m = out.per_layer.pipeline.microbatches;

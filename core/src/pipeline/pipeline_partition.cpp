@@ -12,8 +12,39 @@
 
 #include "model/cost_model.hpp"
 #include "pipeline/pipeline_searcher.hpp"
+#include "search/stop.hpp"
 
 namespace pase::pipeline_detail {
+
+VertexSums vertex_sums(Searcher& searcher, const Micro& mg, int64_t stages) {
+  const int n = static_cast<int>(mg.graph.vertices.size());
+  const int64_t q = searcher.cluster.devices / stages;
+  VertexSums out;
+  for (int64_t s = 0; s < stages; ++s)
+    out.by_alignment.emplace(stage_alignment(searcher.cluster, s, q), std::vector<VertexFloor>{});
+  out.least.assign(n + 1, 0);
+  for (auto& [align, sum] : out.by_alignment) {
+    sum.assign(n + 1, VertexFloor{});
+    for (int v = 0; v < n; ++v) {
+      const VertexFloor& f = searcher.floors.of(mg.graph, v, mg.print[v], q, align);
+      sum[v + 1] = VertexFloor{sum[v].F + f.F, sum[v].weight_bytes + f.weight_bytes,
+                               sum[v].activation_bytes + f.activation_bytes};
+    }
+  }
+  for (int v = 0; v < n; ++v) {
+    double f = kInf;
+    for (const auto& [align, sum] : out.by_alignment) f = std::min(f, sum[v + 1].F - sum[v].F);
+    out.least[v + 1] = out.least[v] + f;
+  }
+  return out;
+}
+
+double vertex_floor_of_pair(Searcher& searcher, const Micro& mg, int64_t stages,
+                            int64_t microbatches) {
+  const double M = static_cast<double>(microbatches);
+  return vertex_sums(searcher, mg, stages).least.back() *
+         (1 + (M - 1) / static_cast<double>(stages));
+}
 
 // The best partition of `mg` into `stages` stages for M micro-batches that
 // can beat `beat` (the best T of the pairs searched before; inf: none):
@@ -93,24 +124,9 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     return sender.near(s, s + 1) ? x_near[at2(i, j)] : x_far[at2(i, j)];
   };
 
-  // Floors summed from bounds[0] per alignment, and per vertex the least over
-  // the stages' alignments.
-  std::map<int64_t, std::vector<VertexFloor>> sums;
-  for (int64_t s = 0; s < stages; ++s) sums.emplace(align_of(s), std::vector<VertexFloor>{});
-  std::vector<double> least(n + 1, 0);
-  for (auto& [align, sum] : sums) {
-    sum.assign(n + 1, VertexFloor{});
-    for (int v = 0; v < n; ++v) {
-      const VertexFloor& f = searcher.floors.of(micro, v, mg.print[v], q, align);
-      sum[v + 1] = VertexFloor{sum[v].F + f.F, sum[v].weight_bytes + f.weight_bytes,
-                               sum[v].activation_bytes + f.activation_bytes};
-    }
-  }
-  for (int v = 0; v < n; ++v) {
-    double f = kInf;
-    for (const auto& [align, sum] : sums) f = std::min(f, sum[v + 1].F - sum[v].F);
-    least[v + 1] = least[v] + f;
-  }
+  const VertexSums vs = vertex_sums(searcher, mg, stages);
+  const std::map<int64_t, std::vector<VertexFloor>>& sums = vs.by_alignment;
+  const std::vector<double>& least = vs.least;
   // The bounds are exact sums of exact terms only up to rounding: a margin
   // far above it keeps every decision safe.
   const double slack = 1 + 1e-9;
@@ -131,6 +147,12 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
   // bounds the A of the other stages (least: over the stages' alignments).
   // Not needed by a search without a bound (the first pair).
   const bool bounded = prune && (floor_only || beat < kInf || stages > 1);
+  // A stop (stop.hpp) while the bounds' plans run keeps the floor so far.
+  auto stop_floors = [&](const Error& e) -> Result<Partition> {
+    if (!is_stop(e)) return e;
+    best.stopped = true;
+    return best;
+  };
   std::map<int64_t, std::vector<double>> parts;  // by alignment, summed from part 0
   std::vector<double> least_f(nb, 0);            // summed from part 0
   for (const auto& [align, sum] : sums) {
@@ -139,7 +161,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     for (int t = 0; bounded && t + 1 < nb; ++t) {
       Result<const StagePlan*> sp = searcher.free_plan(micro, sig[t][t + 1], bounds[t],
                                                        bounds[t + 1], align, q, microbatches);
-      if (!sp) return sp.error();
+      if (!sp) return stop_floors(sp.error());
       v[t + 1] = v[t] + M * (*sp)->F + (*sp)->W;
     }
   }
@@ -148,7 +170,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     for (const auto& [align, sum] : sums) {
       Result<double> lf =
           searcher.least_f(micro, sig[t][t + 1], bounds[t], bounds[t + 1], align, q, microbatches);
-      if (!lf) return lf.error();
+      if (!lf) return stop_floors(lf.error());
       // Never below the vertices' floors (equal in exact arithmetic or above).
       f = std::min(f, std::max(*lf, sum[bounds[t + 1]].F - sum[bounds[t]].F));
     }
@@ -270,14 +292,42 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
   const double balanced = dp[static_cast<size_t>(stages) * nb + nb - 1];
   best.floor = std::max(best.floor, balanced);
   if (floor_only || best.floor > beat * slack) return best;
+  // The configurations of the partition ending its stages at `ends`.
+  auto take_partition = [&](const std::vector<int>& ends) {
+    best.stage_of.assign(n, 0);
+    best.configs.assign(n, Config{});
+    int i = 0;
+    for (int64_t s = 0; s < stages; ++s) {
+      const int j = ends[s];
+      const StagePlan* sp = cand[at(s, i, j)].plan;
+      for (int v = bounds[i]; v < bounds[j]; ++v) {
+        best.stage_of[v] = static_cast<int>(s);
+        best.configs[v] = sp->configs[v - bounds[i]];
+      }
+      i = j;
+    }
+  };
+  // A stop once the partition of balanced floors is planned keeps it, when
+  // it fits (its T an upper bound of the pair's), with the floor.
+  std::vector<int> planned;
+  auto stop_with = [&](const Error& e) -> Result<Partition> {
+    if (!is_stop(e)) return e;
+    best.stopped = true;
+    if (!planned.empty() && t_of(planned) < best.T) {
+      best.T = t_of(planned);
+      take_partition(planned);
+    }
+    return best;
+  };
   double bound = beat;
   if (balanced < kInf) {
     const std::vector<int> ends = ends_of();
     int i = 0;
     for (int64_t s = 0; s < stages; ++s) {
-      if (std::optional<Error> e = search(s, i, ends[s])) return *e;
+      if (std::optional<Error> e = search(s, i, ends[s])) return stop_with(*e);
       i = ends[s];
     }
+    planned = ends;
     bound = std::min(bound, t_of(ends));
     // Under the cap, a stage plan that fits has M * F + W >= DP(lambda) -
     // lambda * cap at any memory weight lambda, and DP(lambda) of a range is
@@ -301,7 +351,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
         for (int t = 0; t + 1 < nb; ++t) {
           Result<double> o = searcher.part_objective(micro, sig[t][t + 1], bounds[t], bounds[t + 1],
                                                      align, q, microbatches, k, lambda);
-          if (!o) return o.error();
+          if (!o) return stop_with(o.error());
           sum[t + 1] = sum[t] + *o;
         }
         for (int64_t s = 0; s < stages; ++s) {
@@ -332,7 +382,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
           if (pick == 0) {
             pass(s, i, j);
           } else if (std::optional<Error> e = search(s, i, j)) {
-            return *e;
+            return stop_with(*e);
           }
         }
 
@@ -391,18 +441,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
       }
     }
   }
-  best.stage_of.assign(n, 0);
-  best.configs.assign(n, Config{});
-  int i = 0;
-  for (int64_t s = 0; s < stages; ++s) {
-    const int j = best_ends[s];
-    const StagePlan* sp = cand[at(s, i, j)].plan;
-    for (int v = bounds[i]; v < bounds[j]; ++v) {
-      best.stage_of[v] = static_cast<int>(s);
-      best.configs[v] = sp->configs[v - bounds[i]];
-    }
-    i = j;
-  }
+  take_partition(best_ends);
   return best;
 }
 

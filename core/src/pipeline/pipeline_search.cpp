@@ -2,6 +2,7 @@
 // (core/docs/pipeline.md, "What the planner chooses").
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "pipeline/pipeline_model.hpp"
 #include "pipeline/pipeline_searcher.hpp"
 #include "search/progress.hpp"
+#include "search/stop.hpp"
 #include "search/weighted_plan.hpp"
 
 namespace pase {
@@ -161,7 +163,8 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
   // The pairs the graph can be cut into.
   struct Pair {
     int64_t stages, microbatches;
-    double floor = 0;  // a lower bound of its T
+    double floor = 0;   // a lower bound of its T
+    bool done = false;  // searched to its end
   };
   std::vector<Pair> pairs;
   for (int64_t s : stage_counts)
@@ -174,8 +177,28 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
                        "pipeline.stages"};
         continue;
       }
-      pairs.push_back(Pair{s, m});
+      pairs.push_back(Pair{s, m, vertex_floor_of_pair(searcher, micro, s, m)});
     }
+  // What the search has proved so far: no pipeline of the pairs tried costs
+  // less than the best T found (the incumbent's, before one is) or the
+  // floor of a pair not done (core/docs/pipeline.md, "A time limit"); a
+  // pair skipped for its floor has a floor above the best T. With a stage
+  // plan of the bounded search not proven least, no bound is known.
+  std::optional<std::string> stopped;
+  auto proven = [&]() {
+    if (searcher.unproven) return 0.0;
+    double b = best.T;
+    for (const Pair& p : pairs)
+      if (!p.done) b = std::min(b, p.floor);
+    return b;
+  };
+  auto note_bound = [&]() {
+    searcher.best_T = best.T;
+    searcher.bound = proven();
+  };
+  note_bound();
+  double vertex_floor = kInf;
+  for (const Pair& p : pairs) vertex_floor = std::min(vertex_floor, p.floor);
   // The least T wins; ties (1e-12 relative) go to fewer stages, then fewer
   // micro-batches, whatever the order the pairs are searched in.
   auto take = [&](const Pair& pair, Partition part) {
@@ -192,12 +215,19 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
       best.part = std::move(part);
     }
   };
-  auto search_pair = [&](const Pair& pair) -> std::optional<Error> {
+  auto search_pair = [&](Pair& pair) -> std::optional<Error> {
     const Micro& micro = micros.at(pair.microbatches);
     Result<Partition> part =
         best_partition(searcher, micro, pair.stages, pair.microbatches, best.T);
     if (!part) return part.error();
+    pair.floor = std::max(pair.floor, part->floor);
+    if (part->stopped) {
+      stopped = searcher.stop_reason();
+    } else {
+      pair.done = true;
+    }
     take(pair, std::move(*part));
+    note_bound();
     return std::nullopt;
   };
   // With pruning and several pairs: S = M = 1 first (the plan without a
@@ -217,7 +247,8 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
       searcher.to = 0.5;
       if (std::optional<Error> e = search_pair(pairs.front())) return *e;
       searcher.from = searcher.searches == 0 ? 0 : searcher.to;
-      pairs.erase(pairs.begin());
+      // (Kept in the bound while it is not done.)
+      if (pairs.front().done) pairs.erase(pairs.begin());
     }
     // A tenth of what is left for the pairs' bounds, counted by pair: their
     // parts' plans are searched without progress of their own.
@@ -226,11 +257,14 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     searcher.pairs_to_floor = static_cast<double>(pairs.size());
     searcher.report();
     for (Pair& pair : pairs) {
+      if (stopped || pair.done) break;
       Result<Partition> floor = best_partition(searcher, micros.at(pair.microbatches), pair.stages,
                                                pair.microbatches, best.T, true);
       if (!floor) return floor.error();
-      pair.floor = floor->floor;
+      pair.floor = std::max(pair.floor, floor->floor);
+      if (floor->stopped) stopped = searcher.stop_reason();
       searcher.floored += 1;
+      note_bound();
       searcher.report();
     }
     searcher.from = searcher.to;
@@ -249,10 +283,27 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
         release(searcher, micros.at(pairs[k].microbatches), pairs[k].stages, pairs[k].microbatches);
       }
   };
-  for (size_t k = 0; k < pairs.size(); ++k) {
+  for (size_t k = 0; k < pairs.size() && !stopped; ++k) {
     skip_hopeless(k);
-    if (skipped[k]) continue;
+    if (skipped[k] || pairs[k].done) continue;
     if (std::optional<Error> e = search_pair(pairs[k])) return *e;
+  }
+  // At the end, the least T found is proven least of the pairs tried.
+  const double lower = stopped ? proven() : searcher.unproven ? 0.0 : best.T;
+  if (pipeline.bound_out != nullptr) {
+    pipeline.bound_out->lower_bound = lower;
+    pipeline.bound_out->stopped = stopped ? *stopped : std::string();
+    pipeline.bound_out->phase = stopped ? searcher.phase_name() : std::string();
+    pipeline.bound_out->vertex_floor = vertex_floor == kInf ? 0 : vertex_floor;
+  }
+  if (best.stages == 0 && stopped && pipeline.incumbent_cost == kInf) {
+    Error e = stop_error(options);
+    if (e.where == "time_limit_s")
+      e.message = "the time limit of " +
+                  std::to_string(static_cast<int64_t>(std::ceil(options.time_limit_s))) +
+                  " s was reached before a pipeline that fits was found (in " +
+                  searcher.phase_name() + ")";
+    return e;
   }
   if (best.stages == 0 && pipeline.incumbent_cost < kInf)
     return Error{
@@ -277,10 +328,11 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
   plan.search.threads = std::max(1, options.threads);
   plan.search.time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - searcher.start).count();
-  plan.optimal = best.part.optimal && !searcher.unproven;
+  plan.optimal = best.part.optimal && !searcher.unproven && !stopped;
   // T is a bound over every pipeline only when it is proven least; else no
-  // bound is known but the trivial one.
-  plan.lower_bound = plan.optimal ? plan.cost : 0;
+  // bound is known but the trivial one; after a stop, what was proved.
+  plan.lower_bound = stopped ? std::min(lower, plan.cost) : plan.optimal ? plan.cost : 0;
+  if (stopped) out->pipeline.stopped = *stopped;
   out->pipeline.allowed_boundaries = best.part.boundaries;
   out->pipeline.stage_plans = static_cast<int>(searcher.searches);
   out->pipeline.no_pipeline_cost = no_pipeline;
@@ -329,6 +381,9 @@ Result<PipelinePlan> plan_pipeline_choosing(const Graph& graph, const Cluster& c
   static constexpr const char* kPhases[] = {"no recomputation", "selective recomputation",
                                             "full recomputation"};
   int part = 0;
+  PipelineBound bound;
+  PipelineOptions po = pipeline;
+  po.bound_out = &bound;
   for (Recompute mode : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     Cluster c = cluster;
     c.training.recompute = mode;
@@ -337,8 +392,19 @@ Result<PipelinePlan> plan_pipeline_choosing(const Graph& graph, const Cluster& c
     const PlanOptions o =
         choosing ? progress_part(options, part / 3.0, (part + 1) / 3.0, kPhases[part]) : options;
     ++part;
-    out = plan_pipeline_fixed(graph, c, pipeline, o);
+    out = plan_pipeline_fixed(graph, c, po, o);
     if (out) out->plan.training = c.training;
+    if (!bound.stopped.empty()) {
+      // Stopped: the recomputations not tried get the bound they share,
+      // unless this one's plan fits (then it is the answer's recomputation).
+      const bool last = mode == Recompute::kFull || cluster.memory_gib <= 0 ||
+                        cluster.cost_model != CostModel::kPractice;
+      if (!last && !(out && out->plan.fits)) {
+        bound.lower_bound = std::min(bound.lower_bound, bound.vertex_floor);
+        if (out) out->plan.lower_bound = std::min(out->plan.lower_bound, bound.vertex_floor);
+      }
+      break;
+    }
     if (out && out->plan.fits) break;
     // Under an incumbent, a recomputation that beats nothing leaves the
     // next one its chance (it may fit a faster split).
@@ -347,6 +413,7 @@ Result<PipelinePlan> plan_pipeline_choosing(const Graph& graph, const Cluster& c
       break;
     if (cluster.memory_gib <= 0 || cluster.cost_model != CostModel::kPractice) break;
   }
+  if (pipeline.bound_out != nullptr) *pipeline.bound_out = bound;
   return out;
 }
 

@@ -21,6 +21,7 @@
 #include "pipeline/pipeline_model.hpp"
 #include "search/dynamic_program.hpp"
 #include "search/progress.hpp"
+#include "search/stop.hpp"
 #include "search/weighted_plan.hpp"
 
 namespace pase::pipeline_detail {
@@ -126,13 +127,30 @@ struct Searcher {
     // A pipeline's progress counts stage plans (pipeline.hpp).
     p.vertices_done = static_cast<int>(done);
     p.vertices_total = static_cast<int>(std::max(total, done));
-    p.phase = phase == Phase::kLead ? "pipeline: the plan without a pipeline" +
-                                          (inner.phase.empty() ? std::string() : ": " + inner.phase)
-              : phase == Phase::kFloors
-                  ? "pipeline: lower bounds of the stage and micro-batch counts"
-                  : "pipeline: stage plans";
+    p.phase = phase_name() +
+              (phase == Phase::kLead && !inner.phase.empty() ? ": " + inner.phase : std::string());
+    if (best_T < kInf && bound > 0) p.gap = std::max(0.0, (best_T - bound) / best_T);
     options.on_progress(p);
   }
+
+  std::string phase_name() const {
+    switch (phase) {
+      case Phase::kLead:
+        return "pipeline: the plan without a pipeline";
+      case Phase::kFloors:
+        return "pipeline: lower bounds of the stage and micro-batch counts";
+      case Phase::kPlans:
+        break;
+    }
+    return "pipeline: stage plans";
+  }
+
+  // Why the search stopped: "cancelled" or "time limit".
+  std::string stop_reason() const { return cancel_requested(options) ? "cancelled" : "time limit"; }
+
+  // The best T so far (the incumbent's before one is found) and the lower
+  // bound proven so far, for the progress's gap.
+  double best_T = kInf, bound = 0;
 
   // A plan of [a, b) without a cap, on q devices `align` devices into a
   // node, for M micro-batches, kept under key k: 0 for the least
@@ -376,6 +394,10 @@ struct Partition {
   Strategy configs;
   bool optimal = true;
   int boundaries = 0;
+  // The search stopped (stop.hpp) before the pair was done: `floor` is
+  // what its bounds proved so far, T the partition of balanced floors when
+  // it was planned in time (inf otherwise).
+  bool stopped = false;
 };
 
 // Stage s over bounds[i] .. bounds[j], i < j, leaving room for the stages
@@ -396,6 +418,21 @@ struct Micro {
 
 // The micro-batch graph `graph` with its boundaries and signatures.
 Micro prepare_micro(Searcher& searcher, Graph graph);
+
+// The floors of the vertices of `mg` on the stages' devices (Floors),
+// summed from vertex 0 at each alignment of the stages of a pipeline of
+// `stages`, and `least`: the least over those alignments per vertex,
+// summed.
+struct VertexSums {
+  std::map<int64_t, std::vector<VertexFloor>> by_alignment;
+  std::vector<double> least;
+};
+VertexSums vertex_sums(Searcher& searcher, const Micro& mg, int64_t stages);
+
+// The first floor of the pair (S, M), from the vertices' floors alone (no
+// search): T >= (1 + (M - 1) / S) * the least F of every vertex summed.
+double vertex_floor_of_pair(Searcher& searcher, const Micro& mg, int64_t stages,
+                            int64_t microbatches);
 
 // The best partition of `mg` into `stages` stages for M micro-batches that
 // can beat `beat` (the best T of the pairs searched before; inf: none).

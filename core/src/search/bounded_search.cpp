@@ -31,6 +31,7 @@
 #include "search/dynamic_program.hpp"
 #include "search/ordering.hpp"
 #include "search/progress.hpp"
+#include "search/stop.hpp"
 #include "search/weighted_plan.hpp"
 
 namespace pase {
@@ -334,7 +335,7 @@ Result<Plan> plan_bounded(const Graph& graph, const Cluster& cluster, const Plan
   int quiet = 0;
   bool whole = false;  // a round held nothing: it was the exact search
   for (int round = 0; round < max_rounds && quiet < 2 && !whole; ++round) {
-    if (options.cancel && options.cancel->load()) return Error{"cancelled", ""};
+    if (stop_requested(options)) return stop_error(options);
     std::vector<char> held;
     SearchSpace space;
     space.order = options.order;

@@ -17,6 +17,7 @@
 #include "kernels/uninitialised.hpp"
 #include "search/repeated_steps.hpp"
 #include "search/step_runner.hpp"
+#include "search/stop.hpp"
 
 namespace pase {
 
@@ -124,7 +125,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     since_check += pairs_done;
     if (since_check < (uint64_t{1} << 20)) return true;
     since_check = 0;
-    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) {
+    if (stop_requested(options)) {
       cancelled = true;
       return false;
     }
@@ -135,7 +136,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
   auto helper_tick = [&](uint64_t pairs_done) {
     others_done.fetch_add(pairs_done, std::memory_order_relaxed);
     if (cancelled.load(std::memory_order_relaxed)) return false;
-    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) {
+    if (cancel_requested(options)) {
       cancelled = true;
       return false;
     }
@@ -191,9 +192,8 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     const DepClasses& dc = classes.steps[i];
     int v = st.vertex;
     current = v;
-    // Also checked once per vertex, so that small plans notice a cancel too.
-    if (options.cancel && options.cancel->load(std::memory_order_relaxed))
-      return Error{"cancelled", ""};
+    // Also checked once per vertex, so that small plans notice a stop too.
+    if (stop_requested(options)) return stop_error(options);
     int nv = static_cast<int>(configs[v].size());
     int d = static_cast<int>(st.dep.size());
     // The levels in the step's iteration order (dc.order; the table keeps
@@ -301,7 +301,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
                             : 1;
     if (workers <= 1) {
       StepRunner::Scratch s = runner.scratch();
-      if (!runner.run(s, 0, outer, tick) || cancelled) return Error{"cancelled", ""};
+      if (!runner.run(s, 0, outer, tick) || cancelled) return stop_error(options);
     } else {
       // The outermost states in chunks, taken in turn by the calling thread
       // and workers - 1 helpers; each entry is computed by one of them, by
@@ -326,7 +326,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       for (int w = 1; w < workers; ++w) helpers.emplace_back(work, false);
       work(true);
       for (std::thread& h : helpers) h.join();
-      if (cancelled) return Error{"cancelled", ""};
+      if (cancelled) return stop_error(options);
     }
     if (d == 0) done_pairs += nv;
     for (int j : st.consumed) {

@@ -8,6 +8,7 @@
 
 #include "cost/cost_tables.hpp"
 #include "search/dynamic_program.hpp"
+#include "search/stop.hpp"
 
 namespace pase {
 
@@ -184,7 +185,7 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
     since_check += pairs_done;
     if (since_check < (uint64_t{1} << 20)) return true;
     since_check = 0;
-    if (options.cancel && options.cancel->load(std::memory_order_relaxed)) {
+    if (stop_requested(options)) {
       cancelled = true;
       return false;
     }
@@ -201,9 +202,8 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
     const Step& st = ord.steps[i];
     int v = st.vertex;
     current = v;
-    // Also checked once per vertex, so that small plans notice a cancel too.
-    if (options.cancel && options.cancel->load(std::memory_order_relaxed))
-      return Error{"cancelled", ""};
+    // Also checked once per vertex, so that small plans notice a stop too.
+    if (stop_requested(options)) return stop_error(options);
     int nv = static_cast<int>(configs[v].size());
     int d = static_cast<int>(st.dep.size());
     std::vector<int64_t> radix(d);
@@ -243,7 +243,7 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
     args[i].assign(entries, 0);
     for (int u : st.dep) level_of[u] = 0;
     reference::StepRunner runner(nv, radix, std::move(terms), tables[i].data(), args[i].data());
-    if (!runner.run(tick) || cancelled) return Error{"cancelled", ""};
+    if (!runner.run(tick) || cancelled) return stop_error(options);
     if (d == 0) done_pairs += nv;
     for (int j : st.consumed) {
       tables[j].clear();

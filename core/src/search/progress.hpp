@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "pase/plan.hpp"
+#include "search/stop.hpp"
 
 namespace pase {
 
@@ -87,7 +88,8 @@ class OpenParts {
   int count_ = 0;
 };
 
-// The caller's progress of one request: options() carries a callback that
+// The caller's progress of one request: options() carries the request's
+// deadline (with_deadline(): from PlanOptions::time_limit_s) and a callback that
 // keeps the most fraction reported (so the caller's never goes back), fills
 // in the elapsed time and the time left, and passes a report on only when
 // the fraction rose by half a percent, the phase changed, half a second
@@ -96,7 +98,7 @@ class OpenParts {
 class RequestProgress {
  public:
   explicit RequestProgress(const PlanOptions& options)
-      : options_(options), caller_(options.on_progress) {
+      : options_(with_deadline(options)), caller_(options.on_progress) {
     if (!options.on_progress) return;
     options_.on_progress = [this](const Progress& p) { report(p); };
   }
