@@ -31,13 +31,7 @@ struct PruneCase {
   int64_t stages, microbatches;
 };
 
-Cluster nodes(int64_t devices, int64_t per_node, double memory_gib = 0) {
-  Cluster c{.devices = devices, .bandwidth_gbps = 10};
-  c.gpus_per_node = per_node;
-  c.intra_node_gbps = 100;
-  c.memory_gib = memory_gib;
-  return c;
-}
+using testing::nodes;
 
 }  // namespace
 

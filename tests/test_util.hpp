@@ -45,6 +45,16 @@ inline Graph small_llama(int layers, int64_t batch, int64_t seq) {
   return std::move(*g);
 }
 
+// Nodes of `per_node` devices at 100 GB/s inside and 10 GB/s between,
+// with an optional cap: the pipeline tests' machine.
+inline Cluster nodes(int64_t devices, int64_t per_node, double memory_gib = 0) {
+  Cluster c{.devices = devices, .bandwidth_gbps = 10};
+  c.gpus_per_node = per_node;
+  c.intra_node_gbps = 100;
+  c.memory_gib = memory_gib;
+  return c;
+}
+
 inline Cluster practice_h100(int64_t devices) {
   Cluster c = apply_preset(Cluster{.devices = devices}, *find_preset("h100"));
   c.cost_model = CostModel::kPractice;

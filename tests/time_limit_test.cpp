@@ -26,13 +26,7 @@ using namespace pase;
 
 namespace {
 
-Cluster nodes(int64_t devices, int64_t per_node, double memory_gib = 0) {
-  Cluster c{.devices = devices, .bandwidth_gbps = 10};
-  c.gpus_per_node = per_node;
-  c.intra_node_gbps = 100;
-  c.memory_gib = memory_gib;
-  return c;
-}
+using testing::nodes;
 
 // The search of `g` on `c`, cancelled at its k-th progress report.
 struct Stopped {
