@@ -143,10 +143,11 @@ struct PlanOptions {
       nullptr;  // checked per vertex and every 2^20 pairs; may be null
   // Seconds the request may run (0: no limit), from the call of the entry
   // point (plan(), plan_pipeline(), plan_answers(), plan_json()), checked
-  // where `cancel` is. A search that reaches it returns the best plan it
-  // has found with the lower bound it has proven (Plan::lower_bound,
-  // PipelineInfo::stopped; core/docs/pipeline.md, "A time limit"); with
-  // none found, an error at "time_limit_s".
+  // where `cancel` is. plan_pipeline() and plan_answers() that reach it
+  // return the best plan found with the lower bound proven
+  // (Plan::lower_bound, PipelineInfo::stopped, PlanAnswers::gap;
+  // core/docs/pipeline.md, "A time limit"); with none found, and plan()
+  // always, an error at "time_limit_s".
   double time_limit_s = 0;  // at most kMaxTimeLimitSeconds (a year)
   // The instant time_limit_s ends, set by the entry point (the nested
   // calls keep it); max(): none.

@@ -323,11 +323,7 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
     out.per_layer.plan.training = out.cluster.training;
     out.cluster.training.recompute = cluster.training.recompute;
   } else if (!out.stopped.empty()) {
-    return Error{"the " +
-                     std::string(out.stopped == "cancelled" ? "search was cancelled"
-                                                            : "time limit was reached") +
-                     " before a per-layer plan that fits was found, and no layout fits",
-                 out.stopped == "cancelled" ? "" : "time_limit_s"};
+    return stop_error(request, "a per-layer plan that fits was found, and no layout fits");
   } else {
     return failure
                ? *failure

@@ -2,7 +2,6 @@
 // (core/docs/pipeline.md, "What the planner chooses").
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -296,15 +295,8 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     pipeline.bound_out->phase = stopped ? searcher.phase_name() : std::string();
     pipeline.bound_out->vertex_floor = vertex_floor == kInf ? 0 : vertex_floor;
   }
-  if (best.stages == 0 && stopped && pipeline.incumbent_cost == kInf) {
-    Error e = stop_error(options);
-    if (e.where == "time_limit_s")
-      e.message = "the time limit of " +
-                  std::to_string(static_cast<int64_t>(std::ceil(options.time_limit_s))) +
-                  " s was reached before a pipeline that fits was found (in " +
-                  searcher.phase_name() + ")";
-    return e;
-  }
+  if (best.stages == 0 && stopped && pipeline.incumbent_cost == kInf)
+    return stop_error(options, "a pipeline that fits was found (in " + searcher.phase_name() + ")");
   if (best.stages == 0 && pipeline.incumbent_cost < kInf)
     return Error{
         "no pipeline of the stage and micro-batch counts tried is cheaper than the "

@@ -32,13 +32,15 @@ inline bool stop_requested(const PlanOptions& options) {
   return cancel_requested(options) || past_deadline(options);
 }
 
-// "cancelled", or the time limit's error at "time_limit_s".
-inline Error stop_error(const PlanOptions& options) {
+// "cancelled", or the time limit's error at "time_limit_s": "the time limit
+// of 30 s was reached before " + `before`.
+inline Error stop_error(const PlanOptions& options,
+                        const std::string& before = "a plan was found") {
   if (cancel_requested(options) || !past_deadline(options)) return Error{"cancelled", ""};
   const double s = options.time_limit_s;
   std::string limit = s > 0 ? std::to_string(static_cast<long long>(std::ceil(s))) + " s" : "";
   return Error{"the time limit" + (limit.empty() ? std::string() : " of " + limit) +
-                   " was reached before a plan was found",
+                   " was reached before " + before,
                "time_limit_s"};
 }
 
