@@ -149,6 +149,46 @@ TEST_CASE("pipeline: a range's least F is the least over all its strategies") {
   CHECK(ranges > 20);
 }
 
+TEST_CASE("pipeline: a pair's floor from its layers holds under the practice model") {
+  // The layers' least M * F + W (the weight gradients' reduction exposed
+  // beside the backward) summed, on H100 nodes with and without the cap:
+  // never above the pair's T planned on its own, every range planned.
+  const Graph g = testing::small_llama(4, 16, 256);
+  int pairs = 0, above = 0;
+  for (double memory : {0.0, 80.0}) {
+    Cluster cluster = testing::practice_h100(16);
+    cluster.memory_gib = memory;
+    const PipelineOptions po{.stages = kAuto, .microbatches = kAuto};
+    const PlanOptions options{};
+    pipeline_detail::Searcher searcher{g, cluster, po, options};
+    for (int64_t m : {1, 2, 4, 8}) {
+      Result<Graph> micro = micro_batch_graph(g, m);
+      REQUIRE(micro.ok());
+      const pipeline_detail::Micro mg = pipeline_detail::prepare_micro(searcher, *micro);
+      for (int64_t s : {1, 2, 4}) {
+        CAPTURE(memory);
+        CAPTURE(s);
+        CAPTURE(m);
+        Result<pipeline_detail::Partition> layers = pipeline_detail::best_partition(
+            searcher, mg, s, m, INFINITY, pipeline_detail::Depth::kVertexFloor);
+        REQUIRE(layers.ok());
+        CHECK(searcher.searches == 0);
+        PipelineOptions one{.stages = s, .microbatches = m, .prune = false};
+        Result<PipelinePlan> p = plan_pipeline(g, cluster, one);
+        REQUIRE(p.ok());
+        ++pairs;
+        CHECK_MESSAGE(layers->floor <= p->plan.cost * (1 + 1e-9),
+                      layers->floor << " > " << p->plan.cost);
+        if (layers->floor >= 0.5 * p->plan.cost) ++above;
+      }
+    }
+  }
+  // Not a trivial floor: most reach half their T.
+  MESSAGE(pairs << " pairs, " << above << " with a floor of at least half their T");
+  CHECK(pairs == 24);
+  CHECK(above * 2 > pairs);
+}
+
 TEST_CASE("pipeline: every pair's floor is at most its T") {
   // Every stage count that is a power of two, and the micro-batch counts up
   // to `microbatches` (the Transformer's are slow to plan without pruning).
@@ -158,7 +198,7 @@ TEST_CASE("pipeline: every pair's floor is at most its T") {
       {"transformer", nodes(16, 4), kAuto, 2},
       {"transformer", nodes(8, 4, 0.25), kAuto, 4},
   };
-  int pairs = 0, above = 0;
+  int pairs = 0, above = 0, layer_near = 0;
   for (const PruneCase& c : cases) {
     Result<Graph> g = build_model(c.model);
     REQUIRE(g.ok());
@@ -175,10 +215,20 @@ TEST_CASE("pipeline: every pair's floor is at most its T") {
         CAPTURE(c.cluster.memory_gib);
         CAPTURE(s);
         CAPTURE(m);
-        Result<pipeline_detail::Partition> floor =
-            pipeline_detail::best_partition(searcher, mg, s, m, INFINITY, true);
+        // The floor from the layers alone searches nothing, and the parts'
+        // plans only raise it.
+        const int64_t searches = searcher.searches;
+        Result<pipeline_detail::Partition> layers = pipeline_detail::best_partition(
+            searcher, mg, s, m, INFINITY, pipeline_detail::Depth::kVertexFloor);
+        REQUIRE(layers.ok());
+        CHECK(searcher.searches == searches);
+        CHECK(layers->T == INFINITY);
+        Result<pipeline_detail::Partition> floor = pipeline_detail::best_partition(
+            searcher, mg, s, m, INFINITY, pipeline_detail::Depth::kFloor);
         REQUIRE(floor.ok());
         CHECK(floor->T == INFINITY);
+        CHECK(layers->floor <= floor->floor * (1 + 1e-12));
+        if (layers->floor >= 0.9 * floor->floor) ++layer_near;
         // The pair alone, every range planned.
         PipelineOptions one{.stages = s, .microbatches = m, .prune = false};
         Result<PipelinePlan> p = plan_pipeline(*g, c.cluster, one);
@@ -194,7 +244,8 @@ TEST_CASE("pipeline: every pair's floor is at most its T") {
       }
     }
   }
-  MESSAGE(pairs << " pairs, " << above << " with a floor of at least half their T");
+  MESSAGE(pairs << " pairs, " << above << " with a floor of at least half their T, " << layer_near
+                << " whose floor from the layers is within 10% of the parts'");
   CHECK(pairs > 40);
   CHECK(above * 2 > pairs);
 }

@@ -372,8 +372,9 @@ TEST_CASE("practice: bench --fit recovers the rate that priced the runs") {
   CHECK(run.exit != 0);
   CHECK(contains(run.err, "--published FILE"));
 
-  // --plan: the planner on each run's cluster and batch, beside the
-  // published layout, at least as fast under the model.
+  // --plan: the planner on each run's cluster and batch (the best layout,
+  // then the per-layer plan), beside the published layout, at least as fast
+  // under the model, proven within its gap.
   run = pase::testing::run_cli({"bench", "--published", file, "--plan", "60"});
   REQUIRE_MESSAGE(run.exit == 0, run.err);
   for (int i = 0; i < 3; ++i) {
@@ -381,15 +382,19 @@ TEST_CASE("practice: bench --fit recovers the rate that priced the runs") {
     const size_t at = run.out.find("\n" + id + " ");
     REQUIRE_MESSAGE(at != std::string::npos, run.out);
     std::istringstream row(run.out.substr(at + 1, run.out.find('\n', at + 1) - at - 1));
-    std::string name, published_unit, planned_unit, gain;
+    std::string name, published_unit, layout_unit, planned_unit, gain, planning_unit, gap;
     int devices = 0;
-    double published = 0, planned = 0;
-    row >> name >> devices >> published >> published_unit >> planned >> planned_unit >> gain;
+    double published = 0, layout = 0, planned = 0, planning = 0;
+    row >> name >> devices >> published >> published_unit >> layout >> layout_unit >> planned >>
+        planned_unit >> gain >> planning >> planning_unit >> gap;
     CAPTURE(run.out);
     CHECK(devices == 8);
     CHECK(planned > 0);
     CHECK(planned <= published * (1 + 1e-9));
+    CHECK(planned <= layout * (1 + 1e-9));
     CHECK(gain.front() == '+');
+    CHECK(planning < 60);
+    CHECK(gap == "0.00%");
   }
   run = pase::testing::run_cli({"bench", "--published", file, "--plan", "soon"});
   CHECK(run.exit != 0);

@@ -194,10 +194,15 @@ std::string bench_usage() {
          "                      error, coordinate descent), print them and price the\n"
          "                      runs with them\n"
          "  --plan SECONDS      with --published: plan each run's model on its cluster\n"
-         "                      and global batch (stages, micro-batches and\n"
-         "                      recomputation searched, under its GPU's memory) and\n"
-         "                      print its step time beside the published layout's;\n"
-         "                      a search still running after SECONDS is stopped\n"
+         "                      and global batch as 'pase plan' answers it (the best\n"
+         "                      layout, then the per-layer plan with ZeRO, stages,\n"
+         "                      micro-batches and recomputation searched, under its\n"
+         "                      GPU's memory), with the time limit SECONDS, and print\n"
+         "                      both steps beside the published layout's, with the\n"
+         "                      time and the proven gap\n"
+         "  --goals             instead: the planning-time goals (core/docs/\n"
+         "                      performance.md), each planned as 'pase plan' answers\n"
+         "                      it under its time limit, with the time and the gap\n"
          "  --layouts           instead: the layout search (pase layouts) of every\n"
          "                      built-in language model on 8, 64 and 1024 H100 (nodes of\n"
          "                      8) at a global batch of 4 x GPUs and the model's sequence,\n"
@@ -220,8 +225,13 @@ int run_bench(const Args& args) {
                                        {"--large", false},        {"--format", true},
                                        {"--published", true},     {"--fit", false},
                                        {"--cost-model", true},    {"--plan", true},
-                                       {"--json", false},         {"--layouts", false}};
+                                       {"--json", false},         {"--layouts", false},
+                                       {"--goals", false}};
   if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
+  if (flags.has("--goals")) {
+    if (args.size() != 1) return usage_error("bench", "--goals sets its own cases: give it alone");
+    return run_bench_goals();
+  }
   if (flags.has("--json")) {
     for (std::string_view name :
          {"--models", "--procs", "--order", "--preset", "--flops", "--bandwidth", "--gpus-per-node",

@@ -4,23 +4,20 @@
 // its predicted step time beside the measured one, and its memory beside the
 // GPU's.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <iterator>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench_layouts.hpp"
 #include "commands.hpp"
 #include "format.hpp"
 #include "inputs.hpp"
+#include "pase/answers.hpp"
 #include "pase/import.hpp"
 #include "pase/layout.hpp"
 #include "pase/llm.hpp"
@@ -256,13 +253,18 @@ double median_of(std::vector<double> v) {
 struct PlannedRun {
   std::string id, plan;
   int64_t devices = 0;
-  double published_s = 0, planned_s = 0, seconds = 0;
-  bool fits = false, stopped = false;
+  // The published layout's step, the best layout's and the per-layer
+  // answer's (0: none fits), and the planning's seconds.
+  double published_s = 0, layout_s = 0, planned_s = 0, seconds = 0;
+  double gap = 0;          // the per-layer answer's proven gap (-1: no bound known)
+  std::string stopped_in;  // where the time limit stopped it ("": it ended)
 };
 
-// `run` planned on its cluster under its GPU's memory, at its global batch
-// and sequence, with its ZeRO stage: stages and micro-batches "auto", the
-// recomputation searched; stopped after `limit_s` seconds.
+// `run` planned as `pase plan` answers it (the best layout, then the
+// per-layer plan from it, with ZeRO searched) on its cluster under its GPU's
+// memory, at its global batch and sequence: stages and micro-batches
+// "auto", the recomputation searched; the search stopped after `limit_s`
+// seconds with its best plan and proven gap (PlanOptions::time_limit_s).
 pase::Result<PlannedRun> plan_run(const PreparedRun& run, double limit_s) {
   PlannedRun out;
   out.id = run.base.id;
@@ -278,57 +280,47 @@ pase::Result<PlannedRun> plan_run(const PreparedRun& run, double limit_s) {
   cluster.training.recompute = pase::Recompute::kAuto;
   cluster.training.recompute_blocks = -1;
   cluster.training.recompute_rest = pase::Recompute::kNone;
-  pase::PipelineOptions pipeline{.stages = pase::kAuto, .microbatches = pase::kAuto};
-  std::atomic<bool> cancel{false};
+  pase::AnswerOptions answers;
+  answers.pipeline = pase::PipelineOptions{.stages = pase::kAuto, .microbatches = pase::kAuto};
   pase::PlanOptions options;
-  options.cancel = &cancel;
   options.threads = pase::default_threads();
-  std::mutex mutex;
-  std::condition_variable wake;
-  bool finished = false;
-  std::thread timer([&] {
-    std::unique_lock<std::mutex> lock(mutex);
-    if (!wake.wait_for(lock, std::chrono::duration<double>(limit_s), [&] { return finished; }))
-      cancel = true;
-  });
+  options.time_limit_s = limit_s;
   const auto start = std::chrono::steady_clock::now();
-  pase::Result<pase::PipelinePlan> planned =
-      pase::plan_pipeline(run.graph, cluster, pipeline, options);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    finished = true;
-  }
-  wake.notify_all();
-  timer.join();
+  pase::Result<pase::PlanAnswers> planned =
+      pase::plan_answers(run.graph, cluster, answers, options);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!planned) {
-    if (planned.error().message != "cancelled") return at(out.id, planned.error().to_string());
-    out.stopped = true;
-    return out;
+  if (!planned) return at(out.id, planned.error().to_string());
+  if (!planned->layouts.ranked.empty()) out.layout_s = planned->layouts.ranked.front().step_time_s;
+  if (planned->per_layer.plan.fits) {
+    out.planned_s = planned->per_layer.plan.step_time_s;
+    out.plan = pase::pipeline_label(planned->per_layer.pipeline);
   }
-  out.planned_s = planned->plan.step_time_s;
-  out.fits = planned->plan.fits;
-  out.plan = pase::pipeline_label(planned->pipeline);
+  out.gap = planned->gap;
+  out.stopped_in = planned->stopped.empty() ? "" : planned->stopped_in;
   return out;
 }
 
+std::string seconds_or_dash(double s) { return s > 0 ? format("%.4g s", s) : "-"; }
+
 int run_bench_plans(const std::vector<PreparedRun>& runs, double limit_s) {
-  std::string out = "run     GPUs   published     planned     gain   planning  plan\n";
+  std::string out =
+      "run     GPUs   published      layout   per-layer     gain   planning      gap  plan\n";
   if (!write_stdout(out)) return kExitError;
   for (const PreparedRun& run : runs) {
     pase::Result<PlannedRun> r = plan_run(run, limit_s);
     if (!r) return input_error(r.error());
     std::string line = pad_right(r->id, 6) + pad_left(std::to_string(r->devices), 6) +
-                       pad_left(format("%.4g s", r->published_s), 12);
-    if (r->stopped) {
-      line += "           -        -" + pad_left(format("%.0f s", r->seconds), 11) +
-              "  stopped at the limit\n";
-    } else {
-      line += pad_left(format("%.4g s", r->planned_s), 12) +
-              pad_left(format("%+.1f%%", 100 * (r->published_s / r->planned_s - 1)), 9) +
-              pad_left(format("%.1f s", r->seconds), 11) + "  " + r->plan +
-              (r->fits ? "" : " (does not fit)") + "\n";
-    }
+                       pad_left(format("%.4g s", r->published_s), 12) +
+                       pad_left(seconds_or_dash(r->layout_s), 12) +
+                       pad_left(seconds_or_dash(r->planned_s), 12);
+    line += pad_left(r->planned_s > 0 ? format("%+.1f%%", 100 * (r->published_s / r->planned_s - 1))
+                                      : std::string("-"),
+                     9);
+    line += pad_left(format("%.1f s", r->seconds), 11) +
+            pad_left(r->gap < 0 ? std::string("?") : format("%.2f%%", 100 * r->gap), 9) + "  " +
+            (r->plan.empty() ? "nothing fits" : r->plan) +
+            (r->stopped_in.empty() ? "" : " (stopped at the limit in " + r->stopped_in + ")") +
+            "\n";
     if (!write_stdout(line)) return kExitError;
   }
   return kExitOk;

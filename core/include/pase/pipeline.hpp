@@ -95,10 +95,6 @@ struct PipelineBound {
   // (PlanOptions::time_limit_s, PlanOptions::cancel); "" otherwise.
   std::string stopped;
   std::string phase;  // the progress's phase it stopped in
-  // The least over the pairs tried of the vertices' floors (their least F
-  // summed, core/docs/pipeline.md, "Pruning"): a bound of T whatever the
-  // memory cap and the recomputation (which only adds to F).
-  double vertex_floor = 0;
 };
 
 struct PipelineOptions {

@@ -11,8 +11,9 @@
 
 namespace pase::pipeline_detail {
 
-const VertexFloor& Floors::of(const Graph& g, int v, int print, int64_t q, int64_t align) {
-  auto key = std::make_tuple(print, q, align);
+const VertexFloor& Floors::of(const Graph& g, int v, int print, int64_t q, int64_t align,
+                              int64_t microbatches) {
+  auto key = std::make_tuple(print, q, align, microbatches);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   VertexFloor f;
@@ -25,15 +26,18 @@ const VertexFloor& Floors::of(const Graph& g, int v, int print, int64_t q, int64
     cs.first_device = align;
     const ops::Machine m = ops::make_machine(cs);
     const Vertex& vertex = g.vertices[v];
+    const double M = static_cast<double>(microbatches);
     for (size_t i = 0; i < set->size(); ++i) {
       const LayerCost c = ops::layer_cost(g, vertex, set->at(i), m);
       const MemoryBytes b = ops::vertex_memory(g, vertex, set->at(i), m);
       const double F = c.total - c.weight_sync;
       const double weight = b.params + b.grads + b.optimizer;
+      const double value = M * F + c.weight_sync;
       if (i == 0) {
-        f = VertexFloor{F, weight, b.activations};
+        f = VertexFloor{F, value, weight, b.activations};
       } else {
         f.F = std::min(f.F, F);
+        f.value = std::min(f.value, value);
         f.weight_bytes = std::min(f.weight_bytes, weight);
         f.activation_bytes = std::min(f.activation_bytes, b.activations);
       }

@@ -69,27 +69,32 @@ Result<PipelinePlan> assemble(const Graph& micro, const Cluster& cluster,
 namespace pase::pipeline_detail {
 
 // The least a vertex can cost a stage, over all its configurations on q
-// devices whose first one sits `align` devices into a node: its cost
-// without weight_sync (one micro-batch), the bytes of its weight (parameters,
-// gradients, optimizer state) and of its saved activations, each minimised
-// on its own. Sums of them over a range bound its stage plan's F and memory
-// from below, whatever the plan (pipeline_bounds.cpp).
+// devices whose first one sits `align` devices into a node, for M
+// micro-batches: its cost without weight_sync (one micro-batch), the least
+// M * F + W (a stage's value, StageWeights: the weight gradients reduced
+// once a step), the bytes of its weight (parameters, gradients, optimizer
+// state) and of its saved activations, each minimised on its own. Sums of
+// them over a range bound its stage plan's F, M * F + W and memory from
+// below, whatever the plan: the plan's configurations pay each vertex at
+// least its least, and the edges between them nothing below zero
+// (pipeline_bounds.cpp; core/docs/pipeline.md, "Pruning").
 struct VertexFloor {
-  double F = 0, weight_bytes = 0, activation_bytes = 0;
+  double F = 0, value = 0, weight_bytes = 0, activation_bytes = 0;
 };
 
-// Floors by (vertex print, q, align), each computed once: vertices that
+// Floors by (vertex print, q, align, M), each computed once: vertices that
 // print alike have the same configurations and prices.
 class Floors {
  public:
   Floors(const Cluster& cluster, const EnumOptions& options)
       : cluster_(cluster), options_(options) {}
-  const VertexFloor& of(const Graph& g, int v, int print, int64_t q, int64_t align);
+  const VertexFloor& of(const Graph& g, int v, int print, int64_t q, int64_t align,
+                        int64_t microbatches);
 
  private:
   const Cluster& cluster_;
   EnumOptions options_;
-  std::map<std::tuple<int, int64_t, int64_t>, VertexFloor> cache_;
+  std::map<std::tuple<int, int64_t, int64_t, int64_t>, VertexFloor> cache_;
 };
 
 }  // namespace pase::pipeline_detail

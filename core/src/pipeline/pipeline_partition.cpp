@@ -16,7 +16,7 @@
 
 namespace pase::pipeline_detail {
 
-VertexSums vertex_sums(Searcher& searcher, const Micro& mg, int64_t stages) {
+VertexSums vertex_sums(Searcher& searcher, const Micro& mg, int64_t stages, int64_t microbatches) {
   const int n = static_cast<int>(mg.graph.vertices.size());
   const int64_t q = searcher.cluster.devices / stages;
   VertexSums out;
@@ -26,9 +26,10 @@ VertexSums vertex_sums(Searcher& searcher, const Micro& mg, int64_t stages) {
   for (auto& [align, sum] : out.by_alignment) {
     sum.assign(n + 1, VertexFloor{});
     for (int v = 0; v < n; ++v) {
-      const VertexFloor& f = searcher.floors.of(mg.graph, v, mg.print[v], q, align);
-      sum[v + 1] = VertexFloor{sum[v].F + f.F, sum[v].weight_bytes + f.weight_bytes,
-                               sum[v].activation_bytes + f.activation_bytes};
+      const VertexFloor& f = searcher.floors.of(mg.graph, v, mg.print[v], q, align, microbatches);
+      sum[v + 1] =
+          VertexFloor{sum[v].F + f.F, sum[v].value + f.value, sum[v].weight_bytes + f.weight_bytes,
+                      sum[v].activation_bytes + f.activation_bytes};
     }
   }
   for (int v = 0; v < n; ++v) {
@@ -42,7 +43,7 @@ VertexSums vertex_sums(Searcher& searcher, const Micro& mg, int64_t stages) {
 double vertex_floor_of_pair(Searcher& searcher, const Micro& mg, int64_t stages,
                             int64_t microbatches) {
   const double M = static_cast<double>(microbatches);
-  return vertex_sums(searcher, mg, stages).least.back() *
+  return vertex_sums(searcher, mg, stages, microbatches).least.back() *
          (1 + (M - 1) / static_cast<double>(stages));
 }
 
@@ -53,15 +54,16 @@ double vertex_floor_of_pair(Searcher& searcher, const Micro& mg, int64_t stages,
 //   T >= sum over the other stages of their A + A_s + (M - 1) max A + W_s,
 //   with the others' A >= their parts' least F (or their layers' floors),
 //   max A >= A_s and >= the mean A of the stages before s and of those
-//   after it, M * A_s + W_s >= max(M * the range's floor of F, its parts'
-//   values) + M * X_s, and, under the cap, M * A_s + W_s >= the sum of
-//   its parts' least M * F + W + lambda * memory less lambda * cap, at the
-//   weight lambda of a stage of the first partition planned (same k_s and
-//   alignment; Searcher::part_objective()); and memory >= the floors' sum;
+//   after it, M * A_s + W_s >= max(M * the range's floor of F, its
+//   vertices' least M * F + W summed, its parts' values) + M * X_s, and, under the cap, M * A_s +
+//   W_s >= the sum of its parts' least M * F + W + lambda * memory less lambda * cap, at the weight
+//   lambda of a stage of the first partition planned (same k_s and alignment;
+//   Searcher::part_objective()); and memory >= the floors' sum;
 // and an upper bound, the T of the partition that balances those floors.
 // Partition::floor is the least, over partitions, of their largest floor.
 Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t stages,
-                                 int64_t microbatches, double beat, bool floor_only) {
+                                 int64_t microbatches, double beat, Depth depth) {
+  const bool floor_only = depth != Depth::kPartition;
   const Graph& micro = mg.graph;
   const std::vector<int>& bounds = mg.bounds;
   const std::vector<std::vector<int>>& sig = mg.sig;
@@ -124,7 +126,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     return sender.near(s, s + 1) ? x_near[at2(i, j)] : x_far[at2(i, j)];
   };
 
-  const VertexSums vs = vertex_sums(searcher, mg, stages);
+  const VertexSums vs = vertex_sums(searcher, mg, stages, microbatches);
   const std::map<int64_t, std::vector<VertexFloor>>& sums = vs.by_alignment;
   const std::vector<double>& least = vs.least;
   // The bounds are exact sums of exact terms only up to rounding: a margin
@@ -146,7 +148,8 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
   // the same way a range's F is at least the sum of its parts' least F, which
   // bounds the A of the other stages (least: over the stages' alignments).
   // Not needed by a search without a bound (the first pair).
-  const bool bounded = prune && (floor_only || beat < kInf || stages > 1);
+  const bool bounded =
+      prune && depth != Depth::kVertexFloor && (floor_only || beat < kInf || stages > 1);
   // A stop (stop.hpp) while the bounds' plans run keeps the floor so far.
   auto stop_floors = [&](const Error& e) -> Result<Partition> {
     if (!is_stop(e)) return e;
@@ -213,7 +216,8 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
         if (s + 1 < stages)
           largest = std::max(largest, after / static_cast<double>(stages - 1 - s));
         const double x = x_of(s, i, j);
-        const double own = std::max(M * (hi.F - lo.F), part[j] - part[i]) + M * x;
+        const double own =
+            std::max({M * (hi.F - lo.F), hi.value - lo.value, part[j] - part[i]}) + M * x;
         const double own_f = std::max(hi.F - lo.F, least_f[j] - least_f[i]) + x;
         floor_t[at(s, i, j)] = others + std::max(own, own_f + (M - 1) * largest);
       }

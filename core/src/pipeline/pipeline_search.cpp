@@ -196,8 +196,6 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     searcher.bound = proven();
   };
   note_bound();
-  double vertex_floor = kInf;
-  for (const Pair& p : pairs) vertex_floor = std::min(vertex_floor, p.floor);
   // The least T wins; ties (1e-12 relative) go to fewer stages, then fewer
   // micro-batches, whatever the order the pairs are searched in.
   auto take = [&](const Pair& pair, Partition part) {
@@ -229,63 +227,93 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     note_bound();
     return std::nullopt;
   };
-  // With pruning and several pairs: S = M = 1 first (the plan without a
-  // pipeline, which the result compares with), then every other pair's
-  // lower bound from its parts' plans, and the pairs in the order of those
-  // bounds, so that the first pairs searched give the bound that lets the
-  // others go unsearched (core/docs/pipeline.md, "Pruning").
-  if (pipeline.prune && pairs.size() > 1) {
-    if (pairs.front().stages == 1 && pairs.front().microbatches == 1) {
-      // Half the progress bar: on a deep network the one whole-graph search
-      // is most of the work (GPT-3 175B on 1,024 GPUs: 84 s of 103), and
-      // under a cap it moves with each search of its Lagrangian loop.
-      // When its floor rules it out before any search (the memory's floor
-      // over the cap: GPT-3 175B at batch 1536), the bar has had nothing
-      // of it, and the phases after it take the whole bar.
-      searcher.phase = Searcher::Phase::kLead;
-      searcher.to = 0.5;
-      if (std::optional<Error> e = search_pair(pairs.front())) return *e;
-      searcher.from = searcher.searches == 0 ? 0 : searcher.to;
-      // (Kept in the bound while it is not done.)
-      if (pairs.front().done) pairs.erase(pairs.begin());
-    }
-    // A tenth of what is left for the pairs' bounds, counted by pair: their
-    // parts' plans are searched without progress of their own.
+  // With pruning and several pairs: every pair's floor from its vertices'
+  // floors first (no search: a stop keeps them, "A time limit"), then S =
+  // M = 1 (the plan without a pipeline, which the result compares with),
+  // then best first: the pair of least floor, its floor made with its
+  // parts' plans (Depth::kFloor) before it is searched, so that the first
+  // pairs searched give the bound that lets the others go unsearched, and a
+  // pair whose vertices' floor is above it has none of its parts searched
+  // (core/docs/pipeline.md, "Pruning").
+  const bool prune = pipeline.prune && pairs.size() > 1;
+  if (pipeline.prune) {
+    // A hundredth of the bar for the vertices' floors, counted by pair.
     searcher.phase = Searcher::Phase::kFloors;
-    searcher.to = searcher.from + 0.1 * (1 - searcher.from);
+    searcher.to = 0.01;
     searcher.pairs_to_floor = static_cast<double>(pairs.size());
     searcher.report();
     for (Pair& pair : pairs) {
-      if (stopped || pair.done) break;
       Result<Partition> floor = best_partition(searcher, micros.at(pair.microbatches), pair.stages,
-                                               pair.microbatches, best.T, true);
+                                               pair.microbatches, best.T, Depth::kVertexFloor);
       if (!floor) return floor.error();
       pair.floor = std::max(pair.floor, floor->floor);
-      if (floor->stopped) stopped = searcher.stop_reason();
       searcher.floored += 1;
       note_bound();
       searcher.report();
     }
     searcher.from = searcher.to;
-    std::stable_sort(pairs.begin(), pairs.end(),
-                     [](const Pair& a, const Pair& b) { return a.floor < b.floor; });
+  }
+  if (prune) {
+    // (A stop before the lead keeps the floors; no space is prepared.)
+    if (stop_requested(options)) stopped = searcher.stop_reason();
+    if (!stopped && pairs.front().stages == 1 && pairs.front().microbatches == 1) {
+      // Half the progress bar: on a deep network the one whole-graph search
+      // is most of the work (GPT-3 175B on 1,024 GPUs: 84 s of 103), and
+      // under a cap it moves with each search of its Lagrangian loop.
+      // When its floor rules it out before any search (the memory's floor
+      // over the cap: GPT-3 175B at batch 1536), the bar has had nothing
+      // of it, and the phases after it take the rest.
+      searcher.phase = Searcher::Phase::kLead;
+      searcher.to = 0.5;
+      const int64_t before = searcher.searches;
+      if (std::optional<Error> e = search_pair(pairs.front())) return *e;
+      if (searcher.searches > before) searcher.from = searcher.to;
+      // (Kept in the bound while it is not done.)
+      if (pairs.front().done) pairs.erase(pairs.begin());
+    }
   }
   searcher.phase = Searcher::Phase::kPlans;
   searcher.to = 1;
   // A pair whose floor exceeds the best T so far is skipped, and leaves the
   // progress's count as soon as it is known to be skipped.
-  std::vector<char> skipped(pairs.size(), 0);
-  auto skip_hopeless = [&](size_t from) {
-    for (size_t k = from; k < pairs.size(); ++k)
-      if (!skipped[k] && pairs[k].floor > best.T * (1 + 1e-9)) {
+  std::vector<char> skipped(pairs.size(), 0), tight(pairs.size(), prune ? 0 : 1);
+  auto skip_hopeless = [&]() {
+    for (size_t k = 0; k < pairs.size(); ++k)
+      if (!skipped[k] && !pairs[k].done && pairs[k].floor > best.T * (1 + 1e-9)) {
         skipped[k] = 1;
         release(searcher, micros.at(pairs[k].microbatches), pairs[k].stages, pairs[k].microbatches);
       }
   };
-  for (size_t k = 0; k < pairs.size() && !stopped; ++k) {
-    skip_hopeless(k);
-    if (skipped[k] || pairs[k].done) continue;
-    if (std::optional<Error> e = search_pair(pairs[k])) return *e;
+  // The pair to go on with: the least floor of those left, ties to the
+  // order above (fewer stages, then fewer micro-batches).
+  auto next_pair = [&]() {
+    size_t at = pairs.size();
+    for (size_t k = 0; k < pairs.size(); ++k)
+      if (!skipped[k] && !pairs[k].done && (at == pairs.size() || pairs[k].floor < pairs[at].floor))
+        at = k;
+    return at;
+  };
+  while (!stopped) {
+    if (stop_requested(options)) {
+      stopped = searcher.stop_reason();
+      break;
+    }
+    skip_hopeless();
+    const size_t k = next_pair();
+    if (k == pairs.size()) break;
+    Pair& pair = pairs[k];
+    if (!tight[k]) {
+      tight[k] = 1;
+      Result<Partition> floor = best_partition(searcher, micros.at(pair.microbatches), pair.stages,
+                                               pair.microbatches, best.T, Depth::kFloor);
+      if (!floor) return floor.error();
+      pair.floor = std::max(pair.floor, floor->floor);
+      if (floor->stopped) stopped = searcher.stop_reason();
+      note_bound();
+      searcher.report();
+      continue;
+    }
+    if (std::optional<Error> e = search_pair(pair)) return *e;
   }
   // At the end, the least T found is proven least of the pairs tried.
   const double lower = stopped ? proven() : searcher.unproven ? 0.0 : best.T;
@@ -293,7 +321,6 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     pipeline.bound_out->lower_bound = lower;
     pipeline.bound_out->stopped = stopped ? *stopped : std::string();
     pipeline.bound_out->phase = stopped ? searcher.phase_name() : std::string();
-    pipeline.bound_out->vertex_floor = vertex_floor == kInf ? 0 : vertex_floor;
   }
   if (best.stages == 0 && stopped && pipeline.incumbent_cost == kInf)
     return stop_error(options, "a pipeline that fits was found (in " + searcher.phase_name() + ")");
@@ -376,6 +403,7 @@ Result<PipelinePlan> plan_pipeline_choosing(const Graph& graph, const Cluster& c
   PipelineBound bound;
   PipelineOptions po = pipeline;
   po.bound_out = &bound;
+  bool stopped_bound = false;
   for (Recompute mode : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     Cluster c = cluster;
     c.training.recompute = mode;
@@ -384,18 +412,30 @@ Result<PipelinePlan> plan_pipeline_choosing(const Graph& graph, const Cluster& c
     const PlanOptions o =
         choosing ? progress_part(options, part / 3.0, (part + 1) / 3.0, kPhases[part]) : options;
     ++part;
+    if (stopped_bound) {
+      // After a stop: this recomputation's floors alone (its search stops
+      // at its first stage plan), for the bound.
+      PipelineBound floors;
+      PipelineOptions fo = po;
+      fo.bound_out = &floors;
+      (void)plan_pipeline_fixed(graph, c, fo, o);
+      bound.lower_bound = std::min(bound.lower_bound, floors.lower_bound);
+      if (out) out->plan.lower_bound = std::min(out->plan.lower_bound, floors.lower_bound);
+      continue;
+    }
     out = plan_pipeline_fixed(graph, c, po, o);
     if (out) out->plan.training = c.training;
     if (!bound.stopped.empty()) {
-      // Stopped: the recomputations not tried get the bound they share,
-      // unless this one's plan fits (then it is the answer's recomputation).
+      // Stopped: unless this one's plan fits (then it is the answer's
+      // recomputation), the recomputations not tried bound the answer with
+      // their pairs' floors, computed before any search (a floor of one
+      // recomputation is not one of another: a recomputed layer's F grows,
+      // but its exposed weight_sync may shrink).
       const bool last = mode == Recompute::kFull || cluster.memory_gib <= 0 ||
                         cluster.cost_model != CostModel::kPractice;
-      if (!last && !(out && out->plan.fits)) {
-        bound.lower_bound = std::min(bound.lower_bound, bound.vertex_floor);
-        if (out) out->plan.lower_bound = std::min(out->plan.lower_bound, bound.vertex_floor);
-      }
-      break;
+      if (last || (out && out->plan.fits)) break;
+      stopped_bound = true;
+      continue;
     }
     if (out && out->plan.fits) break;
     // Under an incumbent, a recomputation that beats nothing leaves the

@@ -89,11 +89,12 @@ struct Searcher {
   }
 
   // Progress runs in three phases, each over its share [from, to) of the
-  // bar (plan_pipeline()): the plan without a pipeline (kLead: on a deep
-  // network most of the work, before the pairs it lets the bounds skip),
-  // the pairs' lower bounds (kFloors: `floored` of `pairs_to_floor`), then
-  // the stage plans (kPlans: those searched of those the search may still
-  // need).
+  // bar (plan_pipeline()): the pairs' lower bounds from their layers'
+  // floors (kFloors: `floored` of `pairs_to_floor`; no search), the plan
+  // without a pipeline (kLead: on a deep network most of the work, before
+  // the pairs it lets the bounds skip), then the stage plans (kPlans: those
+  // searched of those the search may still need, the parts' plans of the
+  // pairs' floors among them).
   enum class Phase { kLead, kFloors, kPlans };
   Phase phase = Phase::kPlans;
   double from = 0, to = 1;
@@ -160,6 +161,9 @@ struct Searcher {
     auto key = std::make_tuple(q, microbatches, sig, align, k);
     auto it = plans.find(key);
     if (it == plans.end()) {
+      // Progress: a plan no range waits for (a part's least F, or a part
+      // planned for a pair's floor) is counted once it is needed.
+      if (k != 0 || pending.count(NeedKey{q, microbatches, sig, align}) == 0) total += 1;
       Cluster free = cluster;
       free.devices = q;
       free.first_device = align;
@@ -388,7 +392,7 @@ struct Searcher {
 struct Partition {
   double T = kInf;
   // A lower bound of T over every partition of the pair (kInf: none fits),
-  // from the bounds alone; best_partition() with `floor_only` stops there.
+  // from the bounds alone; best_partition() below Depth::kPartition stops there.
   double floor = 0;
   std::vector<int> stage_of;
   Strategy configs;
@@ -419,26 +423,32 @@ struct Micro {
 // The micro-batch graph `graph` with its boundaries and signatures.
 Micro prepare_micro(Searcher& searcher, Graph graph);
 
-// The floors of the vertices of `mg` on the stages' devices (Floors),
-// summed from vertex 0 at each alignment of the stages of a pipeline of
+// The floors of the vertices of `mg` (M micro-batches) on the stages'
+// devices (Floors), summed from vertex 0 at each alignment of the stages of a pipeline of
 // `stages`, and `least`: the least over those alignments per vertex,
 // summed.
 struct VertexSums {
   std::map<int64_t, std::vector<VertexFloor>> by_alignment;
   std::vector<double> least;
 };
-VertexSums vertex_sums(Searcher& searcher, const Micro& mg, int64_t stages);
+VertexSums vertex_sums(Searcher& searcher, const Micro& mg, int64_t stages, int64_t microbatches);
 
 // The first floor of the pair (S, M), from the vertices' floors alone (no
 // search): T >= (1 + (M - 1) / S) * the least F of every vertex summed.
 double vertex_floor_of_pair(Searcher& searcher, const Micro& mg, int64_t stages,
                             int64_t microbatches);
 
+// How far best_partition() goes: the floor of the pair from the vertices'
+// floors alone (no search), the floor with the plans of the parts between
+// consecutive boundaries that the bounds take their values from (a search
+// of each part), or the best partition.
+enum class Depth { kVertexFloor, kFloor, kPartition };
+
 // The best partition of `mg` into `stages` stages for M micro-batches that
 // can beat `beat` (the best T of the pairs searched before; inf: none).
-// `floor_only`: no stage plan but the parts' plans that the bounds take
-// their values from; the result's floor bounds the pair's T (T stays inf).
+// Below kPartition the result's floor bounds the pair's T (T stays inf).
 Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t stages,
-                                 int64_t microbatches, double beat, bool floor_only = false);
+                                 int64_t microbatches, double beat,
+                                 Depth depth = Depth::kPartition);
 
 }  // namespace pase::pipeline_detail
