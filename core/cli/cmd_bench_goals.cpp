@@ -69,9 +69,11 @@ int run_bench_goals() {
     const Json& gap = per_layer["gap"];
     std::string line =
         pad_right(goal.name, 51) + pad_left(format("%.0f s", goal.limit_s), 7) +
-        pad_left(format("%.1f s", seconds), 11) + pad_left(step_of(r["best_layout"], "step_time_s"), 12) +
+        pad_left(format("%.1f s", seconds), 11) +
+        pad_left(step_of(r["best_layout"], "step_time_s"), 12) +
         pad_left(step_of(per_layer, "step_time_s"), 12) +
-        pad_left(gap.is_number() ? format("%.2f%%", 100 * gap.get<double>()) : std::string("?"), 9) +
+        pad_left(gap.is_number() ? format("%.2f%%", 100 * gap.get<double>()) : std::string("?"),
+                 9) +
         "  " + r["pipeline"].value("label", std::string("-")) +
         (per_layer.value("layout_wins", false) ? " (the best layout's)" : "") +
         (per_layer.contains("stopped_in")
