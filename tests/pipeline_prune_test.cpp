@@ -161,7 +161,7 @@ TEST_CASE("pipeline: a pair's floor from its layers holds under the practice mod
     const PipelineOptions po{.stages = kAuto, .microbatches = kAuto};
     const PlanOptions options{};
     pipeline_detail::Searcher searcher{g, cluster, po, options};
-    for (int64_t m : {1, 2, 4, 8}) {
+    for (int64_t m : {1, 4}) {
       Result<Graph> micro = micro_batch_graph(g, m);
       REQUIRE(micro.ok());
       const pipeline_detail::Micro mg = pipeline_detail::prepare_micro(searcher, *micro);
@@ -185,7 +185,7 @@ TEST_CASE("pipeline: a pair's floor from its layers holds under the practice mod
   }
   // Not a trivial floor: most reach half their T.
   MESSAGE(pairs << " pairs, " << above << " with a floor of at least half their T");
-  CHECK(pairs == 24);
+  CHECK(pairs == 12);
   CHECK(above * 2 > pairs);
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -67,27 +68,50 @@ using namespace pipeline_detail;
 
 namespace {
 
+// f(key, count) once per key the ranges of the pair (S, M) may need, with
+// how many ranges (stage, start, end) need it. A range [i, j) is one of the
+// stages lo .. hi (range_ok()), so a pair costs O(boundaries^2), not
+// O(S * boundaries^2), and the keys are counted in a table of the pair's
+// own before they reach the searcher's.
 template <typename F>
 void for_ranges(const Cluster& cluster, const Micro& mg, int64_t stages, int64_t microbatches,
                 F&& f) {
   const int nb = static_cast<int>(mg.bounds.size());
   const int64_t q = cluster.devices / stages;
-  for (int64_t s = 0; s < stages; ++s)
-    for (int i = 0; i < nb; ++i)
-      for (int j = i + 1; j < nb; ++j)
-        if (range_ok(stages, nb, s, i, j))
-          f(NeedKey{q, microbatches, mg.sig[i][j], stage_alignment(cluster, s, q)});
+  const int64_t G = cluster.gpus_per_node;
+  const bool aligned = G <= 0 || q % G == 0;  // every stage starts a node
+  std::unordered_map<int64_t, int64_t> counts;
+  for (int i = 0; i < nb; ++i)
+    for (int j = i + 1; j < nb; ++j) {
+      int64_t lo = std::max<int64_t>(i == 0 ? 0 : 1, stages - 1 - (nb - 1 - j));
+      int64_t hi = std::min<int64_t>(i == 0 ? 0 : stages - 1, i);
+      if (j == nb - 1) {
+        lo = std::max<int64_t>(lo, stages - 1);
+      } else {
+        hi = std::min<int64_t>(hi, stages - 2);
+      }
+      if (lo > hi) continue;
+      const int64_t sig = mg.sig[i][j];
+      if (aligned) {
+        counts[sig * (G + 1)] += hi - lo + 1;
+      } else {
+        for (int64_t s = lo; s <= hi; ++s)
+          counts[sig * (G + 1) + stage_alignment(cluster, s, q)] += 1;
+      }
+    }
+  for (const auto& [packed, count] : counts)
+    f(NeedKey{q, microbatches, static_cast<int>(packed / (G + 1)), packed % (G + 1)}, count);
 }
 
 void need(Searcher& searcher, const Micro& mg, int64_t stages, int64_t microbatches) {
   for_ranges(searcher.cluster, mg, stages, microbatches,
-             [&](const NeedKey& key) { ++searcher.pending[key]; });
+             [&](const NeedKey& key, int64_t count) { searcher.pending[key] += count; });
 }
 
 // A pair skipped whole: the keys it needed leave the count (Searcher::drop).
 void release(Searcher& searcher, const Micro& mg, int64_t stages, int64_t microbatches) {
   for_ranges(searcher.cluster, mg, stages, microbatches,
-             [&](const NeedKey& key) { searcher.drop(key); });
+             [&](const NeedKey& key, int64_t count) { searcher.drop(key, count); });
 }
 
 }  // namespace

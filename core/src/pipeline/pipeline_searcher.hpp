@@ -74,12 +74,12 @@ struct Searcher {
   // many ranges need each. Every key counts once in `total` until it is
   // searched, or its last range is passed (pruned, or its pair done or
   // skipped) without a search.
-  std::map<NeedKey, int> pending{};
+  std::map<NeedKey, int64_t> pending{};
 
-  // One range that needed `key` is passed.
-  void drop(const NeedKey& key) {
+  // `ranges` ranges that needed `key` are passed.
+  void drop(const NeedKey& key, int64_t ranges = 1) {
     auto it = pending.find(key);
-    if (it == pending.end() || --it->second > 0) return;
+    if (it == pending.end() || (it->second -= ranges) > 0) return;
     pending.erase(it);
     if (plans.count(std::tuple_cat(key, std::make_tuple(int64_t{0}))) == 0) total -= 1;
   }
