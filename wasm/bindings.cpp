@@ -16,6 +16,7 @@
 #include <emscripten/val.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -65,13 +66,23 @@ using emscripten::val;
 // the proven gap of the best plan so far (pase::Progress::gap), null when
 // not known. The core throttles its
 // reports (at most one per half percent, phase or half second), so none is needed here.
+// The function returning true stops the search as a time limit does (the
+// page's Cancel, web/worker.js): the result is the best plan found, with
+// "stopped": "cancelled" where it keeps one (core/docs/pipeline.md, "A time
+// limit").
 std::string plan(const std::string& request, val on_progress) {
   if (on_progress.isUndefined() || on_progress.isNull()) return pase::plan_json(request);
-  return pase::plan_json(request, [&on_progress](const pase::Progress& progress) {
-    on_progress(progress.fraction, progress.phase,
-                progress.seconds_left < 0 ? val::null() : val(progress.seconds_left), progress.note,
-                progress.gap < 0 ? val::null() : val(progress.gap));
-  });
+  std::atomic<bool> stop{false};
+  return pase::plan_json(
+      request,
+      [&on_progress, &stop](const pase::Progress& progress) {
+        const val asked =
+            on_progress(progress.fraction, progress.phase,
+                        progress.seconds_left < 0 ? val::null() : val(progress.seconds_left),
+                        progress.note, progress.gap < 0 ? val::null() : val(progress.gap));
+        if (asked.isTrue()) stop = true;
+      },
+      &stop);
 }
 
 std::string plan_without_progress(const std::string& request) {

@@ -414,7 +414,7 @@ function wireControls() {
   });
   ui.planButton.addEventListener('click', () => planning.start());
   ui.cancelButton.addEventListener('click', () => {
-    if (planning.running) planning.cancelPlan();
+    if (planning.running) planning.stopPlan();
     else planning.cancelComparison();
   });
   ui.shareButton.addEventListener('click', copyLink);

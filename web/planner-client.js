@@ -12,7 +12,11 @@
 // config.json, read by the worker in slices).
 // There is no way to interrupt WebAssembly that is busy computing, so
 // restart() terminates the worker and starts a new one; calls still in flight
-// reject with a PlannerError of kind 'cancelled'.
+// reject with a PlannerError of kind 'cancelled'. On a cross-origin isolated
+// page a plan can be stopped instead (canStop, stop()): the client shares a
+// flag in a SharedArrayBuffer with the worker (its shareStopFlag action), the
+// plan's progress reads it, and the search ends as at a time limit, its call
+// resolving with the best plan found ("stopped": "cancelled").
 
 export class PlannerError extends Error {
   /**
@@ -35,7 +39,8 @@ export class PlannerClient {
   #workerUrl;
   #worker = null;
   #nextId = 1;
-  #pending = new Map(); // id -> {resolve, reject, onProgress}
+  #pending = new Map(); // id -> {resolve, reject, onProgress, action}
+  #stopFlag = null; // Int32Array over a SharedArrayBuffer, or null
 
   constructor(workerUrl = 'worker.js') {
     this.#workerUrl = workerUrl;
@@ -54,9 +59,25 @@ export class PlannerClient {
   call(action, payload, { onProgress } = {}) {
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject, onProgress });
+      this.#pending.set(id, { resolve, reject, onProgress, action });
       this.#worker.postMessage({ id, action, payload });
     });
+  }
+
+  /** Whether stop() can end a plan with its best found (a cross-origin
+   *  isolated page); else only restart() ends it. */
+  get canStop() {
+    return this.#stopFlag !== null;
+  }
+
+  /** Stops the latest plan in flight as a time limit would: its call
+   *  resolves with the best plan found. False when none can be stopped. */
+  stop() {
+    if (!this.#stopFlag) return false;
+    const plans = [...this.#pending].filter(([, entry]) => entry.action === 'plan').map(([id]) => id);
+    if (plans.length === 0) return false;
+    Atomics.store(this.#stopFlag, 0, Math.max(...plans));
+    return true;
   }
 
   /** Abandons all calls in flight and starts a fresh worker. */
@@ -80,6 +101,13 @@ export class PlannerClient {
       this.#failAll(new PlannerError(`the planner worker failed${detail}`, 'module', 'module'));
     };
     this.#worker = worker;
+    // A flag of its own per worker: a stop never reaches a later worker.
+    this.#stopFlag = null;
+    if (globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function') {
+      const shared = new SharedArrayBuffer(4);
+      this.#stopFlag = new Int32Array(shared);
+      worker.postMessage({ id: 0, action: 'shareStopFlag', payload: shared });
+    }
   }
 
   #receive(message) {

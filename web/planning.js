@@ -38,6 +38,8 @@ export class Planning {
   comparing = null;
   // token of a Plan click waiting for the pending choice to be checked
   #waiting = null;
+  // token of the plan that Cancel stopped (stopPlan()), whose best found is on its way
+  #stopping = null;
   #ui;
   #hooks;
 
@@ -244,11 +246,22 @@ export class Planning {
       // document has none.
       results.show(plan, { title: planning.kind === 'model' || !plan.graph ? label : plan.graph, label });
       this.#setProgress(1);
-      setStatus(`Planned ${label} in ${formatSeconds((performance.now() - started) / 1000)}.`);
+      const took = formatSeconds((performance.now() - started) / 1000);
+      if (this.#stopping === token) {
+        // Cancelled: the best found is shown; no comparison follows.
+        setStatus(`Stopped planning ${label} after ${took}: the best plan found is shown.`);
+        return;
+      }
+      setStatus(`Planned ${label} in ${took}.`);
       planned = plan;
     } catch (e) {
       if (this.running !== token) return; // superseded or cancelled
       this.#setProgress(0);
+      if (this.#stopping === token && e.kind === 'input' && e.message === 'cancelled' && !e.where) {
+        // Stopped before it kept a plan (a search without a pipeline keeps none).
+        setStatus('Plan cancelled.');
+        return;
+      }
       const noFit = e.kind === 'input' ? parseNoFit(e) : null;
       if (noFit) {
         // Not a mistake in the form: the answer is that this cluster is too small.
@@ -309,6 +322,24 @@ export class Planning {
     this.#hooks.client().restart();
     renderComparisonMessage(this.#ui.comparison, message);
     this.#syncCancelButton();
+  }
+
+  /**
+   * Cancel pressed during a plan: on a cross-origin isolated page the
+   * search stops as at a time limit and the plan that comes back is the best
+   * found (a language model's answers and a pipeline keep one, with its
+   * proven gap); elsewhere, or before the search has started, the plan is
+   * dropped (cancelPlan()).
+   */
+  stopPlan() {
+    if (!this.running) return;
+    if (this.#stopping !== this.running && this.#hooks.client().stop()) {
+      this.#stopping = this.running;
+      this.#ui.cancelButton.disabled = true;
+      this.#hooks.setStatus('Stopping: the best plan found so far comes next…');
+      return;
+    }
+    if (this.#stopping !== this.running) this.cancelPlan();
   }
 
   cancelPlan(message = 'Plan cancelled.') {

@@ -18,7 +18,9 @@
  *       than before; what runs now; the time left, null until it is estimated; a note on
  *       a long search ahead, '' when none)
  * Long work is cancelled by terminating this worker, which ends its thread
- * workers too; it keeps no state that would need cleaning up.
+ * workers too; it keeps no state that would need cleaning up. A plan on a
+ * cross-origin isolated page is stopped instead, through the stop flag
+ * (shareStopFlag below), and answers with the best plan found.
  */
 'use strict';
 
@@ -137,10 +139,26 @@ function importModel(pase, { file, options }) {
   return JSON.stringify({ error: { message: `${file.name} could not be read (${reason}); choose it again`, where: '' } });
 }
 
+// The stop flag the client shares on a cross-origin isolated page
+// (planner-client.js, stop()): an Int32Array over a SharedArrayBuffer whose
+// entry 0 holds the id of the plan to stop. The plan's progress reads it and
+// answers the module true for a stop: the search ends as at a time limit,
+// with the best plan found (the bindings' plan()).
+let stopFlag = null;
+
 const actions = {
   // payload: the request document as JSON text, passed through untouched so
   // the core sees exactly what the user gave.
-  plan: (pase, payload, progress) => pase.plan(payload, progress),
+  plan: (pase, payload, progress, mode, id) =>
+    pase.plan(payload, (...report) => {
+      progress(...report);
+      return stopFlag !== null && Atomics.load(stopFlag, 0) === id;
+    }),
+  // payload: a SharedArrayBuffer of 4 bytes, the stop flag above.
+  shareStopFlag: (pase, payload) => {
+    stopFlag = new Int32Array(payload);
+    return 'true';
+  },
   evaluate: (pase, payload) => pase.evaluate(payload),
   // payload: a layouts request (json_api.hpp, layouts_json()): the ranked layouts.
   layouts: (pase, payload, progress) => pase.layouts(payload, (fraction) => progress(fraction, 'ranking layouts')),
@@ -187,7 +205,7 @@ self.onmessage = async (event) => {
   try {
     const progress = (fraction, phase = '', secondsLeft = null, note = '', gap = null) =>
       self.postMessage({ id, progress: fraction, phase, secondsLeft, note, gap });
-    const text = run(pase, payload, progress, mode);
+    const text = run(pase, payload, progress, mode, id);
     const doc = JSON.parse(text);
     if (doc && typeof doc === 'object' && !Array.isArray(doc) && doc.error) {
       // An import's error may list the dynamic dimensions it needs.

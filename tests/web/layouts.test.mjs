@@ -161,3 +161,33 @@ test('layouts: a time limit keeps the best layout and says how far the per-layer
   assert.deepEqual(problems, []);
   await close();
 });
+
+test('layouts: Cancel stops the per-layer search and keeps the best layout, with its gap', { skip, timeout: 240_000 }, async () => {
+  const { page, problems, close } = await openSitePage(site.browser, site.url);
+  await page.evaluate(() => { document.getElementById('search-details').open = true; });
+  // Llama 3 8B at 512 x 8192 on 1,024 H100 with no time limit: its
+  // per-layer search runs for minutes on this page (pase bench --goals).
+  await page.fill('#time-limit', '0');
+  await page.selectOption('#preset', 'h100');
+  await page.fill('#devices', '1024');
+  await page.selectOption('#model-select', 'llama3-8b');
+  await page.fill('#batch', '512');
+  await page.fill('#seq', '8192');
+  await page.click('#plan-button');
+  const asked = await page.waitForSelector('#long-search', { state: 'visible', timeout: 15_000 }).then(() => true, () => false);
+  if (asked) await page.click('#long-search-go');
+  await page.waitForFunction(() => /per-layer plan/.test(document.getElementById('status').textContent), null, { timeout: 120_000 });
+  // The page is cross-origin isolated (serve.mjs): Cancel stops the search
+  // instead of dropping the worker, and the best found comes back.
+  await page.click('#cancel-button');
+  await page.waitForFunction(() => /^Stopped planning/.test(document.getElementById('status').textContent), null, { timeout: 60_000 })
+    .catch(async (e) => assert.fail(`${e.message}; the status: ${await page.textContent('#status')}`));
+  assert.match(await page.textContent('#status'), /the best plan found is shown\.$/);
+  const stopped = await page.textContent('#answers .answer-stopped');
+  assert.match(stopped, /^Cancelled in the per-layer plan at ZeRO \d.*: the best found, (at most \d+\.\d% slower than the best possible|with no bound proven)/);
+  assert.match(await page.textContent('#answers .best-answer code'), /^tp=\d+ pp=\d+ dp=\d+/);
+  assert.equal(await page.isVisible('#error'), false);
+  assert.equal(await page.isDisabled('#cancel-button'), true);
+  assert.deepEqual(problems, []);
+  await close();
+});

@@ -10,6 +10,7 @@
 // of its own.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -112,6 +113,12 @@ std::string presets_to_json();
 // {"error": {"message": "out of memory" (or "internal error: ..."), "where": ""}}.
 std::string plan_json(std::string_view request_json,
                       const std::function<void(const Progress&)>& on_progress = {});
+// The same, stopped by `cancel` (PlanOptions::cancel) as by a time limit:
+// a language model's answers and a pipeline keep the best plan found, with
+// "stopped": "cancelled" (core/docs/pipeline.md, "A time limit").
+std::string plan_json(std::string_view request_json,
+                      const std::function<void(const Progress&)>& on_progress,
+                      const std::atomic<bool>* cancel);
 std::string evaluate_json(std::string_view request_json);
 
 // The layout search (layout_search.hpp, core/docs/layouts.md): a plan

@@ -365,10 +365,17 @@ std::string presets_to_json() {
 
 std::string plan_json(std::string_view request_json,
                       const std::function<void(const Progress&)>& on_progress) {
+  return plan_json(request_json, on_progress, nullptr);
+}
+
+std::string plan_json(std::string_view request_json,
+                      const std::function<void(const Progress&)>& on_progress,
+                      const std::atomic<bool>* cancel) {
   return guarded([&] {
     Result<PlanRequest> request = parse_search_request(request_json);
     if (!request) return error_to_json(request.error());
     request->options.on_progress = on_progress;
+    if (cancel != nullptr) request->options.cancel = cancel;
     if (has_layout_answers(request->graph, request->cluster)) return answers_json(*request);
     if (request->pipeline) {
       Result<PipelinePlan> piped =
