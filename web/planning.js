@@ -40,6 +40,8 @@ export class Planning {
   #waiting = null;
   // token of the plan that Cancel stopped (stopPlan()), whose best found is on its way
   #stopping = null;
+  // token of the plan in flight when its search keeps a best plan found (stopPlan())
+  #keepsBest = null;
   #ui;
   #hooks;
 
@@ -210,6 +212,10 @@ export class Planning {
     const searched = clusterForm.costModel === 'practice' && source.current?.kind === 'model'
       && source.modelInfo(source.current.name)?.llm;
     const asked = { devices: clusterForm.pageState().devices, zero: clusterForm.zero ?? (searched ? null : 0) };
+    // What a stop keeps: a built-in language model's answers under the
+    // practice model and a pipeline search keep their best plan found; any
+    // other search keeps none, so Cancel drops it at once.
+    this.#keepsBest = searched || hasPipeline(request) ? token : null;
     let long = false;
     let planned = null;
     let started = performance.now();
@@ -328,12 +334,12 @@ export class Planning {
    * Cancel pressed during a plan: on a cross-origin isolated page the
    * search stops as at a time limit and the plan that comes back is the best
    * found (a language model's answers and a pipeline keep one, with its
-   * proven gap); elsewhere, or before the search has started, the plan is
-   * dropped (cancelPlan()).
+   * proven gap); elsewhere, for a search that keeps none, or before the
+   * search has started, the plan is dropped at once (cancelPlan()).
    */
   stopPlan() {
     if (!this.running) return;
-    if (this.#stopping !== this.running && this.#hooks.client().stop()) {
+    if (this.#stopping !== this.running && this.#keepsBest === this.running && this.#hooks.client().stop()) {
       this.#stopping = this.running;
       this.#ui.cancelButton.disabled = true;
       this.#hooks.setStatus('Stopping: the best plan found so far comes next…');
@@ -351,5 +357,15 @@ export class Planning {
     this.setRunning(false);
     this.#setProgress(0);
     this.#hooks.setStatus(message);
+  }
+}
+
+/** Whether a plan request asks for a pipeline; false for text that is not
+ *  JSON (an upload's mistake, which the module reports). */
+function hasPipeline(request) {
+  try {
+    return JSON.parse(request).pipeline != null;
+  } catch {
+    return false;
   }
 }
