@@ -190,3 +190,36 @@ TEST_CASE("layout: the public headers include only one another") {
   }
   CHECK(headers >= 10);
 }
+
+namespace {
+
+// The lines of core/CMakeLists.txt from the one that starts with `opening`
+// to the first after it, comments aside, that ends with ")".
+std::string cmake_block(const std::string& opening) {
+  std::ifstream in(kRoot / "core" / "CMakeLists.txt");
+  std::string line, out;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    const size_t at = line.find_first_not_of(" \t");
+    if (!inside) inside = at != std::string::npos && line.compare(at, opening.size(), opening) == 0;
+    if (!inside) continue;
+    out.append(line).push_back('\n');
+    if (at != std::string::npos && line[at] != '#' && line.back() == ')') break;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("layout: the test-only engines build into pase_testing, never into pase_core") {
+  // architecture.md, "The test-only engines": the CLI and the module link
+  // pase_core alone, so a call from the core to either would not link.
+  const std::string core = cmake_block("set(PASE_CORE_SOURCES");
+  const std::string testing = cmake_block("add_library(pase_testing STATIC");
+  REQUIRE(core.find("src/plan/plan.cpp") != std::string::npos);
+  for (const char* file :
+       {"src/plan/exhaustive_search.cpp", "src/search/dynamic_program_reference.cpp"}) {
+    CHECK_MESSAGE(core.find(file) == std::string::npos, file);
+    CHECK_MESSAGE(testing.find(file) != std::string::npos, file);
+  }
+}
