@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/cost_model.hpp"
 #include "pase/layout.hpp"
 #include "pase/summary.hpp"
 #include "search/progress.hpp"

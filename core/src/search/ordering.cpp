@@ -1,5 +1,6 @@
 // GenerateSeq (Elango, IPDPS 2021, Fig. 3), breadth-first order, and the
-// dependent sets D(i) of any sequence.
+// dependent sets D(i) of any sequence; the names of the orders and search
+// modes (pase/plan.hpp).
 #include "search/ordering.hpp"
 
 #include <algorithm>
@@ -8,6 +9,30 @@
 #include <set>
 
 namespace pase {
+
+const char* order_name(Order order) {
+  switch (order) {
+    case Order::kGenSeq:
+      return "genseq";
+    case Order::kBfs:
+      return "bfs";
+    case Order::kMinTable:
+      return "mintable";
+  }
+  return "?";
+}
+
+const char* search_mode_name(SearchMode mode) {
+  switch (mode) {
+    case SearchMode::kAuto:
+      return "auto";
+    case SearchMode::kExact:
+      return "exact";
+    case SearchMode::kBounded:
+      return "bounded";
+  }
+  return "?";
+}
 
 Adjacency make_adjacency(const Graph& g) {
   Adjacency adj(g.vertices.size());

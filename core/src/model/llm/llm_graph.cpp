@@ -7,15 +7,15 @@
 #include <optional>
 #include <string>
 
+#include "model/builder.hpp"
 #include "model/cost_model.hpp"
-#include "model/zoo/builder.hpp"
 #include "pase/llm.hpp"
 #include "util/json_util.hpp"
 
 namespace pase {
 namespace {
 
-using zoo::Builder;
+using build::Builder;
 
 // Point-wise operations fused after a layer (the `pw` of core/docs/cost-model.md):
 // one per bias, activation, rotary embedding or mask.

@@ -1,9 +1,11 @@
 // AlexNet, core/docs/models.md "AlexNet": five convolutions, three pools, a Reshape and
 // three FC layers (14 vertices, 13 edges).
-#include "model/zoo/builder.hpp"
+#include "model/builder.hpp"
 #include "model/zoo/zoo.hpp"
 
 namespace pase::zoo {
+
+using build::Builder;
 
 GraphSpec alexnet(int64_t batch) {
   Builder b("alexnet", 4);

@@ -5,10 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "model/zoo/builder.hpp"
+#include "model/builder.hpp"
 #include "model/zoo/zoo.hpp"
 
 namespace pase::zoo {
+
+using build::Builder;
+using build::Pair;
 namespace {
 
 constexpr int64_t kChannelAxis = 1;

@@ -3,10 +3,12 @@
 // ("layer3_12_conv2", "layer2_0_down_bn1").
 #include <string>
 
-#include "model/zoo/builder.hpp"
+#include "model/builder.hpp"
 #include "model/zoo/zoo.hpp"
 
 namespace pase::zoo {
+
+using build::Builder;
 namespace {
 
 // Bottleneck(x, in, planes, stride, downsample) of core/docs/models.md. The stride sits

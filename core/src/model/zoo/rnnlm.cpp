@@ -1,10 +1,12 @@
 // RNNLM, core/docs/models.md "RNNLM": embedding, a 2-layer LSTM and a vocabulary-sized
 // FC (4 vertices, 3 edges), cutoff 1. The sequence is 256 tokens unless the
 // caller asks for another length.
-#include "model/zoo/builder.hpp"
+#include "model/builder.hpp"
 #include "model/zoo/zoo.hpp"
 
 namespace pase::zoo {
+
+using build::Builder;
 
 GraphSpec rnnlm(int64_t batch, int64_t seq) {
   constexpr int64_t kVocab = 100000, kUnits = 2048;

@@ -6,10 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "model/zoo/builder.hpp"
+#include "model/builder.hpp"
 #include "model/zoo/zoo.hpp"
 
 namespace pase::zoo {
+
+using build::Builder;
 namespace {
 
 constexpr int64_t kVocab = 50000, kModel = 512, kHeads = 8, kHeadDim = 64, kFeedForward = 2048,

@@ -1,4 +1,5 @@
-// Builder: appends layers to a GraphSpec, one call per core/docs/models.md layer, and
+// Builder: appends layers to a GraphSpec (the built-in networks of zoo/ and
+// the language models of llm/ alike), one call per core/docs/models.md layer, and
 // hands back the new layer's output name so calls can be chained like the
 // pseudo-code of core/docs/models.md ("Conv(x, ...)" returns the tensor fed to "BN(.)").
 //
@@ -19,7 +20,7 @@
 
 #include "pase/graph.hpp"
 
-namespace pase::zoo {
+namespace pase::build {
 
 using Pair = std::array<int64_t, 2>;  // (height, width) of a stride or pad
 
@@ -210,4 +211,4 @@ class Builder {
   std::set<std::string> used_;
 };
 
-}  // namespace pase::zoo
+}  // namespace pase::build
