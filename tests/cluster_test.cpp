@@ -4,6 +4,8 @@
 // and the cluster's fields in JSON.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -214,6 +216,53 @@ TEST_CASE("cluster: a hierarchical all-reduce by hand") {
   ops::Machine flat = ops::make_machine(Cluster{.devices = 8, .tflops = 1, .bandwidth_gbps = 8});
   CHECK(flat.allreduce_over(12, 8, c, 3, {0, 1, 2}) == flat.allreduce(12, 8));
   CHECK(flat.words_over(5, c, 3, {0}) == flat.words(5));
+}
+
+TEST_CASE(
+    "cluster: a group's nodes and most members on one node, small and large, as counted by hand") {
+  // Machine::group_span() walks small groups on the stack and remembers
+  // large ones: both against every member listed here.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    const size_t n = 1 + rng() % 5;
+    std::vector<int64_t> c(n);
+    for (int64_t& k : c) k = int64_t{1} << (rng() % 4);
+    int64_t devices = 1;
+    for (int64_t k : c) devices *= k;
+    std::vector<int> group;
+    for (size_t k = 0; k < n; ++k)
+      if (rng() % 2) group.push_back(static_cast<int>(k));
+    const int64_t per_node = int64_t{1} << (rng() % 4);
+    ops::Machine m = ops::make_machine(Cluster{.devices = std::max<int64_t>(devices, per_node),
+                                               .tflops = 1,
+                                               .bandwidth_gbps = 8,
+                                               .gpus_per_node = per_node,
+                                               .intra_node_gbps = 80});
+    m.first_device =
+        per_node * static_cast<int64_t>(rng() % 3) + static_cast<int64_t>(rng()) % per_node;
+    // Every device of the group of device first_device: the positions of
+    // `group` take every value, the others 0.
+    std::map<int64_t, int64_t> on_node;
+    std::vector<int64_t> index(n, 0);
+    for (;;) {
+      int64_t device = 0;
+      for (size_t k = 0; k < n; ++k) device = device * c[k] + index[k];
+      ++on_node[(m.first_device + device) / per_node];
+      size_t j = 0;
+      for (; j < group.size(); ++j) {
+        const auto g = static_cast<size_t>(group[j]);
+        if (++index[g] < c[g]) break;
+        index[g] = 0;
+      }
+      if (j == group.size()) break;
+    }
+    int64_t most = 0;
+    for (const auto& [node, members] : on_node) most = std::max(most, members);
+    int64_t got_nodes = 0, got_most = 0;
+    m.group_span(c.data(), n, group, got_nodes, got_most);
+    CHECK(got_nodes == static_cast<int64_t>(on_node.size()));
+    CHECK(got_most == most);
+  }
 }
 
 TEST_CASE("cluster: a re-distribution edge by hand") {

@@ -4,10 +4,12 @@
 #include "model/cost_model.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
-#include <map>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "util/text.hpp"
@@ -265,40 +267,111 @@ void walk_group_nodes(const int64_t* c, size_t n, const std::vector<int>& group,
   }
 }
 
-// walk_group_nodes() remembered: its answer depends only on the node size,
-// where device 0 sits in its node, and the split and stride of each group
-// position; walking a group of thousands of devices is what a search
-// over large clusters spends its time on (the layout search prices the
-// same groups for many layouts). A table per thread, emptied when full.
+// walk_group_nodes() for a group of at most 64 members over at most 16
+// dimensions, the most common by far (a layer's tensor- and data-parallel
+// groups), on the stack: the members' nodes listed, sorted and counted,
+// with no allocation. The same answer, member for member.
+constexpr size_t kSmallGroup = 64, kSmallDims = 16;
+void walk_small_group_nodes(const int64_t* c, size_t n, const std::vector<int>& group,
+                            int64_t per_node, int64_t first_device, int64_t& nodes, int64_t& most) {
+  std::array<int64_t, kSmallDims> sigma;
+  sigma[n - 1] = 1;
+  for (size_t k = n; k-- > 1;) sigma[k - 1] = sigma[k] * c[k];
+  std::array<int64_t, kSmallGroup> node_of;
+  std::array<int64_t, kSmallDims> index{};
+  size_t members = 0;
+  int64_t device = first_device;
+  for (;;) {
+    node_of[members++] = device / per_node;
+    size_t j = 0;
+    for (; j < group.size(); ++j) {
+      const auto g = static_cast<size_t>(group[j]);
+      device += sigma[g];
+      if (++index[j] < c[g]) break;
+      device -= c[g] * sigma[g];
+      index[j] = 0;
+    }
+    if (j == group.size()) break;
+  }
+  std::sort(node_of.begin(), node_of.begin() + static_cast<std::ptrdiff_t>(members));
+  nodes = 0;
+  most = 0;
+  for (size_t i = 0; i < members;) {
+    size_t j = i;
+    while (j < members && node_of[j] == node_of[i]) ++j;
+    ++nodes;
+    most = std::max(most, static_cast<int64_t>(j - i));
+    i = j;
+  }
+}
+
+// What group_nodes() remembers a group by: the node size, where device 0
+// sits in its node, and the split and stride of each group position with a
+// split above 1 (a position of split 1 adds no member), in words on the
+// stack, hashed.
+struct GroupKey {
+  std::array<int64_t, 2 + 2 * kSmallDims> words{};
+  size_t size = 0;
+  bool operator==(const GroupKey& o) const {
+    return size == o.size &&
+           std::equal(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(size),
+                      o.words.begin());
+  }
+};
+struct GroupKeyHash {
+  size_t operator()(const GroupKey& k) const {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ k.size;
+    for (size_t i = 0; i < k.size; ++i) {
+      h ^= static_cast<uint64_t>(k.words[i]) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      h *= 0xbf58476d1ce4e5b9ULL;
+    }
+    return static_cast<size_t>(h ^ (h >> 31));
+  }
+};
+
+// walk_group_nodes() remembered: its answer depends only on what GroupKey
+// holds; walking a group of thousands of devices is what a search over
+// large clusters spends its time on (the layout search prices the same
+// groups for many layouts, a pipeline's floors every layer's
+// configurations at every stage size). A table per thread, emptied when
+// full; a group of at most 8 members walks faster than it is looked up.
 void group_nodes(const int64_t* c, size_t n, const std::vector<int>& group, int64_t per_node,
                  int64_t first_device, int64_t& nodes, int64_t& most) {
   constexpr size_t kMaxRemembered = size_t{1} << 16;
-  // A small group walks faster than it is looked up.
   int64_t members = 1;
   for (int g : group) members *= c[g];
-  if (members <= 64) {
+  const bool small = n >= 1 && n <= kSmallDims && group.size() <= kSmallDims;
+  if (!small) {
     walk_group_nodes(c, n, group, per_node, first_device, nodes, most);
     return;
   }
-  thread_local std::map<std::vector<int64_t>, std::pair<int64_t, int64_t>> remembered;
-  std::vector<int64_t> key;
-  key.reserve(2 + 2 * group.size());
-  key.push_back(per_node);
-  key.push_back(first_device % per_node);
-  std::vector<int64_t> sigma(n, 1);
+  if (members <= 8) {
+    walk_small_group_nodes(c, n, group, per_node, first_device, nodes, most);
+    return;
+  }
+  GroupKey key;
+  key.words[key.size++] = per_node;
+  key.words[key.size++] = first_device % per_node;
+  std::array<int64_t, kSmallDims> sigma;
+  sigma[n - 1] = 1;
   for (size_t k = n; k-- > 1;) sigma[k - 1] = sigma[k] * c[k];
   for (int g : group) {
-    key.push_back(c[g]);
-    key.push_back(sigma[static_cast<size_t>(g)]);
+    if (c[g] == 1) continue;
+    key.words[key.size++] = c[g];
+    key.words[key.size++] = sigma[static_cast<size_t>(g)];
   }
+  thread_local std::unordered_map<GroupKey, std::pair<int64_t, int64_t>, GroupKeyHash> remembered;
   if (auto it = remembered.find(key); it != remembered.end()) {
     nodes = it->second.first;
     most = it->second.second;
     return;
   }
-  walk_group_nodes(c, n, group, per_node, first_device, nodes, most);
+  if (members <= static_cast<int64_t>(kSmallGroup))
+    walk_small_group_nodes(c, n, group, per_node, first_device, nodes, most);
+  else
+    walk_group_nodes(c, n, group, per_node, first_device, nodes, most);
   if (remembered.size() >= kMaxRemembered) remembered.clear();
-  remembered.emplace(std::move(key), std::make_pair(nodes, most));
+  remembered.emplace(key, std::make_pair(nodes, most));
 }
 
 }  // namespace
