@@ -111,14 +111,12 @@ std::string presets_to_json();
 // error document, never an exception. Bad input is the error of the parse or
 // of the step that refused it; an exception from below becomes
 // {"error": {"message": "out of memory" (or "internal error: ..."), "where": ""}}.
+// Stopped by `cancel` (PlanOptions::cancel) as by a time limit: a language
+// model's answers and a pipeline keep the best plan found, with "stopped":
+// "cancelled" (core/docs/pipeline.md, "A time limit").
 std::string plan_json(std::string_view request_json,
-                      const std::function<void(const Progress&)>& on_progress = {});
-// The same, stopped by `cancel` (PlanOptions::cancel) as by a time limit:
-// a language model's answers and a pipeline keep the best plan found, with
-// "stopped": "cancelled" (core/docs/pipeline.md, "A time limit").
-std::string plan_json(std::string_view request_json,
-                      const std::function<void(const Progress&)>& on_progress,
-                      const std::atomic<bool>* cancel);
+                      const std::function<void(const Progress&)>& on_progress = {},
+                      const std::atomic<bool>* cancel = nullptr);
 std::string evaluate_json(std::string_view request_json);
 
 // The layout search (layout_search.hpp, core/docs/layouts.md): a plan

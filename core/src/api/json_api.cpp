@@ -364,11 +364,6 @@ std::string presets_to_json() {
 }
 
 std::string plan_json(std::string_view request_json,
-                      const std::function<void(const Progress&)>& on_progress) {
-  return plan_json(request_json, on_progress, nullptr);
-}
-
-std::string plan_json(std::string_view request_json,
                       const std::function<void(const Progress&)>& on_progress,
                       const std::atomic<bool>* cancel) {
   return guarded([&] {
