@@ -156,7 +156,7 @@ TEST_CASE("time limit: the answers keep the best layout and say the gap") {
   REQUIRE(!a->layouts.ranked.empty());
   CHECK(a->layout_wins);
   CHECK(a->stopped == "time limit");
-  CHECK(a->stopped_in.find("ZeRO 0") != std::string::npos);
+  CHECK(a->stopped_in.find("the per-layer plan at ZeRO ") == 0);
   REQUIRE(a->gap >= 0);
   CHECK(a->gap <= 1);
   CHECK(a->lower_bound_s > 0);

@@ -162,6 +162,7 @@ int run_plan(const Args& args) {
                                            {"--mesh-only", false},
                                            {"--threads", true},
                                            {"--time-limit", true},
+                                           {"--max-gap", true},
                                            {"--format", true},
                                            {"--stages", true},
                                            {"--microbatches", true},
@@ -197,6 +198,8 @@ int run_plan(const Args& args) {
   if (auto message = threads_from_flags(flags, options.threads))
     return usage_error("plan", *message);
   if (auto message = time_limit_from_flags(flags, options.time_limit_s))
+    return usage_error("plan", *message);
+  if (auto message = max_gap_from_flags(flags, options.max_gap))
     return usage_error("plan", *message);
   std::optional<pase::PipelineOptions> pipeline;
   if (auto message = pipeline_from_flags(flags, pipeline)) return usage_error("plan", *message);

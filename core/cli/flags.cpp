@@ -187,6 +187,21 @@ std::optional<std::string> time_limit_from_flags(const Flags& flags, double& sec
   return std::nullopt;
 }
 
+std::optional<std::string> max_gap_from_flags(const Flags& flags, double& gap) {
+  std::optional<std::string> text = flags.get("--max-gap");
+  if (!text) return std::nullopt;
+  std::string number = *text;
+  const bool percent = !number.empty() && number.back() == '%';
+  if (percent) number.pop_back();
+  std::optional<double> g = parse_double(number);
+  if (g && percent) *g /= 100;
+  if (!g || !(*g >= 0 && *g < 1))
+    return "--max-gap: '" + *text +
+           "' is not a gap at least 0 and under 1 (a fraction, 0.01, or a percentage, 1%)";
+  gap = *g;
+  return std::nullopt;
+}
+
 std::optional<std::string> pipeline_from_flags(const Flags& flags,
                                                std::optional<pase::PipelineOptions>& pipeline) {
   std::optional<std::string> stages = flags.get("--stages");

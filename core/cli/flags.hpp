@@ -84,10 +84,17 @@ constexpr std::string_view kThreadsHelp =
 // core/docs/pipeline.md, "A time limit"), of plan; an error message for
 // anything but a number of seconds above 0 and at most a year.
 std::optional<std::string> time_limit_from_flags(const Flags& flags, double& seconds);
+// --max-gap G: the proven gap a plan may stop at, a fraction (0.01) or a
+// percentage (1%); PlanOptions::max_gap.
+std::optional<std::string> max_gap_from_flags(const Flags& flags, double& gap);
 constexpr std::string_view kTimeLimitHelp =
     "  --time-limit S      stop the search after S seconds with the best plan found\n"
     "                      and its proven gap (the best layout stands until a\n"
-    "                      per-layer plan beats it)\n";
+    "                      per-layer plan beats it)\n"
+    "  --max-gap G         accept a plan proven at most G slower than the best\n"
+    "                      possible (0.01 or 1%; default 0): the stage counts and\n"
+    "                      ZeRO stages whose lower bounds are that close go\n"
+    "                      unsearched\n";
 
 // --stages S|auto --microbatches M|auto --schedule 1f1b|gpipe
 // (core/docs/pipeline.md), of plan and compare: `pipeline` is set when any of

@@ -95,6 +95,14 @@ struct PipelineBound {
   // (PlanOptions::time_limit_s, PlanOptions::cancel); "" otherwise.
   std::string stopped;
   std::string phase;  // the progress's phase it stopped in
+  // With PipelineOptions::floors_only: the least floor of the pairs of each
+  // recomputation tried (none, selective, full; infinity where none was
+  // tried or no pair fits), and `floor` the least of them. A lower bound of
+  // T over every pipeline of those recomputations, whatever the incumbent.
+  double recompute_floors[3] = {std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::infinity(),
+                                std::numeric_limits<double>::infinity()};
+  double floor = std::numeric_limits<double>::infinity();
 };
 
 struct PipelineOptions {
@@ -114,6 +122,15 @@ struct PipelineOptions {
   double incumbent_cost = std::numeric_limits<double>::infinity();
   // Out, may be null: what the search proved (PipelineBound).
   PipelineBound* bound_out = nullptr;
+  // Only the pairs' floors from their layers (core/docs/pipeline.md, "A
+  // time limit"): no search; bound_out gets them, and the search returns
+  // the error at "pipeline.floors_only". The answers compute every ZeRO
+  // stage's before they search any, so that a stop has its bound at hand.
+  bool floors_only = false;
+  // In, may be null: the floors of this search's recomputations, made
+  // before with floors_only. After a stop, the recomputations not tried
+  // take these instead of computing their own.
+  const PipelineBound* known_floors = nullptr;
 };
 
 // A strategy with a pipeline: a configuration and a stage per vertex of the

@@ -149,6 +149,12 @@ struct PlanOptions {
   // core/docs/pipeline.md, "A time limit"); with none found, and plan()
   // always, an error at "time_limit_s".
   double time_limit_s = 0;  // at most kMaxTimeLimitSeconds (a year)
+  // The proven gap the request accepts, a fraction in [0, 1) (0: none, the
+  // least plan): plan_pipeline() and plan_answers() leave unsearched the
+  // (S, M) pairs and ZeRO stages whose floors are within it of the best
+  // step found, so the answer is at most that much slower than the best
+  // possible, and says by how much (core/docs/pipeline.md, "A time limit").
+  double max_gap = 0;
   // The instant time_limit_s ends, set by the entry point (the nested
   // calls keep it); max(): none.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();

@@ -178,11 +178,11 @@ Result<uint64_t> bytes_from_json(const Json& value, const std::string& where) {
 Result<PlanRequest> request_from_json(const Json& value) {
   if (!value.is_object()) return Error{"the request must be a JSON object", ""};
   ObjectReader reader(value, "");
-  reader.allow_only({"graph",    "model",          "batch",       "seq",        "preset",
-                     "cluster",  "training",       "order",       "max_memory", "search",
-                     "strategy", "pow2_only",      "all_devices", "mesh_only",  "threads",
-                     "pipeline", "cost_model",     "layout",      "emit",       "vocab_padding",
-                     "tokens",   "gpu_hour_price", "time_limit_s"});
+  reader.allow_only({"graph",    "model",          "batch",        "seq",        "preset",
+                     "cluster",  "training",       "order",        "max_memory", "search",
+                     "strategy", "pow2_only",      "all_devices",  "mesh_only",  "threads",
+                     "pipeline", "cost_model",     "layout",       "emit",       "vocab_padding",
+                     "tokens",   "gpu_hour_price", "time_limit_s", "max_gap"});
 
   PlanRequest request;
   const Json* graph = reader.find("graph");
@@ -264,6 +264,10 @@ Result<PlanRequest> request_from_json(const Json& value) {
     reader.fail(Error{"must be a number of seconds above 0 and at most " +
                           std::to_string(static_cast<int64_t>(kMaxTimeLimitSeconds)),
                       "time_limit_s"});
+  // The proven gap the plan may stop at (PlanOptions::max_gap).
+  if (reader.read("max_gap", request.options.max_gap, json_detail::to_non_negative_number) &&
+      !(request.options.max_gap < 1))
+    reader.fail(Error{"must be a fraction at least 0 and under 1", "max_gap"});
   request.options.threads = default_threads();
   int64_t threads = 0;
   if (reader.read("threads", threads, json_detail::to_positive_int)) {

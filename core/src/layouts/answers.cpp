@@ -159,8 +159,11 @@ std::vector<std::string> set_by_hand(const Layout& layout, const Cluster& cluste
   const PipelineOptions& p = a.pipeline;
   const int64_t microbatches = layout.gbs / (layout.mbs * layout.dp);
   // The default (no stages, the micro-batches searched) leaves the
-  // layout's pipeline free.
-  const bool given = !(p.stages == 1 && p.microbatches == kAuto);
+  // layout's pipeline free, and so do stages and micro-batches both
+  // "auto": the layout's own pipeline (interleaved, or with uneven ends)
+  // is one of the answers they ask for.
+  const bool given = !(p.stages == 1 && p.microbatches == kAuto) &&
+                     !(p.stages == kAuto && p.microbatches == kAuto);
   if (given &&
       ((p.stages != kAuto && p.stages != layout.pp) || layout.vpp > 1 || layout.pp_first > 0 ||
        layout.pp_last > 0 || (p.microbatches != kAuto && p.microbatches != microbatches)))
@@ -253,6 +256,27 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
   // least step found so far (the best layout's first).
   std::vector<int64_t> zeros = {cluster.training.zero};
   if (answers.zero_auto) zeros = {0, 1, 2, 3};
+  // Every ZeRO stage's floors first (core/docs/pipeline.md, "A time
+  // limit"): a stage whose floors are above the step to beat is proven
+  // without a search, and a stop anywhere after has every stage's bound at
+  // hand, so that the search ends at its time limit. (floor 0: not known.)
+  constexpr double kFloorsShare = 0.05;
+  std::vector<PipelineBound> floors(zeros.size());
+  for (size_t i = 0; i < zeros.size(); ++i) {
+    Cluster c = cluster;
+    c.training.zero = zeros[i];
+    PipelineOptions po = answers.pipeline;
+    po.floors_only = true;
+    po.bound_out = &floors[i];
+    const double share = kFloorsShare / static_cast<double>(zeros.size());
+    const PlanOptions o = progress_part(
+        request, kLayoutShare + share * static_cast<double>(i),
+        kLayoutShare + share * static_cast<double>(i + 1),
+        zeros.size() > 1 ? "the floors at ZeRO " + std::to_string(zeros[i]) : "the floors");
+    Result<PipelinePlan> r = plan_pipeline(graph, c, po, o);
+    // (An error, the search's below says it.)
+    if (r || r.error().where != "pipeline.floors_only") floors[i].floor = 0;
+  }
   std::optional<PipelinePlan> found;
   Cluster found_cluster = cluster;
   std::optional<Error> failure;
@@ -268,10 +292,18 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
     PipelineOptions po = answers.pipeline;
     po.incumbent_cost = std::min(from_layout ? best->plan.plan.cost : kInf,
                                  found ? found->plan.cost : po.incumbent_cost);
-    const double share = (1 - kLayoutShare) / static_cast<double>(zeros.size());
+    po.known_floors = &floors[i];
+    // Proven by its floors (within the gap accepted), or stopped before
+    // it: its floors bound it.
+    if (floors[i].floor > 0 &&
+        (!out.stopped.empty() || !(floors[i].floor < po.incumbent_cost * (1 - request.max_gap)))) {
+      lower = std::min(lower, floors[i].floor);
+      continue;
+    }
+    const double first = kLayoutShare + kFloorsShare;
+    const double share = (1 - first) / static_cast<double>(zeros.size());
     const PlanOptions o = progress_part(
-        request, kLayoutShare + share * static_cast<double>(i),
-        kLayoutShare + share * static_cast<double>(i + 1),
+        request, first + share * static_cast<double>(i), first + share * static_cast<double>(i + 1),
         // One stage: the search's own phases, as a plan without layouts.
         zeros.size() > 1 ? "the per-layer plan at ZeRO " + std::to_string(zeros[i]) : "");
     PipelineBound bound;

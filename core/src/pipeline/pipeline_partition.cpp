@@ -132,6 +132,10 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
   // The bounds are exact sums of exact terms only up to rounding: a margin
   // far above it keeps every decision safe.
   const double slack = 1 + 1e-9;
+  // With a gap accepted (PlanOptions::max_gap), what cannot beat `beat` by
+  // more than the gap is passed too, and stays in the pair's floor.
+  const double max_gap = searcher.options.max_gap;
+  const double accept = max_gap > 0 ? 1 - max_gap : slack;
   Partition best;
   best.boundaries = nb;
   // T >= sum A + (M - 1) * (sum A) / S, before any work.
@@ -139,7 +143,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
   if (!prune) beat = kInf;
   const double spread = 1 + (M - 1) / static_cast<double>(stages);
   best.floor = least[n] * spread;
-  if (best.floor > beat * slack) return best;
+  if (best.floor > beat * accept) return best;
 
   // The stage plans without a cap of the parts between consecutive
   // boundaries (cheap: one block each, and repeated blocks share them): a
@@ -188,7 +192,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
   };
   auto others_of = [&](int i, int j) { return before_of(i) + after_of(j); };
   best.floor = std::max(best.floor, least_f[nb - 1] * spread);
-  if (best.floor > beat * slack) return best;
+  if (best.floor > beat * accept) return best;
   // For each candidate, the least T of a partition holding it (inf where
   // even the floors of memory exceed the cap): T >= the other stages' A +
   // M * A_s + W_s, with A >= F + X and M * F_s + W_s >= its parts' values.
@@ -295,7 +299,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     }
   const double balanced = dp[static_cast<size_t>(stages) * nb + nb - 1];
   best.floor = std::max(best.floor, balanced);
-  if (floor_only || best.floor > beat * slack) return best;
+  if (floor_only || best.floor > beat * accept) return best;
   // The configurations of the partition ending its stages at `ends`.
   auto take_partition = [&](const std::vector<int>& ends) {
     best.stage_of.assign(n, 0);
@@ -376,7 +380,7 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
   // passed first, so that the progress counts only what is left.
   auto chance = [&](int64_t s, int i, int j) {
     const double f = floor_t[at(s, i, j)];
-    return !prune || (f != kInf && f <= bound * slack);
+    return !prune || (f != kInf && f <= bound * accept);
   };
   for (int pick = 0; pick < 2; ++pick)
     for (int64_t s = 0; s < stages; ++s)
@@ -416,7 +420,10 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     return dp[static_cast<size_t>(stages) * nb + nb - 1];
   };
   const double floor_sum = least_sum(kInf, kInf);
-  if (floor_sum == kInf) return best;
+  if (floor_sum == kInf) {
+    if (max_gap > 0) best.floor = std::max(best.floor, bound * accept);
+    return best;
+  }
   std::vector<double> a_values, w_values;
   for (const Candidate& c : cand)
     if (c.A != kInf) {
@@ -446,6 +453,9 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
     }
   }
   take_partition(best_ends);
+  // A partition holding a range passed has T above bound * accept; the
+  // others' least is best.T.
+  if (max_gap > 0) best.floor = std::max(best.floor, std::min(best.T, bound * accept));
   return best;
 }
 

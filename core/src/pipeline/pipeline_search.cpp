@@ -211,8 +211,10 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
   auto proven = [&]() {
     if (searcher.unproven) return 0.0;
     double b = best.T;
+    // (Under a gap accepted, a pair searched to its end has a floor that
+    // may be below its least T: what it passed.)
     for (const Pair& p : pairs)
-      if (!p.done) b = std::min(b, p.floor);
+      if (!p.done || options.max_gap > 0) b = std::min(b, p.floor);
     return b;
   };
   auto note_bound = [&]() {
@@ -260,10 +262,11 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
   // pair whose vertices' floor is above it has none of its parts searched
   // (core/docs/pipeline.md, "Pruning").
   const bool prune = pipeline.prune && pairs.size() > 1;
-  if (pipeline.prune) {
-    // A hundredth of the bar for the vertices' floors, counted by pair.
+  if (pipeline.prune || pipeline.floors_only) {
+    // A hundredth of the bar for the vertices' floors, counted by pair
+    // (all of it when they are all that is asked).
     searcher.phase = Searcher::Phase::kFloors;
-    searcher.to = 0.01;
+    searcher.to = pipeline.floors_only ? 1 : 0.01;
     searcher.pairs_to_floor = static_cast<double>(pairs.size());
     searcher.report();
     for (Pair& pair : pairs) {
@@ -277,10 +280,20 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     }
     searcher.from = searcher.to;
   }
+  if (pipeline.floors_only) {
+    if (pipeline.bound_out != nullptr) {
+      double least = kInf;
+      for (const Pair& pair : pairs) least = std::min(least, pair.floor);
+      pipeline.bound_out->floor = least;
+      pipeline.bound_out->lower_bound = proven();
+    }
+    return Error{"the floors alone were asked for (no search)", "pipeline.floors_only"};
+  }
   if (prune) {
     // (A stop before the lead keeps the floors; no space is prepared.)
     if (stop_requested(options)) stopped = searcher.stop_reason();
-    if (!stopped && pairs.front().stages == 1 && pairs.front().microbatches == 1) {
+    if (!stopped && pairs.front().stages == 1 && pairs.front().microbatches == 1 &&
+        !(options.max_gap > 0 && pairs.front().floor > best.T * (1 - options.max_gap))) {
       // Half the progress bar: on a deep network the one whole-graph search
       // is most of the work (GPT-3 175B on 1,024 GPUs: 84 s of 103), and
       // under a cap it moves with each search of its Lagrangian loop.
@@ -300,10 +313,13 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
   searcher.to = 1;
   // A pair whose floor exceeds the best T so far is skipped, and leaves the
   // progress's count as soon as it is known to be skipped.
+  // With a gap accepted (PlanOptions::max_gap), so is one whose floor is
+  // within it of the best T: it stays in the bound.
   std::vector<char> skipped(pairs.size(), 0), tight(pairs.size(), prune ? 0 : 1);
+  const double beyond = options.max_gap > 0 ? 1 - options.max_gap : 1 + 1e-9;
   auto skip_hopeless = [&]() {
     for (size_t k = 0; k < pairs.size(); ++k)
-      if (!skipped[k] && !pairs[k].done && pairs[k].floor > best.T * (1 + 1e-9)) {
+      if (!skipped[k] && !pairs[k].done && pairs[k].floor > best.T * beyond) {
         skipped[k] = 1;
         release(searcher, micros.at(pairs[k].microbatches), pairs[k].stages, pairs[k].microbatches);
       }
@@ -339,8 +355,10 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     }
     if (std::optional<Error> e = search_pair(pair)) return *e;
   }
-  // At the end, the least T found is proven least of the pairs tried.
-  const double lower = stopped ? proven() : searcher.unproven ? 0.0 : best.T;
+  // At the end, the least T found is proven least of the pairs tried, but
+  // for the pairs left within the gap accepted.
+  const bool within_gap = options.max_gap > 0 && !searcher.unproven && proven() < best.T;
+  const double lower = stopped || within_gap ? proven() : searcher.unproven ? 0.0 : best.T;
   if (pipeline.bound_out != nullptr) {
     pipeline.bound_out->lower_bound = lower;
     pipeline.bound_out->stopped = stopped ? *stopped : std::string();
@@ -371,10 +389,13 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
   plan.search.threads = std::max(1, options.threads);
   plan.search.time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - searcher.start).count();
-  plan.optimal = best.part.optimal && !searcher.unproven && !stopped;
+  plan.optimal = best.part.optimal && !searcher.unproven && !stopped && !within_gap;
   // T is a bound over every pipeline only when it is proven least; else no
-  // bound is known but the trivial one; after a stop, what was proved.
-  plan.lower_bound = stopped ? std::min(lower, plan.cost) : plan.optimal ? plan.cost : 0;
+  // bound is known but the trivial one; after a stop, or with pairs left
+  // within the gap, what was proved.
+  plan.lower_bound = stopped || within_gap ? std::min(lower, plan.cost)
+                     : plan.optimal        ? plan.cost
+                                           : 0;
   if (stopped) out->pipeline.stopped = *stopped;
   out->pipeline.allowed_boundaries = best.part.boundaries;
   out->pipeline.stage_plans = static_cast<int>(searcher.searches);
@@ -428,6 +449,32 @@ Result<PipelinePlan> plan_pipeline_choosing(const Graph& graph, const Cluster& c
   PipelineOptions po = pipeline;
   po.bound_out = &bound;
   bool stopped_bound = false;
+  if (pipeline.floors_only) {
+    // Each recomputation's floors that the search may try.
+    PipelineBound floors;
+    int mode_index = 0;
+    for (Recompute mode : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      Cluster c = cluster;
+      c.training.recompute = mode;
+      c.training.recompute_blocks = -1;
+      c.training.recompute_rest = mode;
+      const PlanOptions o = choosing ? progress_part(options, mode_index / 3.0,
+                                                     (mode_index + 1) / 3.0, kPhases[mode_index])
+                                     : options;
+      PipelineBound one;
+      po.bound_out = &one;
+      Result<PipelinePlan> r = plan_pipeline_fixed(graph, c, po, o);
+      if (!r && r.error().where != "pipeline.floors_only") return r.error();
+      floors.recompute_floors[mode_index] = one.floor;
+      floors.floor = std::min(floors.floor, one.floor);
+      floors.lower_bound =
+          mode_index == 0 ? one.lower_bound : std::min(floors.lower_bound, one.lower_bound);
+      ++mode_index;
+      if (!choosing) break;
+    }
+    if (pipeline.bound_out != nullptr) *pipeline.bound_out = floors;
+    return Error{"the floors alone were asked for (no search)", "pipeline.floors_only"};
+  }
   for (Recompute mode : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     Cluster c = cluster;
     c.training.recompute = mode;
@@ -437,8 +484,15 @@ Result<PipelinePlan> plan_pipeline_choosing(const Graph& graph, const Cluster& c
         choosing ? progress_part(options, part / 3.0, (part + 1) / 3.0, kPhases[part]) : options;
     ++part;
     if (stopped_bound) {
-      // After a stop: this recomputation's floors alone (its search stops
-      // at its first stage plan), for the bound.
+      // After a stop: this recomputation's floors alone, those made before
+      // the search if any, else its own (its search stops at its first
+      // stage plan), for the bound.
+      if (pipeline.known_floors != nullptr) {
+        const double known = pipeline.known_floors->recompute_floors[part - 1];
+        bound.lower_bound = std::min(bound.lower_bound, known);
+        if (out) out->plan.lower_bound = std::min(out->plan.lower_bound, known);
+        continue;
+      }
       PipelineBound floors;
       PipelineOptions fo = po;
       fo.bound_out = &floors;
