@@ -34,6 +34,7 @@ const ui = {
   meshOnly: $('mesh-only'),
   maxMemory: $('max-memory'),
   timeLimit: $('time-limit'),
+  maxGap: $('max-gap'),
   planButton: $('plan-button'),
   cancelButton: $('cancel-button'),
   progress: $('progress'),
@@ -95,6 +96,7 @@ const errors = new ErrorBox(
     pow2_only: ui.pow2Only,
     max_memory: ui.maxMemory,
     time_limit_s: ui.timeLimit,
+    max_gap: ui.maxGap,
     ...pipelineOptions.controls,
   },
 );
@@ -296,6 +298,10 @@ function searchOptions({ pipeline = true } = {}) {
   const limit = numberValue(ui.timeLimit);
   const seconds = limit === null ? pageTimeLimitSeconds : limit;
   if (pipeline && seconds !== 0) options.time_limit_s = seconds;
+  // The gap accepted, in per cent on the page, a fraction in the request
+  // (a bad value is sent for the core to refuse at max_gap).
+  const gap = numberValue(ui.maxGap);
+  if (pipeline && gap !== null && gap !== 0) options.max_gap = gap / 100;
   return options;
 }
 
@@ -330,6 +336,7 @@ function pageState() {
     meshOnly: ui.meshOnly.checked,
     maxMemory: numberValue(ui.maxMemory),
     timeLimit: numberValue(ui.timeLimit),
+    maxGap: numberValue(ui.maxGap),
     pipeline: pipelineOptions.pageState(),
     embed: state.embed,
   };
@@ -396,8 +403,8 @@ function wireControls() {
       if (event.key === 'Enter' && !ui.planButton.disabled) planning.start();
     });
   }
-  for (const input of [ui.order, ui.search, ui.pow2Only, ui.meshOnly, ui.maxMemory, ui.timeLimit]) {
-    input.addEventListener(input === ui.maxMemory || input === ui.timeLimit ? 'input' : 'change', () => {
+  for (const input of [ui.order, ui.search, ui.pow2Only, ui.meshOnly, ui.maxMemory, ui.timeLimit, ui.maxGap]) {
+    input.addEventListener(input === ui.maxMemory || input === ui.timeLimit || input === ui.maxGap ? 'input' : 'change', () => {
       input.removeAttribute('aria-invalid');
       results.markStale();
       updateUrl();
@@ -440,9 +447,10 @@ async function init() {
   ui.meshOnly.checked = initial.meshOnly;
   if (initial.maxMemory !== null) ui.maxMemory.value = String(initial.maxMemory);
   if (initial.timeLimit !== null) ui.timeLimit.value = String(initial.timeLimit);
+  if (initial.maxGap !== null) ui.maxGap.value = String(initial.maxGap);
   const piped = pipelineOptions.restore(initial.pipeline);
   // The search options folded away are shown when the link sets them.
-  if (search !== 'auto' || initial.pow2Only || initial.meshOnly || initial.maxMemory !== null || initial.timeLimit !== null || piped) $('search-details').open = true;
+  if (search !== 'auto' || initial.pow2Only || initial.meshOnly || initial.maxMemory !== null || initial.timeLimit !== null || initial.maxGap !== null || piped) $('search-details').open = true;
 
   state.client = new PlannerClient('worker.js');
   const examples = source.loadExamples();

@@ -64,7 +64,7 @@ export const maxGraphFragment = 48 * 1024;
  *            training: Training & {recompute: string|null},
  *            order: string|null,
  *            search: string|null ('auto', 'exact', 'bounded'; null: auto),
- *            pow2Only: boolean, meshOnly: boolean, maxMemory: number|null (GiB), timeLimit: number|null (s), pipeline: Pipeline,
+ *            pow2Only: boolean, meshOnly: boolean, maxMemory: number|null (GiB), timeLimit: number|null (s), maxGap: number|null (%), pipeline: Pipeline,
  *            embed: boolean, bare: boolean, hasPlanState: boolean}} PageState
  * @typedef {{stages: string|null, microbatches: string|null, schedule: string|null}} Pipeline
  *   the pipeline fields as typed ("2", "auto"); null: the default
@@ -121,6 +121,7 @@ export async function readState(href) {
     meshOnly: params.get('mesh') === '1',
     maxMemory: numberParam(params, 'maxmem'),
     timeLimit: numberParam(params, 'tlimit'),
+    maxGap: numberParam(params, 'gap'),
     pipeline: { stages: textParam(params, 'stages'), microbatches: textParam(params, 'mb'), schedule: textParam(params, 'sched') },
     embed: params.get('embed') === '1',
     // A URL with no parameter at all: the page opens on its first screen.
@@ -178,6 +179,7 @@ export async function writeState(base, state) {
   if (state.meshOnly) params.set('mesh', '1');
   if (state.maxMemory != null && state.maxMemory !== '') params.set('maxmem', String(state.maxMemory));
   if (state.timeLimit != null && state.timeLimit !== '') params.set('tlimit', String(state.timeLimit));
+  if (state.maxGap != null && state.maxGap !== '') params.set('gap', String(state.maxGap));
   const pipeline = state.pipeline ?? {};
   for (const [name, value, fallback] of [['stages', pipeline.stages, '1'], ['mb', pipeline.microbatches, '1'], ['sched', pipeline.schedule, '1f1b']]) {
     const text = value == null ? '' : String(value).trim();

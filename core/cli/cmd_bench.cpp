@@ -202,7 +202,9 @@ std::string bench_usage() {
          "                      time and the proven gap\n"
          "  --goals             instead: the planning-time goals (core/docs/\n"
          "                      performance.md), each planned as 'pase plan' answers\n"
-         "                      it under its time limit, with the time and the gap\n"
+         "                      it under its time limit, with the time and the gap;\n"
+         "                      with --published FILE, also Llama 3 405B (its run L1's\n"
+         "                      config) on 16,384 H100\n"
          "  --layouts           instead: the layout search (pase layouts) of every\n"
          "                      built-in language model on 8, 64 and 1024 H100 (nodes of\n"
          "                      8) at a global batch of 4 x GPUs and the model's sequence,\n"
@@ -229,8 +231,11 @@ int run_bench(const Args& args) {
                                        {"--goals", false}};
   if (auto message = parse_flags(args, specs, flags)) return usage_error("bench", *message);
   if (flags.has("--goals")) {
-    if (args.size() != 1) return usage_error("bench", "--goals sets its own cases: give it alone");
-    return run_bench_goals();
+    const std::optional<std::string> published = flags.get("--published");
+    if (args.size() != (published ? 3u : 1u))
+      return usage_error("bench",
+                         "--goals sets its own cases: give it alone, or with --published FILE");
+    return run_bench_goals(published);
   }
   if (flags.has("--json")) {
     for (std::string_view name :

@@ -6,11 +6,18 @@
 // --published examples/published-runs.json --plan 60`.
 #include <chrono>
 #include <cstdint>
+#include <iterator>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "format.hpp"
+#include "inputs.hpp"
+#include "pase/graph.hpp"
+#include "pase/import.hpp"
 #include "pase/json_api.hpp"
+#include "pase/llm.hpp"
 #include "report.hpp"
 #include "util/json_util.hpp"
 
@@ -21,7 +28,7 @@ using Json = pase::json_detail::Json;
 
 struct Goal {
   const char* name;
-  const char* model;
+  const char* model;  // a built-in model, or the id of a published run's config
   int64_t batch, seq, devices;
   const char* preset;
   bool pipeline;  // stages and micro-batches "auto" (else micro-batches only)
@@ -35,6 +42,34 @@ constexpr Goal kGoals[] = {
     {"Llama 3 8B, 512 x 8192, 1024 H100", "llama3-8b", 512, 8192, 1024, "h100", false, 15},
 };
 
+// With --published FILE: the goal of the config of its run L1 (Llama 3
+// 405B), whose graph the request carries.
+constexpr Goal kPublishedGoal = {
+    "Llama 3 405B (L1), 2048 x 8192, 16384 H100", "L1", 2048, 8192, 16384, "h100", false, 60};
+
+// The pase-graph document of run `id`'s config in the published runs'
+// file at `path`, at batch x seq.
+pase::Result<std::string> published_graph(const std::string& path, const std::string& id,
+                                          int64_t batch, int64_t seq) {
+  pase::Result<std::string> text = read_file(path);
+  if (!text) return text.error();
+  pase::Result<Json> doc = pase::json_detail::parse_document(*text);
+  if (!doc) return doc.error();
+  const Json* runs = doc->is_object() && doc->contains("runs") ? &(*doc)["runs"] : &*doc;
+  if (runs->is_array())
+    for (const Json& run : *runs)
+      if (run.is_object() && run.value("id", std::string()) == id && run.contains("config")) {
+        pase::ImportOptions options;
+        options.batch = batch;
+        options.seq = seq;
+        options.name = id;
+        pase::Result<pase::GraphSpec> spec = pase::import_llm_config(run["config"].dump(), options);
+        if (!spec) return spec.error();
+        return pase::write_graph(*spec);
+      }
+  return pase::Error{"no run '" + id + "' with a config in '" + path + "'", "--published"};
+}
+
 std::string step_of(const Json& j, const char* key) {
   return j.is_object() && j.contains(key) && j[key].is_number()
              ? format("%.4g s", j[key].get<double>())
@@ -43,17 +78,26 @@ std::string step_of(const Json& j, const char* key) {
 
 }  // namespace
 
-int run_bench_goals() {
+int run_bench_goals(const std::optional<std::string>& published) {
   if (!write_stdout("goal                                                 limit   planning"
                     "      layout   per-layer      gap  plan\n"))
     return kExitError;
-  for (const Goal& goal : kGoals) {
-    Json request{{"model", goal.model},
-                 {"batch", goal.batch},
-                 {"seq", goal.seq},
-                 {"preset", goal.preset},
+  std::vector<Goal> goals(std::begin(kGoals), std::end(kGoals));
+  if (published) goals.push_back(kPublishedGoal);
+  for (const Goal& goal : goals) {
+    Json request{{"preset", goal.preset},
                  {"cluster", Json{{"devices", goal.devices}}},
                  {"time_limit_s", goal.limit_s}};
+    if (published && &goal == &goals.back()) {
+      pase::Result<std::string> graph =
+          published_graph(*published, goal.model, goal.batch, goal.seq);
+      if (!graph) return input_error(graph.error());
+      request["graph"] = Json::parse(*graph);
+    } else {
+      request["model"] = goal.model;
+      request["batch"] = goal.batch;
+      request["seq"] = goal.seq;
+    }
     if (goal.pipeline) request["pipeline"] = Json{{"stages", "auto"}, {"microbatches", "auto"}};
     const auto start = std::chrono::steady_clock::now();
     const std::string text = pase::plan_json(request.dump());

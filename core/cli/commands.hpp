@@ -75,7 +75,7 @@ int run_bench(const Args& args);
 // pase bench --published FILE (cmd_bench_published.cpp).
 int run_bench_published(const std::string& path, bool json, bool fit, double plan_limit_s);
 // pase bench --goals (cmd_bench_goals.cpp).
-int run_bench_goals();
+int run_bench_goals(const std::optional<std::string>& published);
 // pase bench --json: the JSON reader's time by document size (cmd_bench_json.cpp).
 int run_bench_json(bool json);
 std::string bench_usage();

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/parallel.hpp"
 #include "model/cost_model.hpp"
 #include "pase/layout.hpp"
 #include "pase/summary.hpp"
@@ -260,23 +261,30 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
   // limit"): a stage whose floors are above the step to beat is proven
   // without a search, and a stop anywhere after has every stage's bound at
   // hand, so that the search ends at its time limit. (floor 0: not known.)
+  // The stages' floors are independent: they share the request's threads,
+  // the first range (the calling thread's) reporting the progress.
   constexpr double kFloorsShare = 0.05;
   std::vector<PipelineBound> floors(zeros.size());
-  for (size_t i = 0; i < zeros.size(); ++i) {
-    Cluster c = cluster;
-    c.training.zero = zeros[i];
-    PipelineOptions po = answers.pipeline;
-    po.floors_only = true;
-    po.bound_out = &floors[i];
-    const double share = kFloorsShare / static_cast<double>(zeros.size());
-    const PlanOptions o = progress_part(
-        request, kLayoutShare + share * static_cast<double>(i),
-        kLayoutShare + share * static_cast<double>(i + 1),
-        zeros.size() > 1 ? "the floors at ZeRO " + std::to_string(zeros[i]) : "the floors");
-    Result<PipelinePlan> r = plan_pipeline(graph, c, po, o);
-    // (An error, the search's below says it.)
-    if (r || r.error().where != "pipeline.floors_only") floors[i].floor = 0;
-  }
+  detail::parallel_ranges(
+      std::max(1, request.threads), static_cast<int64_t>(zeros.size()),
+      [&](int64_t from, int64_t to) {
+        for (int64_t i = from; i < to; ++i) {
+          Cluster c = cluster;
+          c.training.zero = zeros[i];
+          PipelineOptions po = answers.pipeline;
+          po.floors_only = true;
+          po.bound_out = &floors[i];
+          const double share = kFloorsShare / static_cast<double>(zeros.size());
+          PlanOptions o = progress_part(
+              request, kLayoutShare + share * static_cast<double>(i),
+              kLayoutShare + share * static_cast<double>(i + 1),
+              zeros.size() > 1 ? "the floors at ZeRO " + std::to_string(zeros[i]) : "the floors");
+          if (from > 0) o.on_progress = nullptr;
+          Result<PipelinePlan> r = plan_pipeline(graph, c, po, o);
+          // (An error, the search's below says it.)
+          if (r || r.error().where != "pipeline.floors_only") floors[i].floor = 0;
+        }
+      });
   std::optional<PipelinePlan> found;
   Cluster found_cluster = cluster;
   std::optional<Error> failure;
