@@ -3,11 +3,14 @@
 // skips the ranges and the (S, M) pairs they prove cannot win.
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <tuple>
+#include <vector>
 
 #include "cost/configurations.hpp"
 #include "model/cost_model.hpp"
 #include "pipeline/pipeline_model.hpp"
+#include "pipeline/pipeline_searcher.hpp"
 
 namespace pase::pipeline_detail {
 
@@ -44,6 +47,37 @@ const VertexFloor& Floors::of(const Graph& g, int v, int print, int64_t q, int64
     }
   }
   return cache_.emplace(key, f).first->second;
+}
+
+VertexSums vertex_sums(Searcher& searcher, const Micro& mg, int64_t stages, int64_t microbatches) {
+  const int n = static_cast<int>(mg.graph.vertices.size());
+  const int64_t q = searcher.cluster.devices / stages;
+  VertexSums out;
+  for (int64_t s = 0; s < stages; ++s)
+    out.by_alignment.emplace(stage_alignment(searcher.cluster, s, q), std::vector<VertexFloor>{});
+  out.least.assign(n + 1, 0);
+  for (auto& [align, sum] : out.by_alignment) {
+    sum.assign(n + 1, VertexFloor{});
+    for (int v = 0; v < n; ++v) {
+      const VertexFloor& f = searcher.floors.of(mg.graph, v, mg.print[v], q, align, microbatches);
+      sum[v + 1] =
+          VertexFloor{sum[v].F + f.F, sum[v].value + f.value, sum[v].weight_bytes + f.weight_bytes,
+                      sum[v].activation_bytes + f.activation_bytes};
+    }
+  }
+  for (int v = 0; v < n; ++v) {
+    double f = kInf;
+    for (const auto& [align, sum] : out.by_alignment) f = std::min(f, sum[v + 1].F - sum[v].F);
+    out.least[v + 1] = out.least[v] + f;
+  }
+  return out;
+}
+
+double vertex_floor_of_pair(Searcher& searcher, const Micro& mg, int64_t stages,
+                            int64_t microbatches) {
+  const double M = static_cast<double>(microbatches);
+  return vertex_sums(searcher, mg, stages, microbatches).least.back() *
+         (1 + (M - 1) / static_cast<double>(stages));
 }
 
 }  // namespace pase::pipeline_detail
