@@ -302,9 +302,13 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
                                  found ? found->plan.cost : po.incumbent_cost);
     po.known_floors = &floors[i];
     // Proven by its floors (within the gap accepted), or stopped before
-    // it: its floors bound it.
+    // it: its floors bound it. (Not one micro-batch without stages, plan()'s
+    // search: it mixes the recomputations block by block, and the floors
+    // are each recomputation's on every block.)
+    const bool one_plan = po.stages == 1 && po.microbatches == 1;
     if (floors[i].floor > 0 &&
-        (!out.stopped.empty() || !(floors[i].floor < po.incumbent_cost * (1 - request.max_gap)))) {
+        (!out.stopped.empty() ||
+         (!one_plan && !(floors[i].floor < po.incumbent_cost * (1 - request.max_gap))))) {
       lower = std::min(lower, floors[i].floor);
       continue;
     }
