@@ -124,6 +124,21 @@ TEST_CASE("floors first: a gap accepted is kept, in the pipeline search and the 
   const testing::Run ok = testing::run_cli(
       {"plan", "--model", "transformer", "--procs", "8", "--stages", "auto", "--max-gap", "5%"});
   CHECK(ok.exit == 0);
+  // A pipeline set by hand, searched without the layout, within 30%: the
+  // text says the gap proved when there is one.
+  const nlohmann::json wide = nlohmann::json::parse(plan_json(
+      R"({"model": "llama3-8b", "batch": 16, "seq": 1024, "preset": "h100",
+          "cluster": {"devices": 8, "gpus_per_node": 4},
+          "pipeline": {"stages": 2, "microbatches": 4}, "max_gap": 0.3})"));
+  REQUIRE_MESSAGE(wide.contains("per_layer"), wide.dump());
+  const double proved = wide["per_layer"]["gap"].get<double>();
+  CHECK(proved <= 0.3 + 1e-12);
+  const testing::Run text =
+      testing::run_cli({"plan", "--model", "llama3-8b", "--batch", "16", "--seq", "1024",
+                        "--preset", "h100", "--procs", "8", "--gpus-per-node", "4", "--stages", "2",
+                        "--microbatches", "4", "--max-gap", "30%"});
+  CHECK(text.exit == 0);
+  CHECK((proved > 0) == (text.out.find("within the gap accepted: at most") != std::string::npos));
 }
 
 TEST_CASE("floors first: stages and micro-batches auto leave the layout's interleaved pipeline") {

@@ -89,6 +89,11 @@ std::string answers_text(const pase::PlanAnswers& a) {
                             " slower than the best possible (no plan under " +
                             seconds_text(a.lower_bound_s) + " a step)\n"
                       : "with no bound proven\n";
+  } else if (a.gap > 0) {
+    // Ended within the gap accepted (--max-gap), what it left unsearched.
+    out += indent + "within the gap accepted: at most " + format("%.1f%%", 100 * a.gap) +
+           " slower than the best possible (no plan under " + seconds_text(a.lower_bound_s) +
+           " a step)\n";
   }
   if (!a.layout_wins && !s.ranked.empty())
     for (size_t i = 0; i < a.differs_at.size(); ++i)

@@ -168,6 +168,10 @@ export function renderAnswers(container, plan, ranking = null) {
         ? el('p', { class: 'hint answer-differs' }, [`It differs from the layout at: ${differs.join('; ')}.`])
         : null,
       perLayer.stopped ? el('p', { class: 'answer-stopped', text: stoppedText(perLayer) }) : null,
+      // Ended within the gap accepted (Max gap): what it left unsearched.
+      !perLayer.stopped && perLayer.gap > 0
+        ? el('p', { class: 'answer-gap', text: `Within the gap accepted: at most ${(100 * perLayer.gap).toFixed(1)}% slower than the best possible (no plan under ${formatSeconds(perLayer.lower_bound_s)} a step).` })
+        : null,
       el('p', { class: 'hint', text: perLayer.layout_wins ? 'The rest of the results below is the best layout\'s own plan.' : 'The rest of the results below is this plan\'s.' }),
     ]));
   }
