@@ -251,6 +251,15 @@ class PairSearch {
   // The partition whose largest floor of T is least: that floor bounds T
   // of every partition, and its T bounds the optimum from above.
   double balanced_floor() {
+    balanced_ = partition_dp([&](int64_t s, int i, int j) { return floor_t_[at(s, i, j)]; },
+                             [](double base, double f) { return std::max(base, f); });
+    return balanced_;
+  }
+  // The dynamic program over partitions: the least combine(that of the
+  // stages before, value(s, i, j)) of stage s over [i, j) (value inf: no
+  // such stage), the arg-mins in from_ (ends_of()); the whole graph's.
+  template <class Value, class Combine>
+  double partition_dp(Value value, Combine combine) {
     std::fill(dp_.begin(), dp_.end(), kInf);
     dp_[0] = 0;
     for (int64_t s = 0; s < stages_; ++s)
@@ -258,17 +267,16 @@ class PairSearch {
         const double base = dp_[static_cast<size_t>(s) * nb_ + i];
         if (base == kInf) continue;
         for (int j = i + 1; j < nb_; ++j) {
-          const double f = floor_t_[at(s, i, j)];
+          const double f = value(s, i, j);
           if (f == kInf) continue;
           double& d = dp_[static_cast<size_t>(s + 1) * nb_ + j];
-          if (std::max(base, f) < d) {
-            d = std::max(base, f);
+          if (combine(base, f) < d) {
+            d = combine(base, f);
             from_[static_cast<size_t>(s + 1) * nb_ + j] = i;
           }
         }
       }
-    balanced_ = dp_[static_cast<size_t>(stages_) * nb_ + nb_ - 1];
-    return balanced_;
+    return dp_[static_cast<size_t>(stages_) * nb_ + nb_ - 1];
   }
   std::vector<int> ends_of() const {
     std::vector<int> ends(stages_);
@@ -409,23 +417,12 @@ class PairSearch {
   // all thresholds is the optimum. Thresholds run upwards and stop once the
   // unconstrained least sum of A plus them cannot beat the best.
   double least_sum(double ta, double tw) {
-    std::fill(dp_.begin(), dp_.end(), kInf);
-    dp_[0] = 0;
-    for (int64_t s = 0; s < stages_; ++s)
-      for (int i = 0; i < nb_; ++i) {
-        const double base = dp_[static_cast<size_t>(s) * nb_ + i];
-        if (base == kInf) continue;
-        for (int j = i + 1; j < nb_; ++j) {
+    return partition_dp(
+        [&](int64_t s, int i, int j) {
           const Candidate& c = cand_[at(s, i, j)];
-          if (c.A == kInf || c.A > ta || c.W > tw) continue;
-          double& d = dp_[static_cast<size_t>(s + 1) * nb_ + j];
-          if (base + c.A < d) {
-            d = base + c.A;
-            from_[static_cast<size_t>(s + 1) * nb_ + j] = i;
-          }
-        }
-      }
-    return dp_[static_cast<size_t>(stages_) * nb_ + nb_ - 1];
+          return c.A > ta || c.W > tw ? kInf : c.A;
+        },
+        [](double base, double a) { return base + a; });
   }
   void exact_partition() {
     const double floor_sum = least_sum(kInf, kInf);
