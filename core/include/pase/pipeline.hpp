@@ -87,7 +87,9 @@ inline constexpr int64_t kAuto = 0;
 // plan, or the error that nothing beats the incumbent).
 struct PipelineBound {
   // A lower bound of T over every pipeline of the pairs (S, M) tried: at
-  // the search's end the least T (the incumbent's when nothing beats it);
+  // the search's end the least T (the incumbent's when nothing beats it;
+  // with a gap accepted, PlanOptions::max_gap, at most that and the floors
+  // of what it left unsearched);
   // after a stop, the least of the best T found and the floors of the pairs
   // not done (core/docs/pipeline.md, "A time limit"). 0: none known.
   double lower_bound = 0;
