@@ -451,4 +451,10 @@ Result<Partition> best_partition(Searcher& searcher, const Micro& mg, int64_t st
                                  int64_t microbatches, double beat,
                                  Depth depth = Depth::kPartition);
 
+// The pipeline search of one recomputation (the cluster's; not kAuto):
+// the pairs (S, M) best first from their floors (pipeline_search.cpp).
+Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& cluster,
+                                         const PipelineOptions& pipeline,
+                                         const PlanOptions& options);
+
 }  // namespace pase::pipeline_detail
