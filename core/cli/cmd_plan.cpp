@@ -140,6 +140,10 @@ std::string plan_usage() {
          "                      (rounds of the exact search over parts of the graph,\n"
          "                      with a proven lower bound and the gap to it)\n" +
          std::string(kThreadsHelp) + std::string(kTimeLimitHelp) + std::string(kPipelineHelp) +
+         "  --compose WHEN      auto (default), on or off: a language model's stage\n"
+         "                      plans from the composition of its repeated blocks\n"
+         "                      (auto: where it is estimated cheaper than a search\n"
+         "                      per range; the same plans either way)\n" +
          "  --tokens T          a training budget (15T, 300B, 2e12): the days to train\n"
          "  --gpu-hour-price USD\n"
          "                      with --tokens, the cost (default: the preset's price)\n"
@@ -167,6 +171,7 @@ int run_plan(const Args& args) {
                                            {"--stages", true},
                                            {"--microbatches", true},
                                            {"--schedule", true},
+                                           {"--compose", true},
                                            {"--emit", true},
                                            {"--tokens", true},
                                            {"--gpu-hour-price", true},
@@ -203,6 +208,17 @@ int run_plan(const Args& args) {
     return usage_error("plan", *message);
   std::optional<pase::PipelineOptions> pipeline;
   if (auto message = pipeline_from_flags(flags, pipeline)) return usage_error("plan", *message);
+  pase::Compose compose = pase::Compose::kAuto;
+  if (std::optional<std::string> c = flags.get("--compose")) {
+    if (*c == "on") {
+      compose = pase::Compose::kOn;
+    } else if (*c == "off") {
+      compose = pase::Compose::kOff;
+    } else if (*c != "auto") {
+      return usage_error("plan", "--compose: '" + *c + "' is not auto, on or off");
+    }
+    if (pipeline) pipeline->compose = compose;
+  }
   options.enumeration.pow2_only = flags.has("--pow2-only");
   options.enumeration.all_devices = flags.has("--all-devices");
   // A JAX program runs on a mesh: its splits must divide the devices.
@@ -225,6 +241,7 @@ int run_plan(const Args& args) {
   if (pase::has_layout_answers(*graph, cluster)) {
     pase::AnswerOptions a;
     if (pipeline) a.pipeline = *pipeline;
+    a.pipeline.compose = compose;
     a.zero_auto = !flags.has("--zero");
     if (source.vocab_padding > 0) a.vocab_multiple = source.vocab_padding;
     if (auto message = budget_from_flags(flags, a.layouts.tokens, a.layouts.gpu_hour_price))

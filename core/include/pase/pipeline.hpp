@@ -107,6 +107,8 @@ struct PipelineBound {
   double floor = std::numeric_limits<double>::infinity();
 };
 
+enum class Compose { kAuto, kOn, kOff };
+
 struct PipelineOptions {
   int64_t stages = 1;        // S, or kAuto
   int64_t microbatches = 1;  // M, or kAuto
@@ -116,6 +118,12 @@ struct PipelineOptions {
   // (core/docs/pipeline.md, "Pruning"); the result is the same either way.
   // false: plan every range, the reference the tests compare with.
   bool prune = true;
+  // The stage plans without a cap of a language model's ranges of more than
+  // one segment from the composition of its repeated blocks (core/docs/
+  // pipeline.md, "Composing the repeated blocks") instead of a search per
+  // range: kAuto where it is estimated the cheaper, kOn wherever the graph
+  // composes, kOff never. The same plans up to rounding and ties.
+  Compose compose = Compose::kAuto;
   // A step cost to beat (FLOP-equivalents, the T of another strategy: the
   // best layout's, core/docs/layouts.md, "Both answers"): the search starts
   // from it, so that pairs and ranges whose lower bound is above it go

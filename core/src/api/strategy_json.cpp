@@ -76,17 +76,26 @@ Result<Strategy> strategy_from_json(const Json& value, const std::string& where)
   return strategy;
 }
 
+// "auto", "on" or "off" (PipelineOptions::compose).
+Result<Compose> compose_from_json(const Json& value, const std::string& where) {
+  if (value.is_string() && value.get<std::string>() == "auto") return Compose::kAuto;
+  if (value.is_string() && value.get<std::string>() == "on") return Compose::kOn;
+  if (value.is_string() && value.get<std::string>() == "off") return Compose::kOff;
+  return type_error("\"auto\", \"on\" or \"off\"", value, where);
+}
+
 // The request's "pipeline" (core/docs/pipeline.md): {"stages", "microbatches",
-// "schedule", "max_microbatches"}, each optional.
+// "schedule", "max_microbatches", "compose"}, each optional.
 Result<PipelineOptions> pipeline_from_json(const Json& value, const std::string& where) {
   if (!value.is_object()) return type_error("an object", value, where);
   ObjectReader reader(value, where);
-  reader.allow_only({"stages", "microbatches", "schedule", "max_microbatches"});
+  reader.allow_only({"stages", "microbatches", "schedule", "max_microbatches", "compose"});
   PipelineOptions p;
   reader.read("stages", p.stages, count_or_auto);
   reader.read("microbatches", p.microbatches, count_or_auto);
   reader.read("schedule", p.schedule, schedule_from_json);
   reader.read("max_microbatches", p.max_microbatches, json_detail::to_positive_int);
+  reader.read("compose", p.compose, compose_from_json);
   if (!reader.ok()) return reader.error();
   return p;
 }

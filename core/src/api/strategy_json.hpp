@@ -21,7 +21,7 @@ Result<Strategy> strategy_from_json(const Json& value, const std::string& where)
 Result<PipelineStrategy> any_strategy_from_json(const Json& value, const std::string& where);
 
 // The request's "pipeline" (core/docs/pipeline.md): {"stages", "microbatches",
-// "schedule", "max_microbatches"}, each optional.
+// "schedule", "max_microbatches", "compose"}, each optional.
 Result<PipelineOptions> pipeline_from_json(const Json& value, const std::string& where);
 
 }  // namespace pase::json_detail

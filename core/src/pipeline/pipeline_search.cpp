@@ -165,7 +165,8 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
       if (pipeline.microbatches != kAuto) return micro.error();
       continue;  // "auto" skips a count the graph cannot be lowered at
     }
-    micros.emplace(m, prepare_micro(searcher, std::move(*micro)));
+    const Micro& made = micros.emplace(m, prepare_micro(searcher, std::move(*micro))).first->second;
+    searcher.micros[&made.graph] = &made;
   }
   // Progress: the stage plans without a cap that the pairs may need, each
   // searched once (those under a cap come on top, as they are found).

@@ -50,6 +50,9 @@ struct StagePlan {
 // For progress: a stage plan without a cap by its cache key without k.
 using NeedKey = std::tuple<int64_t, int64_t, int, int64_t>;
 
+struct Micro;
+class Composition;  // pipeline_compose.hpp
+
 struct Searcher {
   const Graph& graph;
   const Cluster& cluster;
@@ -153,6 +156,23 @@ struct Searcher {
   // bound proven so far, for the progress's gap.
   double best_T = kInf, bound = 0;
 
+  // The micro-batch graphs by their graph, for the composition of their
+  // ranges, and the compositions made (null: the graph does not compose),
+  // by graph, devices, M and first device.
+  std::map<const Graph*, const Micro*> micros{};
+  std::map<std::tuple<const Graph*, int64_t, int64_t, int64_t>, std::shared_ptr<const Composition>>
+      compositions{};
+  // Under Compose::kAuto, by the same key: the blocks the ranges searched
+  // so far have cost, and what the composition would (composed()).
+  std::map<std::tuple<const Graph*, int64_t, int64_t, int64_t>, std::pair<double, double>>
+      composition_spent{};
+
+  // The plan without a cap of [a, b) from the composition of the repeated
+  // blocks, when the graph composes and the range holds a block to compose
+  // (pipeline_compose.cpp); else none, and the range is searched.
+  Result<std::optional<StagePlan>> composed(const Graph& micro, int a, int b, const Cluster& free,
+                                            int64_t microbatches);
+
   // A plan of [a, b) without a cap, on q devices `align` devices into a
   // node, for M micro-batches, kept under key k: 0 for the least
   // M * F + W, -1 for the least F alone.
@@ -168,9 +188,18 @@ struct Searcher {
       free.devices = q;
       free.first_device = align;
       free.memory_gib = 0;
-      Result<StagePlan> r = search(micro, sig, a, b, free, microbatches, 1, k == 0 ? 1.0 : 0.0);
-      if (!r) return r.error();
-      it = plans.emplace(key, std::move(*r)).first;
+      std::optional<StagePlan> made;
+      if (k == 0) {
+        Result<std::optional<StagePlan>> c = composed(micro, a, b, free, microbatches);
+        if (!c) return c.error();
+        made = std::move(*c);
+      }
+      if (!made) {
+        Result<StagePlan> r = search(micro, sig, a, b, free, microbatches, 1, k == 0 ? 1.0 : 0.0);
+        if (!r) return r.error();
+        made = std::move(*r);
+      }
+      it = plans.emplace(key, std::move(*made)).first;
     }
     return &it->second;
   }
@@ -348,11 +377,20 @@ struct Searcher {
     const Result<Plan> r = plan_range();
     done += 1;
     report();
-    StagePlan sp;
     if (!r) {
-      if (r.error().where == "cluster.memory_gib") return sp;  // nothing fits
+      if (r.error().where == "cluster.memory_gib") return StagePlan{};  // nothing fits
       return r.error();
     }
+    StagePlan sp = take(*r, cs);
+    sp.dual = dual;
+    return sp;
+  }
+
+  // The stage plan of a plan searched (or composed) on cs, counted in the
+  // search's statistics.
+  StagePlan take(const Plan& plan, const Cluster& cs) {
+    const Plan* r = &plan;
+    StagePlan sp;
     // Over the cap with the working buffers of its largest layer
     // (search_space() tried a lower cap): in no pipeline.
     sp.fits = cs.memory_gib <= 0 || r->fits;
@@ -364,7 +402,6 @@ struct Searcher {
     sp.F = r->cost - sp.W;
     sp.memory = r->memory;
     sp.search = r->search;
-    sp.dual = dual;
     stats.pairs += r->search.pairs;
     stats.raw_pairs += r->search.raw_pairs;
     stats.table_entries += r->search.table_entries;

@@ -82,7 +82,7 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
                         const PlanOptions& options, const DpTuning& tuning, EdgePrices* prices,
-                        SearchCache* cache) {
+                        SearchCache* cache, bool open_last) {
   std::optional<EdgePrices> own;
   if (prices == nullptr) prices = &own.emplace(g, configs, EndView::of(m), kEdgePriceBudget);
   // Matrices made from this run's own prices are this run's alone (another
@@ -161,6 +161,8 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       n_steps);
 
   double total = 0;
+  std::vector<double> open_row;  // open_last: the last step's row
+  double open_rest = 0;
   // level_of[u]: u's level (1..d) in the current step's dependent set, 0 when
   // not in it. Allocated once and cleared per step, so that a step costs its
   // own size, not the graph's.
@@ -329,6 +331,17 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
       if (cancelled) return stop_error(options);
     }
     if (d == 0) done_pairs += nv;
+    // The last vertex left open: its row before the minimum, from the
+    // same terms (its own costs and the tables it consumes, each indexed by
+    // its class alone: the step's dependent set is empty).
+    if (open_last && i + 1 == n_steps) {
+      open_row.assign(vcost.begin(), vcost.end());
+      for (int j : st.consumed) {
+        const std::vector<int>& of = classes.steps[j].of[0];
+        for (int c = 0; c < nv; ++c) open_row[c] += tables[j][of[c]];
+      }
+      open_rest = total;  // the other components' least costs
+    }
     for (int j : st.consumed) {
       tables[j].clear();
       tables[j].shrink_to_fit();
@@ -355,6 +368,27 @@ Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, c
     for (size_t k = 0; k < st.dep.size(); ++k)
       idx = idx * dc.count[k] + dc.of[k][res.choice[st.dep[k]]];
     res.choice[st.vertex] = args[repeats.source(i)][idx];
+  }
+  if (open_last && n_steps > 0) {
+    // The walk again from each configuration of the open vertex: its steps
+    // before it read only vertices chosen after them.
+    const int open = ord.steps.back().vertex;
+    res.open_cost.resize(open_row.size());
+    res.open_choice.resize(open_row.size());
+    for (size_t c = 0; c < open_row.size(); ++c) {
+      res.open_cost[c] = open_rest + open_row[c];
+      std::vector<int>& choice = res.open_choice[c];
+      choice = res.choice;
+      choice[open] = static_cast<int>(c);
+      for (size_t i = n_steps - 1; i-- > 0;) {
+        const Step& st = ord.steps[i];
+        const DepClasses& dc = classes.steps[i];
+        int64_t idx = 0;
+        for (size_t k = 0; k < st.dep.size(); ++k)
+          idx = idx * dc.count[k] + dc.of[k][choice[st.dep[k]]];
+        choice[st.vertex] = args[repeats.source(i)][idx];
+      }
+    }
   }
   done_pairs = est.pairs;
   report(true);

@@ -122,6 +122,11 @@ struct DpResult {
   // Steps of repeated blocks not run: their choices are those of the block
   // before (repeated_steps.hpp).
   uint64_t repeated_steps = 0;
+  // With the last step's vertex left open (run_dp's open_last): by each of
+  // its configurations c, the least cost of the graph with that vertex at
+  // c, and the configuration of every vertex in a strategy of that cost.
+  std::vector<double> open_cost;
+  std::vector<std::vector<int>> open_choice;
 };
 
 // How run_dp fills its tables; the defaults are the planner's, the tests
@@ -184,11 +189,15 @@ struct DpTuning {
 // EndView::of(m); several searches of one plan share it), or from prices
 // kept for this run alone when it is null; the vertices' costs, pair
 // matrices and sorted rows from `cache` (SearchCache), or made for this run
-// when it is null.
+// when it is null. `open_last`: the result's open_cost and open_choice are
+// filled for the vertex of the ordering's last step (the composition of
+// repeated blocks, core/docs/pipeline.md, "Composing the repeated blocks":
+// a block's cost to each configuration of its output stream).
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,
                         const TableClasses& classes, const ops::Machine& m, const SearchStats& est,
                         const PlanOptions& options, const DpTuning& tuning = {},
-                        EdgePrices* prices = nullptr, SearchCache* cache = nullptr);
+                        EdgePrices* prices = nullptr, SearchCache* cache = nullptr,
+                        bool open_last = false);
 
 // The same, computing the classes first.
 Result<DpResult> run_dp(const Graph& g, const std::vector<ConfigSet>& configs, const Ordering& ord,

@@ -171,7 +171,8 @@ Ordering make_steps(const Adjacency& adj, const std::vector<int>& sequence, Orde
   return out;
 }
 
-Ordering make_ordering(const Graph& g, Order order, const std::vector<size_t>& config_counts) {
+Ordering make_ordering(const Graph& g, Order order, const std::vector<size_t>& config_counts,
+                       int last) {
   Adjacency adj = make_adjacency(g);
   std::vector<int> seq;
   if (order == Order::kBfs) {
@@ -181,6 +182,10 @@ Ordering make_ordering(const Graph& g, Order order, const std::vector<size_t>& c
     seq = genseq_sequence(adj, &w);
   } else {
     seq = genseq_sequence(adj, nullptr);
+  }
+  if (last >= 0) {
+    erase_value(seq, last);
+    seq.push_back(last);
   }
   return make_steps(adj, seq, order);
 }

@@ -46,7 +46,9 @@ std::vector<int> bfs_sequence(const Adjacency& adj);
 // processed components), with the table hand-over between steps.
 Ordering make_steps(const Adjacency& adj, const std::vector<int>& sequence, Order order);
 
-// The ordering `order` for graph `g` whose vertices have `config_counts`.
-Ordering make_ordering(const Graph& g, Order order, const std::vector<size_t>& config_counts);
+// The ordering `order` for graph `g` whose vertices have `config_counts`;
+// with `last`, that vertex moved to the end (run_dp's open_last).
+Ordering make_ordering(const Graph& g, Order order, const std::vector<size_t>& config_counts,
+                       int last = -1);
 
 }  // namespace pase
