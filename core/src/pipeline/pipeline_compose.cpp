@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
-#include <string>
 #include <tuple>
 #include <utility>
 
@@ -13,6 +11,7 @@
 #include "model/cost_model.hpp"
 #include "search/dynamic_program.hpp"
 #include "search/ordering.hpp"
+#include "search/stop.hpp"
 
 namespace pase::pipeline_detail {
 
@@ -303,9 +302,14 @@ Result<std::optional<StagePlan>> Searcher::composed(const Graph& micro, int a, i
             p.fraction = static_cast<double>(done_pieces) / pieces;
             report(p);
           });
-      if (!c) return c.error();
-      searches += c->searches();
-      made = std::make_shared<const Composition>(std::move(*c));
+      // A stop ends the search; a piece whose tables are too large for the
+      // exact search (the ranges then take the bounded one) leaves the key
+      // to the range searches.
+      if (!c && is_stop(c.error())) return c.error();
+      if (c) {
+        searches += c->searches();
+        made = std::make_shared<const Composition>(std::move(*c));
+      }
     }
     it = compositions.emplace(key, std::move(made)).first;
   }
