@@ -82,39 +82,49 @@ Result<Composition> Composition::make(const Micro& mg, const Cluster& cs,
 
   // One piece: the vertices [first, last) of g, the first one pinned at
   // configuration `pinned` of `stream` (its cost then taken out: it is
-  // the piece before's), the last one open when `open`.
+  // the piece before's), the last one open when `open`. The space of a
+  // pinned piece is prepared once (`kept`): the pinned vertex's one
+  // configuration is one class whichever it is, so only its numbers change.
   struct Searched {
     DpResult dp;
     std::vector<ConfigSet> sets;
     double pinned_cost = 0;
   };
-  auto search = [&](int first, int last, const ConfigSet* stream, int pinned,
-                    bool open) -> Result<Searched> {
+  struct Kept {
+    std::vector<ConfigSet> sets;  // before the pin
+    SearchSpace space;
+  };
+  auto search = [&](int first, int last, const ConfigSet* stream, int pinned, bool open,
+                    std::optional<Kept>& kept) -> Result<Searched> {
     const Graph piece = stage_graph(g, first, last);
-    Result<SearchSpace> space = prepare_space(piece, cs, o);
-    if (!space) return space.error();
-    Searched s;
-    s.sets = space->configs;
-    if (stream != nullptr) {
-      ConfigSet one;
-      one.dims = stream->dims;
-      one.data.assign(stream->at(pinned), stream->at(pinned) + stream->dims);
-      space->configs[0] = std::move(one);
+    if (!kept) {
+      Result<SearchSpace> space = prepare_space(piece, cs, o);
+      if (!space) return space.error();
+      kept.emplace(Kept{space->configs, std::move(*space)});
+      SearchSpace& sp = kept->space;
+      if (stream != nullptr) sp.configs[0] = ConfigSet{stream->dims, {}};
+      if (stream != nullptr) sp.configs[0].data.assign(stream->at(0), stream->at(0) + stream->dims);
+      std::vector<size_t> counts;
+      for (const ConfigSet& c : sp.configs) counts.push_back(c.size());
+      sp.ord = make_ordering(piece, o.order, counts,
+                             open ? static_cast<int>(piece.vertices.size()) - 1 : -1);
+      finish_space(piece, cs, sp);
     }
-    std::vector<size_t> counts;
-    for (const ConfigSet& c : space->configs) counts.push_back(c.size());
-    space->ord = make_ordering(piece, o.order, counts,
-                               open ? static_cast<int>(piece.vertices.size()) - 1 : -1);
-    finish_space(piece, cs, *space);
-    if (bounded_instead(space->est, o))
+    SearchSpace& space = kept->space;
+    if (stream != nullptr)
+      std::copy(stream->at(pinned), stream->at(pinned) + stream->dims,
+                space.configs[0].data.begin());
+    if (bounded_instead(space.est, o))
       return Error{"a block's tables exceed the search's memory limit", "max_memory"};
     SearchCache cache;
-    Result<DpResult> dp = run_dp(piece, space->configs, space->ord, space->classes, m, space->est,
-                                 o, {}, nullptr, &cache, open);
+    Result<DpResult> dp = run_dp(piece, space.configs, space.ord, space.classes, m, space.est, o,
+                                 {}, nullptr, &cache, open);
     if (!dp) return dp.error();
     ++out.searches_;
+    Searched s;
+    s.sets = kept->sets;
     if (stream != nullptr)
-      s.pinned_cost = cache.vertex_costs.costs(piece, 0, space->configs[0], m, o.threads)[0];
+      s.pinned_cost = cache.vertex_costs.costs(piece, 0, space.configs[0], m, o.threads)[0];
     s.dp = std::move(*dp);
     return s;
   };
@@ -128,7 +138,8 @@ Result<Composition> Composition::make(const Micro& mg, const Cluster& cs,
 
   out.head_segments_ = head_segments(mg);
   if (out.head_segments_ == 0) return Error{"the graph's blocks do not compose", "pipeline"};
-  Result<Searched> head = search(0, bounds[out.head_segments_], nullptr, 0, true);
+  std::optional<Kept> head_space, free_space, row_space, tail_space;
+  Result<Searched> head = search(0, bounds[out.head_segments_], nullptr, 0, true, head_space);
   if (!head) return head.error();
   const ConfigSet stream = head->sets.back();
   const int streams = static_cast<int>(stream.size());
@@ -137,7 +148,7 @@ Result<Composition> Composition::make(const Micro& mg, const Cluster& cs,
   if (progress) progress(done, total);
   out.head_sets_ = head->sets;
   out.head_ = piece_of(head->dp);
-  Result<Searched> free = search(bounds[1], bounds[2], nullptr, 0, true);
+  Result<Searched> free = search(bounds[1], bounds[2], nullptr, 0, true, free_space);
   if (!free) return free.error();
   if (free->sets.back().data != stream.data)
     return Error{"the stream's configurations differ between blocks", "pipeline"};
@@ -145,7 +156,7 @@ Result<Composition> Composition::make(const Micro& mg, const Cluster& cs,
   out.free_ = piece_of(free->dp);
   if (progress) progress(++done, total);
   for (int c = 0; c < streams; ++c) {
-    Result<Searched> row = search(bounds[2] - 1, bounds[3], &stream, c, true);
+    Result<Searched> row = search(bounds[2] - 1, bounds[3], &stream, c, true, row_space);
     if (!row) return row.error();
     if (c == 0) {
       if (row->sets[0].data != stream.data || row->sets.back().data != stream.data)
@@ -158,7 +169,7 @@ Result<Composition> Composition::make(const Micro& mg, const Cluster& cs,
   out.tail_.cost.resize(streams);
   out.tail_.choice.resize(streams);
   for (int c = 0; c < streams; ++c) {
-    Result<Searched> tail = search(bounds[nb - 2] - 1, out.n_, &stream, c, false);
+    Result<Searched> tail = search(bounds[nb - 2] - 1, out.n_, &stream, c, false, tail_space);
     if (!tail) return tail.error();
     if (c == 0) out.tail_sets_ = tail->sets;
     out.tail_.cost[c] = tail->dp.cost - tail->pinned_cost;
