@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "cli_run.hpp"
@@ -111,18 +110,23 @@ TEST_CASE("compose: the pipeline search finds the same with the composition and 
   Result<Graph> gpt2 = build_model("gpt2");
   REQUIRE(gpt2.ok());
   const Graph llama = small_llama();
-  for (const auto& [g, cluster, stages, microbatches] :
-       std::vector<std::tuple<const Graph*, Cluster, int64_t, int64_t>>{
-           {&*gpt2, testing::nodes(8, 4), 2, 4},
-           {&*gpt2, testing::nodes(8, 4), 4, kAuto},
-           {&*gpt2, Cluster{.devices = 8}, kAuto, 8},
-           {&llama, testing::practice_h100(8), kAuto, kAuto},
-           // Under a cap: the composed plans that do not fit are searched
-           // under it.
-           {&llama, testing::nodes(8, 4, 0.002), 2, 4}}) {
-    CAPTURE(stages);
-    CAPTURE(microbatches);
-    PipelineOptions with{.stages = stages, .microbatches = microbatches};
+  struct Case {
+    const Graph* g;
+    Cluster cluster;
+    int64_t stages, microbatches;
+  };
+  for (const Case& c : std::vector<Case>{{&*gpt2, testing::nodes(8, 4), 2, 4},
+                                         {&*gpt2, testing::nodes(8, 4), 4, kAuto},
+                                         {&*gpt2, Cluster{.devices = 8}, kAuto, 8},
+                                         {&llama, testing::practice_h100(8), kAuto, kAuto},
+                                         // Under a cap: the composed plans that do not fit are
+                                         // searched under it.
+                                         {&llama, testing::nodes(8, 4, 0.002), 2, 4}}) {
+    CAPTURE(c.stages);
+    CAPTURE(c.microbatches);
+    const Graph* g = c.g;
+    const Cluster& cluster = c.cluster;
+    PipelineOptions with{.stages = c.stages, .microbatches = c.microbatches};
     with.compose = Compose::kOn;
     PipelineOptions without = with;
     without.compose = Compose::kOff;
