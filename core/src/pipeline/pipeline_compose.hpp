@@ -35,15 +35,19 @@ class Composition {
   // device; no cap): the head and a middle block to each configuration of
   // their output stream, a middle block and the tail from each
   // configuration of their input stream. `progress(done, total)` after each.
-  // Errors: a stop (stop.hpp), and the searches'.
+  // Errors: a stop (stop.hpp); "pipeline" when the graph does not compose
+  // (head_segments() 0) or its stream's configurations differ between
+  // pieces; "max_memory" when a piece's tables exceed the exact search's
+  // limit; and the searches'. Searcher::composed() leaves the ranges to
+  // their own searches on any of them but a stop.
   static Result<Composition> make(const Micro& mg, const Cluster& cs, const PlanOptions& options,
                                   const StageWeights& weights,
                                   const std::function<void(int, int)>& progress = {});
 
   // The strategy of least value of the range [bounds[i], bounds[j]) (its
   // vertices' configurations in order) with that value, the search's
-  // objective; none for the ranges of a segment at an end alone (no block
-  // to compose) and for the whole graph.
+  // objective; none for the tail alone, for a range from the start shorter
+  // than the head piece (no block to compose) and for the whole graph.
   struct Range {
     Strategy configs;
     double value = 0;
