@@ -550,7 +550,7 @@ TEST_CASE(
     mixed.training.recompute_blocks = k;
     mixed.training.recompute_rest = Recompute::kSelective;
     Result<WeightedSearch> searched =
-        search_once(g, mixed, PlanOptions{}, StageWeights{}, *space, prices, 0, 1);
+        SpaceSearch(g, mixed, PlanOptions{}, StageWeights{}, *space, &prices).once(0, 1);
     REQUIRE(searched.ok());
     const double want = StageWeights{}.bytes(searched->plan.memory);
     const double got = least_memory_strategy(g, mixed, *space, StageWeights{}).bytes;
@@ -564,7 +564,8 @@ TEST_CASE(
   // practice model) keeps what that stage's memory-only search keeps.
   StageWeights stage;
   stage.activation_copies = 3;
-  Result<WeightedSearch> searched = search_once(g, c, PlanOptions{}, stage, *space, prices, 0, 1);
+  Result<WeightedSearch> searched =
+      SpaceSearch(g, c, PlanOptions{}, stage, *space, &prices).once(0, 1);
   REQUIRE(searched.ok());
   const LeastMemory least = least_memory_strategy(g, c, *space, stage);
   Result<Plan> evaluated = evaluate(g, c, least.strategy);

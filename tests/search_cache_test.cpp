@@ -140,7 +140,7 @@ TEST_CASE("recompute search: the least difference bounds the search under anothe
   const Cluster mixed = with_recompute(c, Recompute::kFull, 1, Recompute::kSelective);
   auto search = [&](const Cluster& at, double lambda) {
     Result<WeightedSearch> r =
-        search_once(g, at, PlanOptions{}, StageWeights{}, *space, prices, 1, lambda, &cache);
+        SpaceSearch(g, at, PlanOptions{}, StageWeights{}, *space, &prices, &cache).once(1, lambda);
     REQUIRE(r.ok());
     return r->objective;
   };
@@ -166,8 +166,9 @@ TEST_CASE("practice loop under a cap: its bound is within the tolerance of the d
   // structured binding.)
   auto search = [&spaced](double lambda) {
     Result<WeightedSearch> r =
-        search_once(spaced.graph, spaced.cluster, PlanOptions{}, StageWeights{}, spaced.space,
-                    spaced.prices, 1, lambda, &spaced.cache);
+        SpaceSearch(spaced.graph, spaced.cluster, PlanOptions{}, StageWeights{}, spaced.space,
+                    &spaced.prices, &spaced.cache)
+            .once(1, lambda);
     REQUIRE(r.ok());
     return *r;
   };
@@ -182,10 +183,10 @@ TEST_CASE("practice loop under a cap: its bound is within the tolerance of the d
     c.memory_gib = cap / 0x1p30 + c.device.reserved_gib;
     c.headroom = 0;  // the cap itself: no margin
     REQUIRE(c.capacity_bytes() == doctest::Approx(cap));
-    DualPoint dual;
-    Result<Plan> p = search_space(g, c, PlanOptions{}, StageWeights{}, space, &prices, std::nullopt,
-                                  &dual, &cache);
+    SpaceSearch loop(g, c, PlanOptions{}, StageWeights{}, space, &prices, &cache);
+    Result<Plan> p = loop.under_cap();
     REQUIRE(p.ok());
+    const DualPoint dual = loop.dual();
     // It fits as the search sees memory (without the working buffers).
     CHECK(plain.bytes(p->memory) <= c.capacity_bytes());
     searched_loops += dual.lambda > 0;
@@ -214,7 +215,7 @@ TEST_CASE("practice loop under a cap: a warm start ends in fewer searches") {
   auto& [g, c, space, prices, cache] = spaced;
   const StageWeights plain;
   Result<WeightedSearch> free =
-      search_once(g, c, PlanOptions{}, plain, space, prices, 1, 0, &cache);
+      SpaceSearch(g, c, PlanOptions{}, plain, space, &prices, &cache).once(1, 0);
   REQUIRE(free.ok());
   const double free_bytes = plain.bytes(free->plan.memory);
   const double least = least_memory_strategy(g, c, space, plain).bytes;
@@ -223,20 +224,18 @@ TEST_CASE("practice loop under a cap: a warm start ends in fewer searches") {
     CAPTURE(share);
     c.memory_gib = (least + share * (free_bytes - least)) / 0x1p30 + c.device.reserved_gib;
     c.headroom = 0;  // the cap itself: no margin
-    DualPoint dual;
-    Result<Plan> ends =
-        search_space(g, c, PlanOptions{}, plain, space, &prices, *free, &dual, &cache);
+    SpaceSearch search(g, c, PlanOptions{}, plain, space, &prices, &cache);
+    Result<Plan> ends = search.under_cap(*free);
     REQUIRE(ends.ok());
+    const DualPoint dual = search.dual();
     REQUIRE(dual.lambda > 0);
-    Result<WeightedSearch> at =
-        search_once(g, c, PlanOptions{}, plain, space, prices, 1, dual.lambda, &cache);
+    Result<WeightedSearch> at = search.once(1, dual.lambda);
     REQUIRE(at.ok());
-    Result<Plan> warm = search_space(g, c, PlanOptions{}, plain, space, &prices, *free, nullptr,
-                                     &cache, WarmStart{dual.lambda, *at});
+    Result<Plan> warm = search.under_cap(*free, WarmStart{dual.lambda, *at});
     REQUIRE(warm.ok());
     CAPTURE(ends->search.searches);
     CAPTURE(warm->search.searches);
-    // The warm start's own search counts too (search_space() counts
+    // The warm start's own search counts too (under_cap() counts
     // neither it nor the search without the cap).
     CHECK(warm->search.searches + 1 <= ends->search.searches);
     fewer += warm->search.searches + 1 < ends->search.searches;

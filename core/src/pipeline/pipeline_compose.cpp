@@ -70,13 +70,8 @@ Result<Composition> Composition::make(const Micro& mg, const Cluster& cs,
   Composition out;
   out.bounds_ = bounds;
   out.n_ = static_cast<int>(g.vertices.size());
-  // The machine of search_once(): the stage's value, no memory weight.
-  ops::Machine m = ops::make_machine(cs);
-  m.cost_weight = 1;
-  m.memory_weight = 0;
-  m.microbatches = weights.microbatches + weights.tie;
-  m.activation_copies = weights.activation_copies;
-  m.sync_weight = weights.sync_weight;
+  // The machine of SpaceSearch::once(): the stage's value, no memory weight.
+  const ops::Machine m = weighted_machine(cs, weights, 1, 0);
   PlanOptions o = options;
   o.on_progress = nullptr;
 

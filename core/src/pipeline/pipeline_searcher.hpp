@@ -320,14 +320,13 @@ struct Searcher {
     KeptSpace& ks = *kept_space;
     if (!bounded_instead(ks.space.est, options) &&
         ks.space.est.peak_bytes <= table_limit(options)) {
-      std::optional<EdgePrices> own;
-      EdgePrices& prices = prices_for_space(prices_for(cs), ks.sub, cs, ks.space, own);
       const StageWeights weights{static_cast<double>(microbatches), static_cast<double>(k)};
       PlanOptions o = options;
       o.on_progress = nullptr;  // the pipeline's progress counts stage plans
       ++searches;
       Result<WeightedSearch> r =
-          search_once(ks.sub, cs, o, weights, ks.space, prices, 1, lambda, ks.cache.get());
+          SpaceSearch(ks.sub, cs, o, weights, ks.space, prices_for(cs), ks.cache.get())
+              .once(1, lambda);
       if (!r) return r.error();
       objective = r->objective;
     }
@@ -366,10 +365,10 @@ struct Searcher {
       // Under the cap, the search at (1, 0) is the plan without it: the
       // memory's weight is 0, so k does not matter.
       const bool capped = cs.memory_gib > 0 && sync_weight == 1;
-      Result<Plan> p =
-          plan_in_space(ks.sub, cs, o, weights, ks.space, prices_for(cs), ks.cache.get(),
-                        capped ? ks.first : std::nullopt, start, &dual);
-      // (search_space() reads the first search's plan, not its objective.)
+      SpaceSearch range(ks.sub, cs, o, weights, ks.space, prices_for(cs), ks.cache.get());
+      Result<Plan> p = range.plan(capped ? ks.first : std::nullopt, start);
+      dual = range.dual();
+      // (under_cap() reads the first search's plan, not its objective.)
       if (p && cs.memory_gib <= 0 && sync_weight == 1)
         ks.first = WeightedSearch{*p, weights.value(*p)};
       return p;
@@ -392,7 +391,7 @@ struct Searcher {
     const Plan* r = &plan;
     StagePlan sp;
     // Over the cap with the working buffers of its largest layer
-    // (search_space() tried a lower cap): in no pipeline.
+    // (under_cap() tried a lower cap): in no pipeline.
     sp.fits = cs.memory_gib <= 0 || r->fits;
     if (!sp.fits) return sp;
     sp.optimal = r->optimal;

@@ -22,7 +22,7 @@ namespace pase {
 Result<Plan> plan_recompute(const Graph& graph, const Cluster& cluster, const PlanOptions& options);
 
 // How much more a search of `space` at memory weight `lambda`
-// (search_once(..., 1, lambda) with StageWeights{}) weighs any strategy
+// (SpaceSearch::once(1, lambda) with StageWeights{}) weighs any strategy
 // under `to`'s recomputation than under `from`'s, at least (the clusters
 // alike but for it): each vertex's least difference over its
 // configurations, summed. The edges weigh alike under both, and the

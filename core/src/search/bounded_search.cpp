@@ -2,7 +2,7 @@
 // exact dynamic program cannot fit its tables, with a proven lower bound.
 //
 // Each round holds some vertices at one configuration each and runs the
-// exact program (search_space) over the others. A vertex held at one
+// exact program (SpaceSearch::under_cap()) over the others. A vertex held at one
 // configuration is a factor 1 in every table, and processing the free
 // vertices first (GenerateSeq over the graph without the held ones) keeps
 // the held ones from joining the free parts into one component: a dense
@@ -309,7 +309,7 @@ Result<Plan> plan_bounded(const Graph& graph, const Cluster& cluster, const Plan
     finish_space(d->graph, cluster, space);
     StageWeights plain = weights;
     plain.tie = 0;
-    Result<Plan> r = search_space(d->graph, cluster, progress_of(0), plain, space, nullptr);
+    Result<Plan> r = SpaceSearch(d->graph, cluster, progress_of(0), plain, space).under_cap();
     if (!r) return r.error();
     searches += r->search.searches;
     bound = std::max(bound, r->lower_bound * (1 - 1e-12));
@@ -354,7 +354,8 @@ Result<Plan> plan_bounded(const Graph& graph, const Cluster& cluster, const Plan
     }
     whole = held_count == 0;
     finish_space(graph, cluster, space);
-    Result<Plan> r = search_space(graph, cluster, progress_of(round + 1), weights, space, nullptr);
+    Result<Plan> r =
+        SpaceSearch(graph, cluster, progress_of(round + 1), weights, space).under_cap();
     ++stats.rounds;
     stats.fixed_vertices = std::max(stats.fixed_vertices, held_count);
     stats.pairs += space.est.pairs;

@@ -8,6 +8,7 @@
 
 #include "cost/cost_tables.hpp"
 #include "search/dynamic_program.hpp"
+#include "search/progress.hpp"
 #include "search/stop.hpp"
 
 namespace pase {
@@ -163,35 +164,8 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
     return it->edges;
   };
 
-  // Progress and cancellation, checked every ~2^20 pairs.
-  double done_pairs = 0, last_report = -1;
-  uint64_t since_check = 0;
-  int steps_done = 0, current = -1;
-  bool cancelled = false;
-  auto report = [&](bool force) {
-    if (!options.on_progress) return;
-    double frac = est.pairs > 0 ? std::min(1.0, done_pairs / est.pairs) : 1.0;
-    if (!force && frac - last_report < 0.01) return;
-    last_report = frac;
-    Progress p;
-    p.fraction = frac;
-    p.vertices_done = steps_done;
-    p.vertices_total = static_cast<int>(n_steps);
-    p.current_vertex = current;
-    options.on_progress(p);
-  };
-  auto tick = [&](uint64_t pairs_done) {
-    done_pairs += static_cast<double>(pairs_done);
-    since_check += pairs_done;
-    if (since_check < (uint64_t{1} << 20)) return true;
-    since_check = 0;
-    if (stop_requested(options)) {
-      cancelled = true;
-      return false;
-    }
-    report(false);
-    return true;
-  };
+  SearchProgress progress(options, est.pairs, static_cast<int>(n_steps));
+  auto tick = [&progress](uint64_t pairs) { return progress.tick(pairs); };
 
   double total = 0;
   // level_of[u]: u's level (1..d) in the current step's dependent set, 0 when
@@ -201,7 +175,7 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
   for (size_t i = 0; i < n_steps; ++i) {
     const Step& st = ord.steps[i];
     int v = st.vertex;
-    current = v;
+    progress.step_begins(v);
     // Also checked once per vertex, so that small plans notice a stop too.
     if (stop_requested(options)) return stop_error(options);
     int nv = static_cast<int>(configs[v].size());
@@ -243,15 +217,14 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
     args[i].assign(entries, 0);
     for (int u : st.dep) level_of[u] = 0;
     reference::StepRunner runner(nv, radix, std::move(terms), tables[i].data(), args[i].data());
-    if (!runner.run(tick) || cancelled) return stop_error(options);
-    if (d == 0) done_pairs += nv;
+    if (!runner.run(tick) || progress.stopped()) return stop_error(options);
+    if (d == 0) progress.count(nv);
     for (int j : st.consumed) {
       tables[j].clear();
       tables[j].shrink_to_fit();
     }
     if (d == 0) total += tables[i][0];
-    ++steps_done;
-    report(false);
+    progress.step_done();
   }
 
   // Back-substitution: a step's dependent set is processed later, so walking
@@ -265,8 +238,7 @@ Result<DpResult> run_dp_reference(const Graph& g, const std::vector<ConfigSet>& 
     for (int u : st.dep) idx = idx * static_cast<int64_t>(configs[u].size()) + res.choice[u];
     res.choice[st.vertex] = args[i][idx];
   }
-  done_pairs = est.pairs;
-  report(true);
+  progress.finish();
   return res;
 }
 

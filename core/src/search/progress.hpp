@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -86,6 +87,88 @@ class OpenParts {
   const PlanOptions& options_;
   double ahead_;
   int count_ = 0;
+};
+
+// The progress and the stop test of one dynamic program (run_dp(), and the
+// reference engine of the tests): its pairs done against the estimate, and
+// its steps. Only the calling thread reports (a progress callback may not be
+// safe to call from another thread), every ~2^20 pairs and once a step, at
+// most every percent unless forced; helper threads add their pairs and
+// stop when the search is to stop. Stopping is sticky: once any thread
+// finds a stop (stop_requested(), or a helper's cancel_requested()), every
+// tick after it says stop.
+class SearchProgress {
+ public:
+  SearchProgress(const PlanOptions& options, double total_pairs, int steps)
+      : options_(options), total_(total_pairs), steps_(steps) {}
+  SearchProgress(const SearchProgress&) = delete;
+  SearchProgress& operator=(const SearchProgress&) = delete;
+
+  // The calling thread's pairs; false when the search is to stop.
+  bool tick(uint64_t pairs) {
+    done_ += static_cast<double>(pairs);
+    since_check_ += pairs;
+    if (since_check_ < kPairsPerCheck) return !stopped();
+    since_check_ = 0;
+    if (stop_requested(options_)) stop();
+    if (stopped()) return false;
+    report();
+    return true;
+  }
+  // A helper thread's pairs; false when the search is to stop.
+  bool helper_tick(uint64_t pairs) {
+    helpers_done_.fetch_add(pairs, std::memory_order_relaxed);
+    if (stopped()) return false;
+    if (cancel_requested(options_)) stop();
+    return !stopped();
+  }
+  // Stops every thread's next tick.
+  void stop() { stopped_.store(true, std::memory_order_relaxed); }
+  bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
+
+  // A step of `vertex` begins; `pairs` more (or fewer, for steps undone)
+  // are done without ticks; a step is done.
+  void step_begins(int vertex) { current_ = vertex; }
+  void count(double pairs, int steps = 0) {
+    done_ += pairs;
+    steps_done_ += steps;
+  }
+  void step_done() {
+    ++steps_done_;
+    report();
+  }
+  // The search is done: every pair counted, reported.
+  void finish() {
+    done_ = total_;
+    report(true);
+  }
+
+  // The fraction done, when it rose a percent since the last report (or
+  // `force`).
+  void report(bool force = false) {
+    if (!options_.on_progress) return;
+    const double done = done_ + static_cast<double>(helpers_done_.load(std::memory_order_relaxed));
+    const double fraction = total_ > 0 ? std::min(1.0, done / total_) : 1.0;
+    if (!force && fraction - last_report_ < 0.01) return;
+    last_report_ = fraction;
+    Progress p;
+    p.fraction = fraction;
+    p.vertices_done = steps_done_;
+    p.vertices_total = steps_;
+    p.current_vertex = current_;
+    options_.on_progress(p);
+  }
+
+ private:
+  static constexpr uint64_t kPairsPerCheck = uint64_t{1} << 20;
+  const PlanOptions& options_;
+  const double total_;
+  const int steps_;
+  double done_ = 0, last_report_ = -1;
+  uint64_t since_check_ = 0;
+  int steps_done_ = 0, current_ = -1;
+  std::atomic<uint64_t> helpers_done_{0};
+  std::atomic<bool> stopped_{false};
 };
 
 // The caller's progress of one request: options() carries the request's

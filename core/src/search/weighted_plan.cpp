@@ -65,30 +65,99 @@ Result<Plan> plan_weighted(const Graph& graph, const Cluster& cluster, const Pla
   if (!prep) return prep.error();
   if (bounded_instead(prep->est, options))
     return plan_bounded(graph, cluster, options, weights, std::move(*prep), start);
-  return plan_in_space(graph, cluster, options, weights, *prep, shared, nullptr, std::nullopt,
-                       start);
+  return SpaceSearch(graph, cluster, options, weights, *prep, shared).plan(std::nullopt, start);
 }
 
-EdgePrices& prices_for_space(EdgePrices* shared, const Graph& graph, const Cluster& cluster,
-                             const SearchSpace& space, std::optional<EdgePrices>& own) {
-  const EndView view = EndView::of(ops::make_machine(cluster));
-  if (shared == nullptr || shared->view() != view)
-    return own.emplace(graph, space.configs, view, kEdgePriceBudget);
-  shared->bind(graph, space.configs);
-  return *shared;
+namespace {
+
+// `m` with the weights of a search of cost_weight * value() + memory_weight *
+// bytes().
+ops::Machine weighed(ops::Machine m, const StageWeights& weights, double cost_weight,
+                     double memory_weight) {
+  m.cost_weight = cost_weight;
+  m.memory_weight = memory_weight;
+  m.microbatches = weights.microbatches + weights.tie;
+  m.activation_copies = weights.activation_copies;
+  m.sync_weight = weights.sync_weight;
+  return m;
 }
 
-Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
-                           const StageWeights& weights, const SearchSpace& space,
-                           EdgePrices* shared, SearchCache* cache,
-                           std::optional<WeightedSearch> first,
-                           std::chrono::steady_clock::time_point start, DualPoint* dual) {
-  const SearchStats& est = space.est;
-  const double limit = table_limit(options);
+}  // namespace
+
+ops::Machine weighted_machine(const Cluster& cluster, const StageWeights& weights,
+                              double cost_weight, double memory_weight) {
+  return weighed(ops::make_machine(cluster), weights, cost_weight, memory_weight);
+}
+
+SpaceSearch::SpaceSearch(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+                         const StageWeights& weights, const SearchSpace& space, EdgePrices* shared,
+                         SearchCache* cache)
+    : graph_(graph),
+      cluster_(cluster),
+      options_(options),
+      weights_(weights),
+      space_(space),
+      machine_(ops::make_machine(cluster)),
+      prices_(shared),
+      cache_(cache) {
+  const EndView view = EndView::of(machine_);
+  if (prices_ == nullptr || prices_->view() != view) {
+    own_prices_ = std::make_unique<EdgePrices>(graph, space.configs, view, kEdgePriceBudget);
+    prices_ = own_prices_.get();
+  } else {
+    prices_->bind(graph, space.configs);
+  }
+  if (cache_ == nullptr) {
+    own_cache_ = std::make_unique<SearchCache>();
+    cache_ = own_cache_.get();
+  }
+}
+
+SpaceSearch::SpaceSearch(const SpaceSearch& base, const Cluster& cluster,
+                         const PlanOptions& options)
+    : graph_(base.graph_),
+      cluster_(cluster),
+      options_(options),
+      weights_(base.weights_),
+      space_(base.space_),
+      machine_(ops::make_machine(cluster)),
+      prices_(base.prices_),
+      cache_(base.cache_) {}
+
+SpaceSearch SpaceSearch::on(const Cluster& cluster, const PlanOptions& options) const {
+  return SpaceSearch(*this, cluster, options);
+}
+
+Result<WeightedSearch> SpaceSearch::once(double cost_weight, double memory_weight) {
+  return once(cost_weight, memory_weight, options_);
+}
+
+Result<WeightedSearch> SpaceSearch::once(double cost_weight, double memory_weight,
+                                         const PlanOptions& part) {
+  ++searches_;
+  const ops::Machine m = weighed(machine_, weights_, cost_weight, memory_weight);
+  auto dp = run_dp(graph_, space_.configs, space_.ord, space_.classes, m, space_.est, part, {},
+                   prices_, cache_);
+  if (!dp) return dp.error();
+  Strategy s(graph_.vertices.size());
+  for (size_t v = 0; v < s.size(); ++v) {
+    const ConfigSet& set = space_.configs[v];
+    const int64_t* c = set.at(dp->choice[v]);
+    s[v].assign(c, c + set.dims);
+  }
+  auto result = evaluate(graph_, cluster_, s);
+  if (!result) return result.error();
+  return WeightedSearch{std::move(*result), dp->cost};
+}
+
+Result<Plan> SpaceSearch::plan(std::optional<WeightedSearch> first,
+                               std::chrono::steady_clock::time_point start) {
+  const SearchStats& est = space_.est;
+  const double limit = table_limit(options_);
   if (est.peak_bytes > limit) {
     char entries[32];
     std::snprintf(entries, sizeof entries, "%.3g", est.largest_table);
-    return Error{"the " + std::string(order_name(options.order)) + " order needs " +
+    return Error{"the " + std::string(order_name(options_.order)) + " order needs " +
                      bytes_text(est.peak_bytes) + " of tables (largest dependent set " +
                      std::to_string(est.max_dependent_set) + ", largest table " + entries +
                      " entries), more than the limit of " + bytes_text(limit) +
@@ -96,41 +165,19 @@ Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const Pla
                      "or the bounded search (search \"auto\" or \"bounded\")",
                  "max_memory"};
   }
-  std::optional<EdgePrices> own;
-  EdgePrices& prices = prices_for_space(shared, graph, cluster, space, own);
-  Result<Plan> p =
-      search_space(graph, cluster, options, weights, space, &prices, std::move(first), dual, cache);
+  Result<Plan> p = under_cap(std::move(first));
   if (!p) return p.error();
   const int searches = p->search.searches;
   p->search = est;
   p->search.time_s = seconds_since(start);
   p->search.searches = searches;
-  p->search.threads = std::max(1, options.threads);
+  p->search.threads = std::max(1, options_.threads);
   return p;
 }
 
-Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
-                                   const PlanOptions& options, const StageWeights& weights,
-                                   const SearchSpace& space, EdgePrices& prices, double cost_weight,
-                                   double memory_weight, SearchCache* cache) {
-  ops::Machine m = ops::make_machine(cluster);
-  m.cost_weight = cost_weight;
-  m.memory_weight = memory_weight;
-  m.microbatches = weights.microbatches + weights.tie;
-  m.activation_copies = weights.activation_copies;
-  m.sync_weight = weights.sync_weight;
-  auto dp = run_dp(graph, space.configs, space.ord, space.classes, m, space.est, options, {},
-                   &prices, cache);
-  if (!dp) return dp.error();
-  Strategy s(graph.vertices.size());
-  for (size_t v = 0; v < s.size(); ++v) {
-    const ConfigSet& set = space.configs[v];
-    const int64_t* c = set.at(dp->choice[v]);
-    s[v].assign(c, c + set.dims);
-  }
-  auto result = evaluate(graph, cluster, s);
-  if (!result) return result.error();
-  return WeightedSearch{std::move(*result), dp->cost};
+double SpaceSearch::least_working() {
+  if (!cache_->least_working) cache_->least_working = least_working_bytes(graph_, cluster_, space_);
+  return *cache_->least_working;
 }
 
 LeastMemory least_memory_strategy(const Graph& graph, const Cluster& cluster,
@@ -169,49 +216,30 @@ double least_working_bytes(const Graph& graph, const Cluster& cluster, const Sea
   return out;
 }
 
-double least_working_bytes(const Graph& graph, const Cluster& cluster, const SearchSpace& space,
-                           SearchCache& cache) {
-  if (!cache.least_working) cache.least_working = least_working_bytes(graph, cluster, space);
-  return *cache.least_working;
+Result<Plan> SpaceSearch::under_cap(std::optional<WeightedSearch> first,
+                                    std::optional<WarmStart> warm) {
+  dual_ = DualPoint{};
+  return loop(std::move(first), std::move(warm), true);
 }
 
-namespace {
-
-// search_space(); `again`: whether a plan over the cap with its working
-// buffers may be searched again under a lower cap (once: that search may
-// not).
-Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
-                               const PlanOptions& options, const StageWeights& weights,
-                               const SearchSpace& space, EdgePrices* shared_prices,
-                               std::optional<WeightedSearch> first_search, DualPoint* dual,
-                               SearchCache* shared_cache, bool again,
-                               std::optional<WarmStart> warm) {
-  const ops::Machine machine = ops::make_machine(cluster);
+// `again`: whether a plan over the cap with its working buffers may be
+// searched again under a lower cap (once: that search may not).
+Result<Plan> SpaceSearch::loop(std::optional<WeightedSearch> first_search,
+                               std::optional<WarmStart> warm, bool again) {
   int searches = 0;
-  // Edge prices for every search of this plan (they do not depend on the
-  // weights).
-  std::optional<EdgePrices> own_prices;
-  EdgePrices* prices = shared_prices;
-  if (prices == nullptr)
-    prices = &own_prices.emplace(graph, space.configs, EndView::of(machine), kEdgePriceBudget);
-  // One search with the objective cost_weight * cost + memory_weight * memory;
-  // the searches share what SearchCache keeps.
-  std::optional<SearchCache> own_cache;
-  SearchCache* cache = shared_cache ? shared_cache : &own_cache.emplace();
   // Progress: without a cap the one search is all of it; under the cap the
   // searches are parts of a sequence whose length the loop finds
   // (OpenParts), numbered from the first, given or not.
   const bool given = first_search.has_value();
-  OpenParts parts(options, kSearchesAhead);
+  OpenParts parts(options_, kSearchesAhead);
   auto search = [&](double cost_weight, double memory_weight) -> Result<WeightedSearch> {
     ++searches;
-    const PlanOptions o = cluster.memory_gib <= 0 ? options
+    const PlanOptions o = cluster_.memory_gib <= 0 ? options_
                           : searches == 1 && !given
                               ? parts.next("searching without the cap")
                               : parts.next("search " + std::to_string(searches + (given ? 1 : 0)) +
                                            " under the memory cap");
-    return search_once(graph, cluster, o, weights, space, *prices, cost_weight, memory_weight,
-                       cache);
+    return once(cost_weight, memory_weight, o);
   };
   auto finish = [&](Plan p) {
     p.search.searches = searches;
@@ -220,23 +248,23 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
 
   // What the searches minimise and keep under the cap: the plan's cost and
   // memory, or a pipeline stage's (StageWeights).
-  auto value = [&](const Plan& p) { return weights.value(p); };
-  auto bytes = [&](const Plan& p) { return weights.bytes(p.memory); };
+  auto value = [&](const Plan& p) { return weights_.value(p); };
+  auto bytes = [&](const Plan& p) { return weights_.bytes(p.memory); };
 
   Result<WeightedSearch> first =
       first_search ? Result<WeightedSearch>(std::move(*first_search)) : search(1, 0);
   if (!first) return first.error();
   // Kept for the search again under a lower cap, below.
   std::optional<WeightedSearch> free;
-  if (again && cluster.memory_gib > 0) free = *first;
+  if (again && cluster_.memory_gib > 0) free = *first;
   Plan best = std::move(first->plan);
   best.lower_bound = value(best);
-  if (cluster.memory_gib <= 0) return finish(std::move(best));
+  if (cluster_.memory_gib <= 0) return finish(std::move(best));
 
   // Under a cap C: every search of cost + lambda * memory gives the bound
   // DP(lambda) - lambda * C, and a search for the lambda that maximises it
   // finds fitting plans (core/docs/cluster.md, "Planning under a memory cap").
-  const double cap = cluster.capacity_bytes();
+  const double cap = cluster_.capacity_bytes();
   double bound = value(best);
   // The cap the loop keeps to: unless the plan without the cap fits with
   // its working buffers, the cap less the least working buffers any
@@ -245,14 +273,14 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
   // fits under it; else the cap itself (as before: such a plan fits with
   // no strategy, and says by how much). The search again below (`again`
   // false) has its plan's working buffers taken off its cap already.
-  const bool practice = cluster.cost_model == CostModel::kPractice;
+  const bool practice = cluster_.cost_model == CostModel::kPractice;
   // The plan of least memory: under the practice model read off each
   // vertex's least (least_memory_strategy()); under the paper's, the
   // search that weighs memory alone (its ties broken as the goldens were
   // made).
   auto read_off = [&]() -> Result<WeightedSearch> {
-    LeastMemory l = least_memory_strategy(graph, cluster, space, weights);
-    Result<Plan> p = evaluate(graph, cluster, l.strategy);
+    LeastMemory l = least_memory_strategy(graph_, cluster_, space_, weights_);
+    Result<Plan> p = evaluate(graph_, cluster_, l.strategy);
     if (!p) return p.error();
     return WeightedSearch{std::move(*p), l.bytes};
   };
@@ -262,7 +290,7 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
     Result<WeightedSearch> r = read_off();
     if (!r) return r.error();
     least = std::move(*r);
-    const double lower = cap - least_working_bytes(graph, cluster, space, *cache);
+    const double lower = cap - least_working();
     if (bytes(least->plan) <= lower) loop_cap = lower;
   }
   auto fits = [&](const Plan& p) { return bytes(p) <= loop_cap; };
@@ -283,14 +311,14 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
       std::snprintf(text, sizeof text,
                     "no strategy fits in %.4g GiB per device: the least memory any strategy "
                     "reaches is %.4g GiB",
-                    cluster.memory_gib, bytes(least->plan) / 0x1p30);
+                    cluster_.memory_gib, bytes(least->plan) / 0x1p30);
       std::string message = text;
       // Under the practice model the cap is less than the GPU's memory: say by what.
       if (practice) {
         std::snprintf(text, sizeof text,
                       " (the plan may use %.4g GiB of it: %.4g GiB are the framework's reserve "
                       "and %.4g GiB the headroom)",
-                      cap / 0x1p30, cluster.reserve_gib(), cluster.headroom_gib());
+                      cap / 0x1p30, cluster_.reserve_gib(), cluster_.headroom_gib());
         message += text;
       }
       return Error{message, "cluster.memory_gib"};
@@ -314,7 +342,7 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
       if (b > bound) {
         bound = b;
         capped_bound = true;
-        if (dual) *dual = DualPoint{warm->lambda, warm->search.objective};
+        dual_ = DualPoint{warm->lambda, warm->search.objective};
       }
       Plan& w = warm->search.plan;
       if (fits(w)) {
@@ -346,7 +374,7 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
       if (r->objective - lambda * loop_cap > bound) {
         bound = r->objective - lambda * loop_cap;
         capped_bound = true;
-        if (dual) *dual = DualPoint{lambda, r->objective};
+        dual_ = DualPoint{lambda, r->objective};
       }
       if (fits(r->plan) && value(r->plan) < value(fitting)) fitting = r->plan;
       if (value(fitting) <= bound * (1 + tolerance)) break;
@@ -364,11 +392,11 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
   const double working = best.memory.working;
   best.fits = bytes(best) + working <= cap;
   if (again && !best.fits && working > 0 && working < cap) {
-    Cluster lower = cluster;
+    Cluster lower = cluster_;
     lower.memory_gib -= working / 0x1p30;
-    Result<Plan> retried = search_space_once(
-        graph, lower, parts.next("under the cap less the working buffers"), weights, space, prices,
-        std::move(free), nullptr, cache, false, std::nullopt);
+    SpaceSearch below = on(lower, parts.next("under the cap less the working buffers"));
+    Result<Plan> retried = below.loop(std::move(free), std::nullopt, false);
+    searches_ += below.searches();
     if (!retried && retried.error().where != "cluster.memory_gib") return retried.error();
     if (retried) searches += retried->search.searches;
     if (retried && bytes(*retried) + retried->memory.working <= cap) {
@@ -384,16 +412,6 @@ Result<Plan> search_space_once(const Graph& graph, const Cluster& cluster,
   best.lower_bound = std::min(bound, value(best));
   best.optimal = value(best) <= bound * (1 + 1e-12);
   return finish(std::move(best));
-}
-
-}  // namespace
-
-Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
-                          const StageWeights& weights, const SearchSpace& space, EdgePrices* prices,
-                          std::optional<WeightedSearch> first, DualPoint* dual, SearchCache* cache,
-                          std::optional<WarmStart> warm) {
-  return search_space_once(graph, cluster, options, weights, space, prices, std::move(first), dual,
-                           cache, true, std::move(warm));
 }
 
 }  // namespace pase

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 
 #include "cost/configurations.hpp"
 #include "cost/cost_tables.hpp"
+#include "model/cost_model.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"
 #include "pase/result.hpp"
@@ -98,59 +100,12 @@ struct WeightedSearch {
   Plan plan;
   double objective = 0;
 };
-// `cache`: kept for the searches of `space` (SearchCache), or null.
-Result<WeightedSearch> search_once(const Graph& graph, const Cluster& cluster,
-                                   const PlanOptions& options, const StageWeights& weights,
-                                   const SearchSpace& space, EdgePrices& prices, double cost_weight,
-                                   double memory_weight, SearchCache* cache = nullptr);
 
-// A search of the Lagrangian loop under a cap (search_space()).
+// A search of the Lagrangian loop under a cap (SpaceSearch::under_cap()).
 struct DualPoint {
   double lambda = 0;     // the memory weight
   double objective = 0;  // the search's optimum of value() + lambda * bytes()
 };
-
-// Edge prices for a search of `space` on `cluster`: `shared` bound to the
-// graph and space.configs when it prices cluster's machine, else `own`,
-// made for them.
-EdgePrices& prices_for_space(EdgePrices* shared, const Graph& graph, const Cluster& cluster,
-                             const SearchSpace& space, std::optional<EdgePrices>& own);
-
-// plan_weighted() of a space already prepared (prepare_space() of this
-// graph and cluster: the memory cap does not change it) and searched
-// exactly (not bounded_instead(); the caller hands a bounded one to
-// plan_bounded()), for a caller that plans one space more than once (a
-// pipeline stage's range without the cap and then under it): `cache`
-// shared with its other plans (or null), and `first`, the search at (1, 0)
-// when the caller has made it (search_space()). `start`: when the plan
-// began, for its time. `dual`: as search_space()'s, or null. Errors: tables
-// over options' limit ("max_memory"), and search_space()'s.
-Result<Plan> plan_in_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
-                           const StageWeights& weights, const SearchSpace& space,
-                           EdgePrices* shared, SearchCache* cache,
-                           std::optional<WeightedSearch> first,
-                           std::chrono::steady_clock::time_point start, DualPoint* dual = nullptr);
-
-// Each vertex at its configuration of least StageWeights::bytes() (the first
-// of equals): a strategy of the least memory the space reaches, since that
-// memory is a sum over the vertices. Also that memory.
-struct LeastMemory {
-  Strategy strategy;
-  double bytes = 0;
-};
-LeastMemory least_memory_strategy(const Graph& graph, const Cluster& cluster,
-                                  const SearchSpace& space, const StageWeights& weights);
-
-// The least, over the strategies of `space`, of the working buffers of the
-// largest layer (ops::working_bytes(): the practice model's, 0 under the
-// paper's): the largest over the vertices of each one's least. Every plan
-// holds at least this much besides the memory the search sees.
-double least_working_bytes(const Graph& graph, const Cluster& cluster, const SearchSpace& space);
-// least_working_bytes(), kept in cache.least_working for the space's other
-// searches (a pipeline's stage plans under several caps, plan_recompute()'s
-// choices).
-double least_working_bytes(const Graph& graph, const Cluster& cluster, const SearchSpace& space,
-                           SearchCache& cache);
 
 // A search under the cap made before the loop (plan_recompute()'s dual of
 // a choice at the weight another choice's loop ended on): the loop starts
@@ -167,30 +122,111 @@ struct WarmStart {
 // or the best plan that fits is above the bound, by no more than this.
 constexpr double kPracticeDualTolerance = 1e-3;
 
-// The exact search of one space: plan_weighted()'s search and, under a cap,
-// its Lagrangian loop (to the dual's maximum under the paper's model,
-// within kPracticeDualTolerance under the practice model, whose plan of least
-// memory is least_memory_strategy()'s, not searched). Under the practice
-// model, when the plan without the cap does not fit with its working
-// buffers, the loop keeps to the cap less least_working_bytes() (the cap
-// itself when even the plan of least memory does not fit there); its
-// lower bound holds for the plans that fit with their working buffers. A
-// plan that fits as the search sees memory but not with its own working
-// buffers is searched once more under the cap less them (from `first`);
-// `fits` says whether the plan returned holds them too. The Plan's search stats hold
-// only `searches` (not counting `first`). `prices`: edge prices
-// made for space.configs, or null.
-// `first`: the search at (1, 0) when the caller has made it.
-// `dual`: set to the memory weight whose search gave the lower bound, with
-// that search's objective, when one under the cap did.
-// `cache`: what the searches of `space` share (SearchCache), or null for a
-// cache of this call's searches. `warm`: a search under the cap to start
-// the loop from (WarmStart), or none.
-Result<Plan> search_space(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
-                          const StageWeights& weights, const SearchSpace& space, EdgePrices* prices,
-                          std::optional<WeightedSearch> first = std::nullopt,
-                          DualPoint* dual = nullptr, SearchCache* cache = nullptr,
-                          std::optional<WarmStart> warm = std::nullopt);
+// The machine a search of cost_weight * value() + memory_weight * bytes()
+// runs the dynamic program on.
+ops::Machine weighted_machine(const Cluster& cluster, const StageWeights& weights,
+                              double cost_weight, double memory_weight);
+
+// The exact search of one space (prepare_space() of `graph` on `cluster`),
+// for StageWeights::value() under Cluster::memory_gib: what stays fixed in
+// the constructor, what changes in the calls. The graph, the space and the
+// prices and cache given must outlive the object (and the objects on()
+// makes of it).
+//
+//   SpaceSearch search(graph, cluster, options, weights, space);
+//   Result<Plan> p = search.under_cap();   // or once(1, lambda), plan(...)
+//
+// Edge prices: `shared`, kept across spaces of one machine (a pipeline's
+// stage graphs), bound to this space when they price this cluster's
+// machine; else prices of the object's own. `cache`: what the searches of
+// the space share (SearchCache), or null for one of the object's own.
+class SpaceSearch {
+ public:
+  SpaceSearch(const Graph& graph, const Cluster& cluster, const PlanOptions& options,
+              const StageWeights& weights, const SearchSpace& space, EdgePrices* shared = nullptr,
+              SearchCache* cache = nullptr);
+  SpaceSearch(SpaceSearch&&) = default;
+  SpaceSearch& operator=(SpaceSearch&&) = delete;
+
+  // The same space, prices and cache on `cluster`, alike but for its
+  // recomputation or memory cap, with `options` for its progress (a
+  // plan_recompute() choice; the loop's search under a lower cap).
+  SpaceSearch on(const Cluster& cluster, const PlanOptions& options) const;
+
+  // One search of cost_weight * value() + memory_weight * bytes(), its
+  // strategy evaluated; its progress reported through `part` (by default
+  // the object's options).
+  Result<WeightedSearch> once(double cost_weight, double memory_weight);
+  Result<WeightedSearch> once(double cost_weight, double memory_weight, const PlanOptions& part);
+
+  // plan_weighted()'s search: one search without a cap; under it, the
+  // Lagrangian loop (to the dual's maximum under the paper's model, within
+  // kPracticeDualTolerance under the practice model, whose plan of least
+  // memory is least_memory_strategy()'s, not searched). Under the practice
+  // model, when the plan without the cap does not fit with its working
+  // buffers, the loop keeps to the cap less least_working() (the cap itself
+  // when even the plan of least memory does not fit there); its lower bound
+  // holds for the plans that fit with their working buffers. A plan that
+  // fits as the search sees memory but not with its own working buffers is
+  // searched once more under the cap less them (from the plan without the
+  // cap); Plan::fits says whether the plan returned holds them too.
+  // `first`: the search at (1, 0) when the caller has made it; `warm`: a
+  // search under the cap to start the loop from. The Plan's statistics hold
+  // only `searches`, those made here (not `first`).
+  Result<Plan> under_cap(std::optional<WeightedSearch> first = std::nullopt,
+                         std::optional<WarmStart> warm = std::nullopt);
+
+  // under_cap() for a whole plan: refuses tables over the options' limit
+  // ("max_memory"; the caller hands a space for the bounded search to
+  // plan_bounded()), and gives the Plan the space's statistics, its time
+  // from `start`.
+  Result<Plan> plan(std::optional<WeightedSearch> first,
+                    std::chrono::steady_clock::time_point start);
+
+  // The memory weight of the latest under_cap()'s lower bound, with its
+  // search's objective (lambda 0 when the bound is the plan's without the
+  // cap).
+  const DualPoint& dual() const { return dual_; }
+  // The searches this object made.
+  int searches() const { return searches_; }
+  // least_working_bytes() of the space, read once into the cache.
+  double least_working();
+  // What the searches of the space share.
+  SearchCache& cache() { return *cache_; }
+
+ private:
+  SpaceSearch(const SpaceSearch& base, const Cluster& cluster, const PlanOptions& options);
+  Result<Plan> loop(std::optional<WeightedSearch> first, std::optional<WarmStart> warm, bool again);
+
+  const Graph& graph_;
+  Cluster cluster_;
+  PlanOptions options_;
+  StageWeights weights_;
+  const SearchSpace& space_;
+  ops::Machine machine_;
+  std::unique_ptr<EdgePrices> own_prices_;
+  std::unique_ptr<SearchCache> own_cache_;
+  EdgePrices* prices_;
+  SearchCache* cache_;
+  DualPoint dual_;
+  int searches_ = 0;
+};
+
+// Each vertex at its configuration of least StageWeights::bytes() (the first
+// of equals): a strategy of the least memory the space reaches, since that
+// memory is a sum over the vertices. Also that memory.
+struct LeastMemory {
+  Strategy strategy;
+  double bytes = 0;
+};
+LeastMemory least_memory_strategy(const Graph& graph, const Cluster& cluster,
+                                  const SearchSpace& space, const StageWeights& weights);
+
+// The least, over the strategies of `space`, of the working buffers of the
+// largest layer (ops::working_bytes(): the practice model's, 0 under the
+// paper's): the largest over the vertices of each one's least. Every plan
+// holds at least this much besides the memory the search sees.
+double least_working_bytes(const Graph& graph, const Cluster& cluster, const SearchSpace& space);
 
 // The bounded search (core/docs/bounded-search.md) of `exact`, a space too
 // large to search exactly: rounds of the exact search over sub-spaces in
