@@ -329,3 +329,62 @@ TEST_CASE("pipeline auto under a cap: it fits whenever a pair fits with its work
   }
   CHECK(compared > 0);
 }
+
+TEST_CASE("pipeline: a pair's floor under the cap weighs its layers' memory") {
+  // ZeRO 0 on 16 H100: the weights are whole on each device of a stage
+  // unless split, so under a cap between the least memory and the
+  // free plan's the cheapest configurations do not fit. The floor from the
+  // layers under the cap (the Lagrangian of value + lambda * bytes, no
+  // search) is then above the one without it, and still at most the pair's
+  // T planned alone under the cap.
+  const Graph g = testing::small_llama(4, 16, 256);
+  Cluster free = testing::practice_h100(16);
+  free.training.zero = 0;
+  free.training.recompute = Recompute::kNone;
+  free.memory_gib = 0;
+  const PipelineOptions po{.stages = kAuto, .microbatches = kAuto};
+  const PlanOptions options{};
+  pipeline_detail::Searcher unbounded{g, free, po, options};
+  int pairs = 0, raised = 0;
+  for (int64_t m : {1, 4}) {
+    Result<Graph> micro = micro_batch_graph(g, m);
+    REQUIRE(micro.ok());
+    const pipeline_detail::Micro mg = pipeline_detail::prepare_micro(unbounded, *micro);
+    for (int64_t s : {1, 2}) {
+      Result<pipeline_detail::Partition> without = pipeline_detail::best_partition(
+          unbounded, mg, s, m, INFINITY, pipeline_detail::Depth::kVertexFloor);
+      REQUIRE(without.ok());
+      PipelineOptions one{.stages = s, .microbatches = m, .prune = false};
+      Result<PipelinePlan> at_free = plan_pipeline(g, free, one);
+      REQUIRE(at_free.ok());
+      const double bytes = at_free->plan.memory.total();
+      for (double share : {0.5, 0.7, 0.9}) {
+        Cluster capped = free;
+        capped.headroom = 0;
+        capped.memory_gib = capped.device.reserved_gib + share * bytes / 0x1p30;
+        CAPTURE(s);
+        CAPTURE(m);
+        CAPTURE(share);
+        pipeline_detail::Searcher searcher{g, capped, po, options};
+        const pipeline_detail::Micro cm = pipeline_detail::prepare_micro(searcher, *micro);
+        Result<pipeline_detail::Partition> layers = pipeline_detail::best_partition(
+            searcher, cm, s, m, INFINITY, pipeline_detail::Depth::kVertexFloor);
+        REQUIRE(layers.ok());
+        CHECK(searcher.searches == 0);
+        CHECK(layers->floor >= without->floor * (1 - 1e-12));
+        Result<PipelinePlan> p = plan_pipeline(g, capped, one);
+        if (!p) {
+          CHECK(p.error().where == "cluster.memory_gib");
+          continue;
+        }
+        ++pairs;
+        CHECK_MESSAGE(layers->floor <= p->plan.cost * (1 + 1e-9),
+                      layers->floor << " > " << p->plan.cost);
+        if (layers->floor > without->floor * 1.01) ++raised;
+      }
+    }
+  }
+  MESSAGE(pairs << " pairs planned under a cap, " << raised << " with a floor raised by the cap");
+  CHECK(pairs > 0);
+  CHECK(raised > 0);
+}

@@ -2,6 +2,7 @@
 // Floors; core/docs/pipeline.md, "What the planner chooses"): the search
 // skips the ranges and the (S, M) pairs they prove cannot win.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <tuple>
@@ -30,20 +31,35 @@ const VertexFloor& Floors::of(const Graph& g, int v, int print, int64_t q, int64
     const ops::Machine m = ops::make_machine(cs);
     const Vertex& vertex = g.vertices[v];
     const double M = static_cast<double>(microbatches);
+    std::vector<std::array<double, 3>> all;
+    all.reserve(set->size());
     for (size_t i = 0; i < set->size(); ++i) {
       const LayerCost c = ops::layer_cost(g, vertex, set->at(i), m);
       const MemoryBytes b = ops::vertex_memory(g, vertex, set->at(i), m);
       const double F = c.total - c.weight_sync;
       const double weight = b.params + b.grads + b.optimizer;
       const double value = M * F + c.weight_sync;
+      all.push_back({value, weight, b.activations});
       if (i == 0) {
-        f = VertexFloor{F, value, weight, b.activations};
+        f = VertexFloor{F, value, weight, b.activations, {}};
       } else {
         f.F = std::min(f.F, F);
         f.value = std::min(f.value, value);
         f.weight_bytes = std::min(f.weight_bytes, weight);
         f.activation_bytes = std::min(f.activation_bytes, b.activations);
       }
+    }
+    // The front: by value, then bytes; each kept unless one kept before
+    // (of no more value) holds no more of either.
+    std::sort(all.begin(), all.end());
+    for (const std::array<double, 3>& a : all) {
+      bool beaten = false;
+      for (const std::array<double, 3>& kept : f.front)
+        if (kept[1] <= a[1] && kept[2] <= a[2]) {
+          beaten = true;
+          break;
+        }
+      if (!beaten) f.front.push_back(a);
     }
   }
   return cache_.emplace(key, f).first->second;
@@ -60,9 +76,11 @@ VertexSums vertex_sums(Searcher& searcher, const Micro& mg, int64_t stages, int6
     sum.assign(n + 1, VertexFloor{});
     for (int v = 0; v < n; ++v) {
       const VertexFloor& f = searcher.floors.of(mg.graph, v, mg.print[v], q, align, microbatches);
-      sum[v + 1] =
-          VertexFloor{sum[v].F + f.F, sum[v].value + f.value, sum[v].weight_bytes + f.weight_bytes,
-                      sum[v].activation_bytes + f.activation_bytes};
+      sum[v + 1] = VertexFloor{sum[v].F + f.F,
+                               sum[v].value + f.value,
+                               sum[v].weight_bytes + f.weight_bytes,
+                               sum[v].activation_bytes + f.activation_bytes,
+                               {}};
     }
   }
   for (int v = 0; v < n; ++v) {

@@ -4,6 +4,7 @@
 // defines them; pipeline_search.cpp searches with them.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -80,6 +81,12 @@ namespace pase::pipeline_detail {
 // (pipeline_bounds.cpp; core/docs/pipeline.md, "Pruning").
 struct VertexFloor {
   double F = 0, value = 0, weight_bytes = 0, activation_bytes = 0;
+  // The vertex's configurations that no other beats in value, weight bytes
+  // and activation bytes at once (the others are never the least of any
+  // value + lambda * (weight + k * activations), lambda, k >= 0), as
+  // {value, weight bytes, activation bytes}: the Lagrangian floors under
+  // the cap (PairSearch::weighed_floor()). Empty in sums.
+  std::vector<std::array<double, 3>> front;
 };
 
 // Floors by (vertex print, q, align, M), each computed once: vertices that

@@ -3,10 +3,13 @@
 // exact over them (core/docs/pipeline.md, "What the planner chooses" and
 // "Pruning").
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "model/cost_model.hpp"
@@ -236,8 +239,9 @@ class PairSearch {
           if (s + 1 < stages_)
             largest = std::max(largest, after / static_cast<double>(stages_ - 1 - s));
           const double x = x_of(s, i, j);
-          const double own =
-              std::max({M_ * (hi.F - lo.F), hi.value - lo.value, part[j] - part[i]}) + M_ * x;
+          const double own = std::max({M_ * (hi.F - lo.F), hi.value - lo.value, part[j] - part[i],
+                                       weighed_floor(s, i, j)}) +
+                             M_ * x;
           const double own_f = std::max(hi.F - lo.F, least_f_[j] - least_f_[i]) + x;
           floor_t_[at(s, i, j)] = others + std::max(own, own_f + (M_ - 1) * largest);
         }
@@ -246,6 +250,54 @@ class PairSearch {
   double capacity() const {
     const Cluster& c = searcher_.cluster;
     return c.memory_gib > 0 ? c.capacity_bytes() : kInf;
+  }
+
+  // The floor of a range's M * F + W among its plans that fit the cap C,
+  // from its vertices alone (no search): for every lambda >= 0 such a plan
+  // holds its weights and k copies of its activations, at most C, so its
+  // value is at least the sum over its vertices of the least value +
+  // lambda * (weight + k * activations) over their configurations (the
+  // edges cost nothing below zero), less lambda * C; the largest of that
+  // over kLambdas weights spread about the whole graph's least value per
+  // byte of the cap. 0 without a cap.
+  double weighed_floor(int64_t s, int i, int j) {
+    const double cap = capacity();
+    if (!(cap < kInf) || !prune_) return 0;
+    const std::vector<std::vector<double>>& sums = weighed_sums(align_of(s), copies(s));
+    double out = 0;
+    for (size_t l = 0; l < lambdas_.size(); ++l)
+      out = std::max(out, sums[l][bounds()[j]] - sums[l][bounds()[i]] - lambdas_[l] * cap);
+    return out;
+  }
+  // Per lambda, the vertices' least value + lambda * (weight + k *
+  // activations), summed from vertex 0; kept by (alignment, k). Vertices
+  // that print alike share their least.
+  static constexpr int kLambdas = 25;  // lambda0 * 2^-12 .. lambda0 * 2^12
+  const std::vector<std::vector<double>>& weighed_sums(int64_t align, int64_t k) {
+    const auto key = std::make_pair(align, k);
+    if (auto it = weighed_.find(key); it != weighed_.end()) return it->second;
+    if (lambdas_.empty()) {
+      const double lambda0 =
+          std::max(vs_.by_alignment.begin()->second.back().value, 1.0) / capacity();
+      for (int l = 0; l < kLambdas; ++l)
+        lambdas_.push_back(lambda0 * std::ldexp(1.0, l - kLambdas / 2));
+    }
+    std::vector<std::vector<double>> sums(lambdas_.size(), std::vector<double>(n_ + 1, 0));
+    std::map<int, std::vector<double>> by_print;
+    const double copies = static_cast<double>(k);
+    for (int v = 0; v < n_; ++v) {
+      std::vector<double>& least = by_print[mg_.print[v]];
+      if (least.empty()) {
+        const VertexFloor& f =
+            searcher_.floors.of(mg_.graph, v, mg_.print[v], q_, align, microbatches_);
+        least.assign(lambdas_.size(), f.front.empty() ? 0 : kInf);
+        for (const std::array<double, 3>& c : f.front)
+          for (size_t l = 0; l < lambdas_.size(); ++l)
+            least[l] = std::min(least[l], c[0] + lambdas_[l] * (c[1] + copies * c[2]));
+      }
+      for (size_t l = 0; l < lambdas_.size(); ++l) sums[l][v + 1] = sums[l][v] + least[l];
+    }
+    return weighed_.emplace(key, std::move(sums)).first->second;
   }
 
   // The partition whose largest floor of T is least: that floor bounds T
@@ -473,7 +525,9 @@ class PairSearch {
   std::vector<double> x_far_, x_near_;
   VertexSums vs_;
   std::map<int64_t, std::vector<double>> parts_;  // by alignment, summed from part 0
-  std::vector<double> least_f_;                   // summed from part 0
+  std::vector<double> lambdas_;                   // weighed_sums()'s weights
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::vector<double>>> weighed_;
+  std::vector<double> least_f_;  // summed from part 0
   std::vector<double> floor_t_;
   std::vector<Candidate> cand_;
   std::vector<char> searched_;
