@@ -40,7 +40,8 @@ test('docs: every code block marked with a file is that file of the repository',
 test('docs: README.md shows the library\'s consumers and the page of the npm package, its README the page', () => {
   const readme = shownFiles('README.md').map((s) => s.file);
   for (const file of ['tests/consumers/cmake/CMakeLists.txt', 'tests/consumers/cmake/main.cpp',
-    'tests/consumers/subproject/CMakeLists.txt', 'tests/consumers/npm-page/index.html', 'tests/consumers/npm-page/main.js'])
+    'tests/consumers/subproject/CMakeLists.txt', 'tests/consumers/fetchcontent/CMakeLists.txt',
+    'tests/consumers/npm-page/index.html', 'tests/consumers/npm-page/main.js'])
     assert.ok(readme.includes(file), `README.md does not show ${file}`);
   const npmReadme = shownFiles('wasm/npm/README.md').map((s) => s.file);
   for (const file of ['tests/consumers/npm-page/index.html', 'tests/consumers/npm-page/main.js'])
