@@ -35,6 +35,10 @@ export class PlannerError extends Error {
   }
 }
 
+// The actions whose payload is a JSON document (worker.js passes it to the
+// module as text).
+const documentActions = new Set(['plan', 'evaluate', 'estimate', 'compare', 'layouts', 'validate']);
+
 export class PlannerClient {
   #workerUrl;
   #worker = null;
@@ -42,7 +46,11 @@ export class PlannerClient {
   #pending = new Map(); // id -> {resolve, reject, onProgress, action}
   #stopFlag = null; // Int32Array over a SharedArrayBuffer, or null
 
-  constructor(workerUrl = 'worker.js') {
+  /**
+   * @param {string|URL} [workerUrl] the worker script, worker.js; left out,
+   *   the one next to this file (the page's own, or the npm package's)
+   */
+  constructor(workerUrl = new URL('worker.js', import.meta.url)) {
     this.#workerUrl = workerUrl;
     this.#start();
   }
@@ -54,9 +62,12 @@ export class PlannerClient {
 
   /**
    * Sends one request. Resolves with the parsed result document; rejects with
-   * a PlannerError carrying the module's {message, where}.
+   * a PlannerError carrying the module's {message, where}. The request of an
+   * action that takes a document (plan, evaluate, estimate, compare, layouts,
+   * validate) is its JSON text, or an object, sent as its JSON text.
    */
   call(action, payload, { onProgress } = {}) {
+    if (documentActions.has(action) && payload !== null && typeof payload === 'object') payload = JSON.stringify(payload);
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, onProgress, action });

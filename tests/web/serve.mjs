@@ -73,9 +73,10 @@ async function resolveFile(root, urlPath) {
 
 /**
  * Starts serving `root`. Resolves with {server, url}; `port` 0 picks a free one.
- * `isolated` false leaves out the cross-origin isolation headers.
+ * `isolated` false leaves out the cross-origin isolation headers;
+ * `onRequest(pathname, status)` is told of every request.
  */
-export function startServer(root, { port = 0, host = '127.0.0.1', log = false, isolated = true } = {}) {
+export function startServer(root, { port = 0, host = '127.0.0.1', log = false, isolated = true, onRequest = null } = {}) {
   const absoluteRoot = path.resolve(root);
   const server = createServer(async (request, response) => {
     if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -85,6 +86,7 @@ export function startServer(root, { port = 0, host = '127.0.0.1', log = false, i
     const { pathname } = new URL(request.url, 'http://localhost');
     const found = await resolveFile(absoluteRoot, pathname);
     if (log) console.log(`${request.method} ${pathname} ${found ? 200 : 404}`);
+    onRequest?.(pathname, found ? 200 : 404);
     if (!found) {
       response.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('not found\n');
       return;
