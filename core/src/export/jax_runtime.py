@@ -1017,12 +1017,14 @@ def compare_steps(dtype):
     PREC = Precision(dtype, dtype, False)
     batches = [{k: (v.astype(dtype) if v.dtype.kind == "f" else v) for k, v in b.items()}
                for b in batches_of(ARGS.seed)]
-    # The step on one device, without any sharding: the reference.
-    one = jax.devices()[0]
-    ref_loss, ref_grads = jax.jit(step_function(False))(
-        make_params(ARGS.seed, dtype), jax.device_put(batches, one))
     fn, p_shard, i_shard = sharded_step(outputs=True)
     params = make_params(ARGS.seed, dtype, p_shard)
+    # The step on one device, without any sharding: the reference, from the
+    # same weights (moved to the first device: the values are the same as
+    # make_params(seed, dtype) there, and their functions compile once).
+    one = jax.devices()[0]
+    ref_loss, ref_grads = jax.jit(step_function(False))(
+        jax.device_put(params, one), jax.device_put(batches, one))
     placed = jax.device_put(batches, i_shard)
     compiled = fn.lower(params, placed).compile()
     loss, grads, _ = compiled(params, placed)
