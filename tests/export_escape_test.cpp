@@ -183,7 +183,7 @@ TEST_CASE("export escape: hostile graph and layer names emit all three targets a
     for (const json& l : data["variants"]["full"]["layers"]) layer = layer || l["name"] == shown;
     CHECK(layer);
     // The headers name both, escaped.
-    CHECK(testing::contains(e.jax, "# One training step of " + comment_text(name) + " as "));
+    CHECK(testing::contains(e.jax, "# Training steps of " + comment_text(name) + " as "));
     CHECK(testing::contains(e.megatron, "# Megatron-LM launch for " + comment_text(name)));
     CHECK(testing::contains(e.torchtitan, "#   the plan differs at " + comment_text(name) + ": "));
   }

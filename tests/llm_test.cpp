@@ -256,7 +256,17 @@ TEST_CASE("llm: a small Llama with grouped-query attention, layer by layer") {
                                             {"seq", 5},
                                             {"max_positions", 64},
                                             {"rope_theta", 10000.0},
-                                            {"norm_eps", 1e-6}});
+                                            {"norm_eps", 1e-6},
+                                            // and what the JAX export runs the layers with
+                                            {"norm", "rms"},
+                                            {"hidden_act", "silu"},
+                                            {"gated_mlp", true},
+                                            {"qkv_bias", false},
+                                            {"out_bias", false},
+                                            {"mlp_bias", false},
+                                            {"tied_embeddings", false},
+                                            {"num_heads", 4},
+                                            {"num_kv_heads", 2}});
   std::vector<Expected> expected = {{"embed", "Embedding", {"tokens"}, {}, "", 0}};
   std::string x = "embed";
   for (int i = 0; i < 2; ++i) {

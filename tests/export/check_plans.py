@@ -18,6 +18,7 @@ import runpy
 import sys
 import tempfile
 import time
+import traceback
 
 DEVICES = 8  # the most any checked plan uses
 
@@ -65,6 +66,9 @@ def main():
             code = e.code if isinstance(e.code, int) else 1
             if not isinstance(e.code, int) and e.code is not None:
                 print(e.code)
+        except Exception:  # a program that fails is a failed check, not the end of the run
+            traceback.print_exc()
+            code = 1
         seconds = time.time() - start
         # The programs' compiled steps and arrays are of no use to the next.
         jax.clear_caches()

@@ -38,7 +38,7 @@ test('export: the plan on display as a JAX program and as Megatron-LM arguments'
   assert.equal(jax.name, 'plan.py');
   // The per-layer plan on display (here the best layout's own, whose
   // pipeline runs each stage's mesh: 8 devices or fewer).
-  const header = /^#!\/usr\/bin\/env python3\n# One training step of gpt2 as PaSE Planner planned it on (\d+) devices/.exec(jax.text);
+  const header = /^#!\/usr\/bin\/env python3\n# Training steps of gpt2 as PaSE Planner planned it on (\d+) devices/.exec(jax.text);
   assert.ok(header && Number(header[1]) <= 8, jax.text.slice(0, 200));
   // The program's data is the plan on display: its layers with their shardings.
   const data = JSON.parse(jax.text.slice(jax.text.indexOf('r"""') + 4, jax.text.indexOf('""")')));

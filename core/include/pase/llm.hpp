@@ -58,7 +58,14 @@ struct LlmConfig {
   // layer_norm_epsilon), Hugging Face's class defaults when absent.
   double rope_theta = 10000;
   double norm_eps = 1e-6;
+  // The MLP's activation as the config names it (hidden_act, gpt2's
+  // activation_function); empty: the model type's, silu for a gated MLP
+  // (SwiGLU), gelu_new for gpt2. Only the exported JAX program reads it.
+  std::string hidden_act;
 };
+
+// The activation of `config`'s MLP: its hidden_act, else the model type's.
+std::string llm_activation(const LlmConfig& config);
 
 // The defaults of a model's batch and sequence length when the request gives
 // none: kLlmDefaultBatch sequences of the model's max_positions tokens, at

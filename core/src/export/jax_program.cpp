@@ -215,7 +215,8 @@ Result<std::vector<double>> jax_predicted(const Graph& g, const Cluster& cluster
 // The inputs, layers and sinks of one variant (the graph as planned, or
 // reduced) with the plan's shardings.
 Result<Json> jax_variant(const GraphSpec& spec, const Graph& g, const Cluster& cluster,
-                         const Strategy& s, const JaxAxes& axes, const JaxMesh& mesh) {
+                         const Strategy& s, const JaxAxes& axes, const JaxMesh& mesh,
+                         const Training& training) {
   Result<std::vector<double>> predicted = jax_predicted(g, cluster, s);
   if (!predicted) return predicted.error();
   std::vector<std::vector<int>> of_layer(spec.layers.size());
@@ -288,9 +289,11 @@ Result<Json> jax_variant(const GraphSpec& spec, const Graph& g, const Cluster& c
       operands.push_back(name);
       in_specs.push_back(nullptr);
     }
-    Json out_specs = Json::array();
-    for (size_t o = 0; o < last.outputs.size(); ++o)
+    Json out_specs = Json::array(), out_shapes = Json::array();
+    for (size_t o = 0; o < last.outputs.size(); ++o) {
       out_specs.push_back(jax_spec(axes.output(last.id, static_cast<int>(o)), mesh));
+      out_shapes.push_back(last.outputs[o].shape);
+    }
     double bytes = 0;
     for (int v : of_layer[li]) bytes += (*predicted)[v];
     j["operands"] = std::move(operands);
@@ -298,7 +301,12 @@ Result<Json> jax_variant(const GraphSpec& spec, const Graph& g, const Cluster& c
     j["weights"] = std::move(weights);
     j["implicit"] = std::move(implicit);
     j["out_specs"] = std::move(out_specs);
+    j["out_shapes"] = std::move(out_shapes);
     j["predicted_bytes"] = bytes;
+    // The block's recomputation as planned (jax.checkpoint per block).
+    const Recompute mode = ops::block_recompute(g, first.id, training);
+    if (mode == Recompute::kSelective || mode == Recompute::kFull)
+      j["recompute"] = recompute_name(mode);
     layers.push_back(std::move(j));
   }
 
@@ -375,7 +383,8 @@ Result<Exported> export_jax(const PlanView& view) {
   Exported out;
   out.target = ExportTarget::kJax;
   out.file_name = "plan.py";
-  Result<Json> full = jax_variant(spec, g, mesh_cluster, plan.strategy, axes, mesh);
+  const Training training = plan.training ? *plan.training : cluster.training;
+  Result<Json> full = jax_variant(spec, g, mesh_cluster, plan.strategy, axes, mesh, training);
   if (!full) return full.error();
   std::string note;
   Json reduced;
@@ -383,7 +392,7 @@ Result<Exported> export_jax(const PlanView& view) {
     // Its vertices keep the planned configurations, which found axes above.
     const JaxAxes small_axes(small->graph, small->strategy, mesh);
     Result<Json> r = jax_variant(*small->graph.model->spec, small->graph, mesh_cluster,
-                                 small->strategy, small_axes, mesh);
+                                 small->strategy, small_axes, mesh, training);
     if (!r) return r.error();
     reduced = std::move(*r);
   }
@@ -395,13 +404,36 @@ Result<Exported> export_jax(const PlanView& view) {
         "one mesh of a stage's " +
         std::to_string(devices) + " devices, and the " + std::to_string(microbatches) +
         " micro-batches run one after the other, their gradients accumulated.");
-  if (cluster.training.zero > 0 || (plan.training && plan.training->zero > 0))
+  if (training.zero > 0)
     out.notes.push_back(
-        "ZeRO is not exported: the weights and their optimizer state are "
-        "sharded as the layers' splits say, and replicated over the rest.");
+        "ZeRO-" + std::to_string(training.zero) + " runs as shardings: " +
+        (training.zero >= 3   ? std::string("the optimizer state, the gradients and the weights")
+         : training.zero == 2 ? std::string("the optimizer state and the gradients")
+                              : std::string("the optimizer state")) +
+        (training.zero >= 2 ? " are" : " is") +
+        " split further over the mesh axes a weight's own splits leave free, and XLA "
+        "gathers them where a layer reads them.");
+  // What the graph cannot say is approximated, and the program says so per
+  // layer (--check prints the list; core/docs/export.md, "The graph").
+  Result<json_detail::Json> meta = json_detail::parse_document(spec.meta_json);
+  const bool llm = meta && meta->is_object() && meta->contains("norm") &&
+                   meta->contains("model_type") && meta->contains("hidden_act");
+  const auto type = [](int64_t bytes) { return bytes == 2 ? "bfloat16" : "float32"; };
   out.notes.push_back(
-      "Recomputation, fused attention and the causal mask are not exported: "
-      "they change neither the shardings nor the collectives.");
+      std::string("Each step is AdamW (optax) in the plan's precisions: ") +
+      type(training.param_bytes) + " weights, " + type(training.activation_bytes) + " activations" +
+      (training.param_bytes == 2 && training.optimizer_bytes >= 12
+           ? ", a float32 master copy and moments"
+           : "") +
+      (llm ? "; the language model's own layers (norms with weights, rotary embeddings, causal "
+             "softmax attention, its MLP), recomputation per block as planned"
+           : "") +
+      ".");
+  if (!llm)
+    out.notes.push_back(
+        "Not a language model's graph: each op runs as core/docs/export.md's table says; the "
+        "program lists the layers whose semantics the graph cannot carry and how each is "
+        "approximated (--check prints them).");
 
   Json data = Json::object();
   data["graph"] = g.name;
@@ -410,15 +442,23 @@ Result<Exported> export_jax(const PlanView& view) {
   data["step_time_s"] = plan.step_time_s;
   data["microbatches"] = microbatches;
   data["mesh"] = Json{{"shape", mesh.sizes}, {"axes", mesh.names}};
+  // The model's own layers (a language model's graph: its meta), and the
+  // training the plan is priced with: precisions, optimizer bytes, ZeRO.
+  data["llm"] = llm ? *meta : Json();
+  data["training"] = Json{{"param_bytes", training.param_bytes},
+                          {"grad_bytes", training.grad_bytes},
+                          {"optimizer_bytes", training.optimizer_bytes},
+                          {"activation_bytes", training.activation_bytes},
+                          {"zero", training.zero}};
   data["reduced_note"] = note;
   data["notes"] = out.notes;
 
   std::string text =
       "#!/usr/bin/env python3\n"
-      "# One training step of " +
+      "# Training steps of " +
       comment_text(g.name) + " as PaSE Planner planned it on " + std::to_string(devices) +
       " devices (core/docs/export.md).\n"
-      "#   python plan.py            one step on the machine's devices\n"
+      "#   python plan.py --steps N  N steps on the machine's devices (loss, tokens/s)\n"
       "#   python plan.py --check    on CPU with virtual devices: sharded against unsharded,\n"
       "#                             the layers' shardings, the collectives against the plan\n"
       "#   python plan.py --reduce   large sizes and repeated blocks reduced (with --check)\n";

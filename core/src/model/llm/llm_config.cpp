@@ -325,6 +325,11 @@ Result<LlmConfig> llm_config_from_json(const Json& document) {
     reader.positive_number("rope_theta", c.rope_theta);
     reader.positive_number("rms_norm_eps", c.norm_eps);
   }
+  // The activation's name, kept as the config writes it (a string; the JAX
+  // export maps the ones it knows and says so of any other).
+  if (const Json* act = reader.find(name == "gpt2" ? "activation_function" : "hidden_act");
+      act != nullptr && act->is_string())
+    c.hidden_act = act->get<std::string>();
   if (name == "llama") {
     reader.boolean("attention_bias", c.qkv_bias);
     c.out_bias = c.qkv_bias;
@@ -349,6 +354,11 @@ Result<LlmConfig> llm_config_from_json(const Json& document) {
   }
   if (auto e = check_llm_config(c)) return written_field(document, *e);
   return c;
+}
+
+std::string llm_activation(const LlmConfig& config) {
+  if (!config.hidden_act.empty()) return config.hidden_act;
+  return config.gated_mlp ? "silu" : "gelu_new";
 }
 
 bool starts_like_json_object(std::string_view prefix) {

@@ -219,7 +219,19 @@ Result<GraphSpec> llm_spec(const LlmConfig& config, const std::string& name, int
   spec.meta_json += ", \"max_positions\": " + std::to_string(config.max_positions);
   if (config.rope_theta > 0)
     spec.meta_json += ", \"rope_theta\": " + json_detail::Json(config.rope_theta).dump();
-  spec.meta_json += ", \"norm_eps\": " + json_detail::Json(config.norm_eps).dump() + "}";
+  spec.meta_json += ", \"norm_eps\": " + json_detail::Json(config.norm_eps).dump();
+  // What the exported JAX program needs to run the model's own layers
+  // (core/docs/llm.md, "The graph's meta"): the norm, the MLP's activation,
+  // the biases, a tied output projection, the heads.
+  const auto flag = [](bool b) { return b ? std::string("true") : std::string("false"); };
+  spec.meta_json +=
+      ", \"norm\": \"" + std::string(config.rms_norm ? "rms" : "layer") + "\"" +
+      ", \"hidden_act\": " + json_detail::Json(llm_activation(config)).dump() +
+      ", \"gated_mlp\": " + flag(config.gated_mlp) + ", \"qkv_bias\": " + flag(config.qkv_bias) +
+      ", \"out_bias\": " + flag(config.out_bias) + ", \"mlp_bias\": " + flag(config.mlp_bias) +
+      ", \"tied_embeddings\": " + flag(config.tied_embeddings) +
+      ", \"num_heads\": " + std::to_string(config.num_heads) +
+      ", \"num_kv_heads\": " + std::to_string(config.num_kv_heads) + "}";
   return spec;
 }
 
