@@ -3,9 +3,11 @@
 // skips the ranges and the (S, M) pairs they prove cannot win.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cost/configurations.hpp"
@@ -89,6 +91,65 @@ VertexSums vertex_sums(Searcher& searcher, const Micro& mg, int64_t stages, int6
     out.least[v + 1] = out.least[v] + f;
   }
   return out;
+}
+
+void range_sends(const Micro& mg, const Sender& sender, const ops::Machine& m,
+                 int64_t gpus_per_node, std::vector<double>& far, std::vector<double>& near) {
+  const std::vector<int>& bounds = mg.bounds;
+  const int nb = static_cast<int>(bounds.size());
+  const size_t parts = static_cast<size_t>(nb);
+  far.assign(parts * parts, 0);
+  near.assign(far.size(), 0);
+  std::vector<int> part(mg.graph.vertices.size() +
+                        1);  // part[v]: the i with bounds[i] <= v < bounds[i + 1]
+  for (int i = 0; i + 1 < nb; ++i)
+    for (int v = bounds[i]; v < bounds[i + 1]; ++v) part[v] = i;
+  for (const Edge& e : mg.graph.edges) {
+    const int ps = part[e.src], pd = part[e.dst];
+    if (ps == pd) continue;
+    const double x_far = sender.price(e, m.r);
+    const double x_near = gpus_per_node > 0 ? sender.price(e, m.r1) : x_far;
+    for (int i = 0; i <= ps; ++i)
+      for (int j = ps + 1; j <= pd; ++j) {
+        far[i * parts + j] += x_far;
+        near[i * parts + j] += x_near;
+      }
+  }
+}
+
+double WeighedFloors::floor(int64_t align, int64_t k, int a, int b, double scale) {
+  if (lambdas_.empty()) {
+    const double lambda0 = std::max(scale, 1.0) / cap_;
+    for (int l = 0; l < kLambdas; ++l)
+      lambdas_.push_back(lambda0 * std::ldexp(1.0, l - kLambdas / 2));
+  }
+  const std::vector<std::vector<double>>& sum = sums(align, k);
+  double out = 0;
+  for (size_t l = 0; l < lambdas_.size(); ++l)
+    out = std::max(out, sum[l][b] - sum[l][a] - lambdas_[l] * cap_);
+  return out;
+}
+
+const std::vector<std::vector<double>>& WeighedFloors::sums(int64_t align, int64_t k) {
+  const auto key = std::make_pair(align, k);
+  if (auto it = sums_.find(key); it != sums_.end()) return it->second;
+  const int n = static_cast<int>(mg_.graph.vertices.size());
+  std::vector<std::vector<double>> out(lambdas_.size(), std::vector<double>(n + 1, 0));
+  std::map<int, std::vector<double>> by_print;
+  const double copies = static_cast<double>(k);
+  for (int v = 0; v < n; ++v) {
+    std::vector<double>& least = by_print[mg_.print[v]];
+    if (least.empty()) {
+      const VertexFloor& f =
+          searcher_.floors.of(mg_.graph, v, mg_.print[v], q_, align, microbatches_);
+      least.assign(lambdas_.size(), f.front.empty() ? 0 : kInf);
+      for (const std::array<double, 3>& c : f.front)
+        for (size_t l = 0; l < lambdas_.size(); ++l)
+          least[l] = std::min(least[l], c[0] + lambdas_[l] * (c[1] + copies * c[2]));
+    }
+    for (size_t l = 0; l < lambdas_.size(); ++l) out[l][v + 1] = out[l][v] + least[l];
+  }
+  return sums_.emplace(key, std::move(out)).first->second;
 }
 
 double vertex_floor_of_pair(Searcher& searcher, const Micro& mg, int64_t stages,

@@ -54,7 +54,8 @@ class PairSearch {
         cand_(cells()),
         searched_(cells(), 0),
         dp_(static_cast<size_t>(stages + 1) * nb_, kInf),
-        from_(static_cast<size_t>(stages + 1) * nb_, -1) {
+        from_(static_cast<size_t>(stages + 1) * nb_, -1),
+        weighed_(searcher, mg, q_, microbatches, capacity()) {
     best_.boundaries = nb_;
   }
   // Progress (Searcher::drop): every range of the pair is passed once, when
@@ -134,28 +135,9 @@ class PairSearch {
     return best_;
   }
 
-  // X of [i, j) sent at the rate between nodes (far) and inside one (near),
-  // summed in edge order: every edge from the range to a vertex at or after
-  // bounds[j].
+  // X of every range (range_sends(), pipeline_bounds.cpp).
   void sends() {
-    const Graph& micro = mg_.graph;
-    const int64_t G = searcher_.cluster.gpus_per_node;
-    x_far_.assign(static_cast<size_t>(nb_) * nb_, 0);
-    x_near_.assign(x_far_.size(), 0);
-    std::vector<int> part(n_ + 1);  // part[v]: the i with bounds[i] <= v < bounds[i + 1]
-    for (int i = 0; i + 1 < nb_; ++i)
-      for (int v = bounds()[i]; v < bounds()[i + 1]; ++v) part[v] = i;
-    for (const Edge& e : micro.edges) {
-      const int ps = part[e.src], pd = part[e.dst];
-      if (ps == pd) continue;
-      const double far = sender_.price(e, machine_.r);
-      const double near = G > 0 ? sender_.price(e, machine_.r1) : far;
-      for (int i = 0; i <= ps; ++i)
-        for (int j = ps + 1; j <= pd; ++j) {
-          x_far_[at2(i, j)] += far;
-          x_near_[at2(i, j)] += near;
-        }
-    }
+    range_sends(mg_, sender_, machine_, searcher_.cluster.gpus_per_node, x_far_, x_near_);
   }
   double x_of(int64_t s, int i, int j) const {
     if (s + 1 >= stages_) return 0.0;
@@ -252,52 +234,13 @@ class PairSearch {
     return c.memory_gib > 0 ? c.capacity_bytes() : kInf;
   }
 
-  // The floor of a range's M * F + W among its plans that fit the cap C,
-  // from its vertices alone (no search): for every lambda >= 0 such a plan
-  // holds its weights and k copies of its activations, at most C, so its
-  // value is at least the sum over its vertices of the least value +
-  // lambda * (weight + k * activations) over their configurations (the
-  // edges cost nothing below zero), less lambda * C; the largest of that
-  // over kLambdas weights spread about the whole graph's least value per
-  // byte of the cap. 0 without a cap.
+  // The floor under the cap from the range's layers (WeighedFloors,
+  // pipeline_bounds.cpp); 0 without a cap.
   double weighed_floor(int64_t s, int i, int j) {
     const double cap = capacity();
     if (!(cap < kInf) || !prune_) return 0;
-    const std::vector<std::vector<double>>& sums = weighed_sums(align_of(s), copies(s));
-    double out = 0;
-    for (size_t l = 0; l < lambdas_.size(); ++l)
-      out = std::max(out, sums[l][bounds()[j]] - sums[l][bounds()[i]] - lambdas_[l] * cap);
-    return out;
-  }
-  // Per lambda, the vertices' least value + lambda * (weight + k *
-  // activations), summed from vertex 0; kept by (alignment, k). Vertices
-  // that print alike share their least.
-  static constexpr int kLambdas = 25;  // lambda0 * 2^-12 .. lambda0 * 2^12
-  const std::vector<std::vector<double>>& weighed_sums(int64_t align, int64_t k) {
-    const auto key = std::make_pair(align, k);
-    if (auto it = weighed_.find(key); it != weighed_.end()) return it->second;
-    if (lambdas_.empty()) {
-      const double lambda0 =
-          std::max(vs_.by_alignment.begin()->second.back().value, 1.0) / capacity();
-      for (int l = 0; l < kLambdas; ++l)
-        lambdas_.push_back(lambda0 * std::ldexp(1.0, l - kLambdas / 2));
-    }
-    std::vector<std::vector<double>> sums(lambdas_.size(), std::vector<double>(n_ + 1, 0));
-    std::map<int, std::vector<double>> by_print;
-    const double copies = static_cast<double>(k);
-    for (int v = 0; v < n_; ++v) {
-      std::vector<double>& least = by_print[mg_.print[v]];
-      if (least.empty()) {
-        const VertexFloor& f =
-            searcher_.floors.of(mg_.graph, v, mg_.print[v], q_, align, microbatches_);
-        least.assign(lambdas_.size(), f.front.empty() ? 0 : kInf);
-        for (const std::array<double, 3>& c : f.front)
-          for (size_t l = 0; l < lambdas_.size(); ++l)
-            least[l] = std::min(least[l], c[0] + lambdas_[l] * (c[1] + copies * c[2]));
-      }
-      for (size_t l = 0; l < lambdas_.size(); ++l) sums[l][v + 1] = sums[l][v] + least[l];
-    }
-    return weighed_.emplace(key, std::move(sums)).first->second;
+    return weighed_.floor(align_of(s), copies(s), bounds()[i], bounds()[j],
+                          vs_.by_alignment.begin()->second.back().value);
   }
 
   // The partition whose largest floor of T is least: that floor bounds T
@@ -525,9 +468,7 @@ class PairSearch {
   std::vector<double> x_far_, x_near_;
   VertexSums vs_;
   std::map<int64_t, std::vector<double>> parts_;  // by alignment, summed from part 0
-  std::vector<double> lambdas_;                   // weighed_sums()'s weights
-  std::map<std::pair<int64_t, int64_t>, std::vector<std::vector<double>>> weighed_;
-  std::vector<double> least_f_;  // summed from part 0
+  std::vector<double> least_f_;                   // summed from part 0
   std::vector<double> floor_t_;
   std::vector<Candidate> cand_;
   std::vector<char> searched_;
@@ -536,6 +477,7 @@ class PairSearch {
   double balanced_ = kInf;
   std::vector<int> planned_;  // the partition of balanced floors, once planned
   Partition best_;
+  WeighedFloors weighed_;
 };
 
 }  // namespace
