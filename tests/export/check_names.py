@@ -15,8 +15,9 @@ control character but the line feed, and beside the same export of a plain
 name: the JAX program parses (ast) to the same code, its JSON literal reads
 back the name, and `plan.py --help` runs without JAX and prints nothing
 injected; the TOML reads (tomllib) to the same tables; the Megatron-LM
-arguments pass `bash -n`, differ only in comment lines and, run by bash,
-touch nothing. Needs Python 3.11 (tomllib) and bash. Exits 1 on a failure.
+arguments pass `bash -n`, differ only in comment lines and, run by bash
+(with a `torchrun` that only exits first on its PATH: the real one, where
+PyTorch is installed, spends a second starting to fail), touch nothing. Needs Python 3.11 (tomllib) and bash. Exits 1 on a failure.
 """
 import ast
 import json
@@ -55,8 +56,13 @@ def fail(where, message):
     FAILURES.append("%s: %s" % (where, message))
 
 
-def run(args, cwd=None):
-    return subprocess.run(args, cwd=cwd, capture_output=True, timeout=120)
+def run(args, cwd=None, env=None):
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, timeout=120)
+
+
+# The environment the Megatron-LM script runs in: a folder whose `torchrun`
+# exits at once, first on the PATH (main() makes it).
+STUB_ENV = None
 
 
 def emit(pase, graph, sizes, target, out):
@@ -133,7 +139,7 @@ def check_megatron(where, text, plain, path, cwd):
             if a != b and not a.startswith("#"):
                 fail(where, "line %d is not a comment: %r" % (i + 1, a))
     # Run, its arguments are a failed command; the comments do nothing.
-    r = run(["bash", path], cwd=cwd)
+    r = run(["bash", path], cwd=cwd, env=STUB_ENV)
     if RAN.search(r.stdout + r.stderr):
         fail(where, "bash ran the name")
 
@@ -151,7 +157,14 @@ def check_torchtitan(where, text, plain):
 def main():
     pase, config = sys.argv[1], sys.argv[2]
     top = tempfile.mkdtemp(prefix="pase-names-")
+    global STUB_ENV
     try:
+        stubs = os.path.join(top, "stubs")
+        os.makedirs(stubs)
+        with open(os.path.join(stubs, "torchrun"), "w") as f:
+            f.write("#!/bin/sh\nexit 1\n")
+        os.chmod(os.path.join(stubs, "torchrun"), 0o755)
+        STUB_ENV = dict(os.environ, PATH=stubs + os.pathsep + os.environ.get("PATH", ""))
         r = run([pase, "import", config, "--batch", "8", "--seq", "64"])
         if r.returncode != 0:
             raise RuntimeError("pase import failed: " + r.stderr.decode(errors="replace"))
