@@ -49,7 +49,7 @@ std::string layouts_usage() {
 namespace {
 
 // "M T", "M -", "- T": which engines start the layout.
-std::string engines_text(const pase::RankedLayout& r) {
+std::string engine_marks(const pase::RankedLayout& r) {
   return std::string(r.megatron.accepted() ? "M" : "-") + " " +
          (r.torchtitan.accepted() ? "T" : "-");
 }
@@ -67,7 +67,7 @@ std::string row(const pase::RankedLayout& r) {
                      pad_right(seconds_text(r.parts.compute_s), 10) +
                      pad_right(seconds_text(r.parts.recompute_s), 10) +
                      pad_right(seconds_text(r.parts.communication_s), 10) +
-                     pad_right(seconds_text(r.parts.bubble_s), 10) + pad_right(engines_text(r), 5);
+                     pad_right(seconds_text(r.parts.bubble_s), 10) + pad_right(engine_marks(r), 5);
   if (r.days > 0)
     line += pad_right(format("%.1f d", r.days), 9) +
             (r.cost > 0 ? pad_right(format("$%.3g", r.cost), 10) : std::string());

@@ -22,7 +22,7 @@
 namespace pase {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinite = std::numeric_limits<double>::infinity();
 
 // The best layout's own plan: its graph, its training and its pipeline, as
 // `pase eval --layout` evaluates it.
@@ -292,13 +292,22 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
   // least of their bounds, each over its ZeRO stage's plans, and of the
   // best layout's step when it is the incumbent. After a stop, the stages
   // after it stop at once, with their floors' bounds.
-  double lower = from_layout ? best->plan.plan.cost : kInf;
+  double lower = from_layout ? best->plan.plan.cost : kInfinite;
   bool bound_known = true;
-  for (size_t i = 0; i < zeros.size(); ++i) {
+  // The stages in the order of their floors, the least first (a floor not
+  // known, 0, first; ties in ZeRO's order): the stage whose floor is the
+  // answer's bound is searched first, so that a stop closes the gap it
+  // can, and a plan found there proves the stages above it.
+  std::vector<size_t> order(zeros.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return floors[a].floor < floors[b].floor; });
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
     Cluster c = cluster;
     c.training.zero = zeros[i];
     PipelineOptions po = answers.pipeline;
-    po.incumbent_cost = std::min(from_layout ? best->plan.plan.cost : kInf,
+    po.incumbent_cost = std::min(from_layout ? best->plan.plan.cost : kInfinite,
                                  found ? found->plan.cost : po.incumbent_cost);
     po.known_floors = &floors[i];
     // Proven by its floors (within the gap accepted), or stopped before
@@ -315,7 +324,7 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
     const double first = kLayoutShare + kFloorsShare;
     const double share = (1 - first) / static_cast<double>(zeros.size());
     const PlanOptions o = progress_part(
-        request, first + share * static_cast<double>(i), first + share * static_cast<double>(i + 1),
+        request, first + share * static_cast<double>(k), first + share * static_cast<double>(k + 1),
         // One stage: the search's own phases, as a plan without layouts.
         zeros.size() > 1 ? "the per-layer plan at ZeRO " + std::to_string(zeros[i]) : "");
     PipelineBound bound;
@@ -376,7 +385,7 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
   }
   // The proven gap of the per-layer answer.
   const double answer = out.per_layer.plan.cost;
-  if (bound_known && lower > 0 && lower < kInf && answer > 0) {
+  if (bound_known && lower > 0 && lower < kInfinite && answer > 0) {
     out.lower_bound_s = out.per_layer.plan.step_time_s * std::min(1.0, lower / answer);
     out.gap = std::max(0.0, (answer - lower) / answer);
   } else {
