@@ -132,7 +132,7 @@ TEST_CASE("onnx semantics: each layer's entry says what it runs as ONNX defines 
   Builder b;
   b.input("x", {2, 3, 8, 8}).weight("w", {4, 3, 3, 3}).weight("bias", {4});
   b.weight("gamma", {4}).weight("beta", {4}).weight("mean", {4}).weight("var", {4});
-  b.weight("fc", {4, 5}).weight("fc_b", {5}).weight("shift", {4, 1, 1});
+  b.weight("fc_w", {4, 5}).weight("fc_b", {5}).weight("shift", {4, 1, 1});
   b.constant("lo", {}, {0.0}).constant("hi", {}, {6.0}).constant("half", {}, {0.5});
   b.node("Conv", {"x", "w", "bias"}, "c", "conv").attributes = {attr_ints("pads", {1, 1, 1, 1})};
   b.node("Relu", {"c"}, "r", "relu");
@@ -149,8 +149,8 @@ TEST_CASE("onnx semantics: each layer's entry says what it runs as ONNX defines 
   b.node("Mul", {"k", "half"}, "h", "half");
   b.node("GlobalAveragePool", {"h"}, "g", "gap");
   b.node("Flatten", {"g"}, "f", "flat");
-  b.node("Gemm", {"f", "fc", "fc_b"}, "y", "fc").attributes = {attr_f("alpha", 2.0),
-                                                               attr_f("beta", 0.5)};
+  b.node("Gemm", {"f", "fc_w", "fc_b"}, "y", "fc").attributes = {attr_f("alpha", 2.0),
+                                                                 attr_f("beta", 0.5)};
   b.node("LogSoftmax", {"y"}, "z", "logp").attributes = {attr("axis", 1)};
   const GraphSpec spec = imported(b.m);
   const json e = layers_meta(spec);
