@@ -5,12 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "cli_run.hpp"
 #include "pase/export.hpp"
 #include "pase/graph.hpp"
 #include "pase/plan.hpp"

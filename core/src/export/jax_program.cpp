@@ -213,10 +213,11 @@ Result<std::vector<double>> jax_predicted(const Graph& g, const Cluster& cluster
 }
 
 // The inputs, layers and sinks of one variant (the graph as planned, or
-// reduced) with the plan's shardings.
+// reduced) with the plan's shardings, and what each layer of an imported
+// model runs as ONNX defines it (`onnx`, by name).
 Result<Json> jax_variant(const GraphSpec& spec, const Graph& g, const Cluster& cluster,
                          const Strategy& s, const JaxAxes& axes, const JaxMesh& mesh,
-                         const Training& training) {
+                         const Training& training, const std::map<std::string, Json>& onnx) {
   Result<std::vector<double>> predicted = jax_predicted(g, cluster, s);
   if (!predicted) return predicted.error();
   std::vector<std::vector<int>> of_layer(spec.layers.size());
@@ -235,6 +236,7 @@ Result<Json> jax_variant(const GraphSpec& spec, const Graph& g, const Cluster& c
     const Vertex& first = g.vertices[of_layer[li].front()];
     const Vertex& last = g.vertices[of_layer[li].back()];
     Json j = jax_attributes(l);
+    if (const auto found = onnx.find(l.name); found != onnx.end()) j["onnx"] = found->second;
     Json operands = Json::array(), in_specs = Json::array(), weights = Json::array();
     for (size_t k = 0; k < l.inputs.size(); ++k) {
       const Operand& o = l.inputs[k];
@@ -384,7 +386,10 @@ Result<Exported> export_jax(const PlanView& view) {
   out.target = ExportTarget::kJax;
   out.file_name = "plan.py";
   const Training training = plan.training ? *plan.training : cluster.training;
-  Result<Json> full = jax_variant(spec, g, mesh_cluster, plan.strategy, axes, mesh, training);
+  Result<std::map<std::string, Json>> onnx = jax_onnx_layers(spec, g);
+  if (!onnx) return onnx.error();
+  Result<Json> full =
+      jax_variant(spec, g, mesh_cluster, plan.strategy, axes, mesh, training, *onnx);
   if (!full) return full.error();
   std::string note;
   Json reduced;
@@ -392,7 +397,7 @@ Result<Exported> export_jax(const PlanView& view) {
     // Its vertices keep the planned configurations, which found axes above.
     const JaxAxes small_axes(small->graph, small->strategy, mesh);
     Result<Json> r = jax_variant(*small->graph.model->spec, small->graph, mesh_cluster,
-                                 small->strategy, small_axes, mesh, training);
+                                 small->strategy, small_axes, mesh, training, *onnx);
     if (!r) return r.error();
     reduced = std::move(*r);
   }
@@ -431,8 +436,10 @@ Result<Exported> export_jax(const PlanView& view) {
       ".");
   if (!llm)
     out.notes.push_back(
-        "Not a language model's graph: each op runs as core/docs/export.md's table says; the "
-        "program lists the layers whose semantics the graph cannot carry and how each is "
+        std::string("Not a language model's graph: each op runs as core/docs/export.md's table "
+                    "says") +
+        (onnx->empty() ? "" : ", the layers of meta.onnx_layers as ONNX defines them") +
+        "; the program lists the layers whose semantics the graph cannot carry and how each is "
         "approximated (--check prints them).");
 
   Json data = Json::object();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,5 +51,12 @@ int64_t jax_einsum_fan_in(const LayerSpec& l, const Shape& weight);
 
 // A layer's name, op and attributes as the runtime reads them.
 json_detail::Json jax_attributes(const LayerSpec& l);
+
+// What the layers of an imported model run as ONNX defines them: the
+// entries of the graph's meta.onnx_layers by layer name (none when it has
+// none), each checked against its layer; an error names a malformed one
+// (jax_semantics.cpp; core/docs/import.md, "What the layers run").
+Result<std::map<std::string, json_detail::Json>> jax_onnx_layers(const GraphSpec& spec,
+                                                                 const Graph& g);
 
 }  // namespace pase

@@ -196,7 +196,7 @@ def extra_weights(layer):
     batch, positions and token slots; sharded as the layer's output."""
     out = []
     if not LLM:
-        return out
+        return onnx_weights(layer)
     shape = layer["out_shapes"][0]
     dims = layer["out_specs"][0]
     if layer["op"] == "Norm":
@@ -213,7 +213,8 @@ def extra_weights(layer):
 
 def approximations():
     """The layers whose semantics the graph cannot carry, and what the
-    program runs for each: (layer, how)."""
+    program runs for each: (layer, how). An imported model's layer that its
+    meta.onnx_layers describes runs as ONNX defines it and is not listed."""
     found = []
     fn, known = activation(None)
     if LLM and not known:
@@ -222,6 +223,9 @@ def approximations():
     for layer in LAYERS:
         op, pw, name = layer["op"], layer.get("pw", 0), layer["name"]
         if LLM and role(name)[1] in LLM_ROLES.get(op, ()):
+            continue
+        sem = layer.get("onnx", {})  # an imported layer's ONNX semantics, as recorded
+        if "norm" in sem or "pool" in sem or "pointwise" in sem:
             continue
         if op == "Norm":
             found.append((name, "normalised along its axis without scale or shift, epsilon "
@@ -373,35 +377,218 @@ def fused_context(q, k, v):
     return y.reshape(q.shape)
 
 
+# ---- an imported model's layers as ONNX defines them (core/docs/export.md, "The graph") ----
+
+def _selu(x, p):
+    neg = p.get("alpha", 1.67326319217681884765625) * jnp.expm1(jnp.minimum(x, 0))
+    return p.get("gamma", 1.05070102214813232421875) * jnp.where(x > 0, x, neg)
+
+
+def _celu(x, p):
+    a = p.get("alpha", 1.0)
+    return jnp.maximum(x, 0) + jnp.minimum(0, a * jnp.expm1(jnp.minimum(x, 0) / a))
+
+
+def _clip(x, p):
+    lo, hi = p.get("min"), p.get("max")
+    if lo is not None:
+        x = jnp.maximum(x, jnp.asarray(lo, x.dtype))
+    if hi is not None:
+        x = jnp.minimum(x, jnp.asarray(hi, x.dtype))
+    return x
+
+
+# The one-input point-wise ops by their ONNX names, each as the ONNX
+# operator defines it, with its attributes (ONNX's defaults where absent).
+ONNX_UNARY = {
+    "Relu": lambda x, p: jax.nn.relu(x),
+    "LeakyRelu": lambda x, p: jnp.where(x >= 0, x, x * p.get("alpha", 0.01)),
+    "Elu": lambda x, p: jnp.where(x >= 0, x, p.get("alpha", 1.0) * jnp.expm1(jnp.minimum(x, 0))),
+    "Selu": _selu,
+    "Celu": _celu,
+    "Gelu": lambda x, p: jax.nn.gelu(x, approximate=p.get("approximate", "none") == "tanh"),
+    "Sigmoid": lambda x, p: jax.nn.sigmoid(x),
+    "HardSigmoid": lambda x, p: jnp.clip(p.get("alpha", 0.2) * x + p.get("beta", 0.5), 0, 1),
+    "HardSwish": lambda x, p: x * jnp.clip(x / 6 + 0.5, 0, 1),
+    "Softplus": lambda x, p: jax.nn.softplus(x),
+    "Softsign": lambda x, p: x / (1 + jnp.abs(x)),
+    "Tanh": lambda x, p: jnp.tanh(x),
+    "Erf": lambda x, p: jax.lax.erf(x),
+    "Clip": _clip,
+    "Sqrt": lambda x, p: jnp.sqrt(x),
+    "Neg": lambda x, p: -x,
+    "Exp": lambda x, p: jnp.exp(x),
+    "Log": lambda x, p: jnp.log(x),
+    "Abs": lambda x, p: jnp.abs(x),
+    "Reciprocal": lambda x, p: 1 / x,
+    "Floor": lambda x, p: jnp.floor(x),
+    "Ceil": lambda x, p: jnp.ceil(x),
+    "Sin": lambda x, p: jnp.sin(x),
+    "Cos": lambda x, p: jnp.cos(x),
+    "Mish": lambda x, p: x * jnp.tanh(jax.nn.softplus(x)),
+}
+
+ONNX_BINARY = {"Add": jnp.add, "Sub": jnp.subtract, "Mul": jnp.multiply,
+               "Div": jnp.divide, "Pow": jnp.power}
+
+# The initial value of a learned point-wise operand: a bias adds nothing,
+# a factor, divisor or exponent is one, PRelu's slope PyTorch's 0.25.
+ONNX_WEIGHT_INIT = {"Add": "zeros", "Sub": "zeros", "Mul": "ones", "Div": "ones", "Pow": "ones",
+                    "PRelu": 0.25}
+
+
+def onnx_operand_dims(layer, shape):
+    """A point-wise operand recorded as `shape` (broadcast against the
+    layer's output from the right) in this variant: each dimension of size
+    1 stays 1, unsharded; each other is the output's, sharded as it."""
+    out, dims = layer["out_shapes"][0], layer["out_specs"][0]
+    off = len(out) - len(shape)
+    return ([1 if n == 1 else out[off + i] for i, n in enumerate(shape)],
+            [[] if n == 1 else dims[off + i] for i, n in enumerate(shape)])
+
+
+def norm_axes(layer, rank):
+    """A recorded norm's weight axes: batch, the channel axis; layer, the
+    normalised axes."""
+    sem = layer["onnx"]
+    axis = sem["axis"]
+    return [axis] if sem["norm"] == "batch" else list(range(axis, rank))
+
+
+def onnx_weights(layer):
+    """The weights of an imported layer that its pase layer leaves out, each
+    (name, shape, dims, init): a recorded norm's scale (ones) and bias
+    (zeros) over its channels or normalised axes, the learned operands of
+    its point-wise ops; sharded as the output's dimensions they follow."""
+    sem = layer.get("onnx")
+    if not sem:
+        return []
+    out = []
+    shape, dims = layer["out_shapes"][0], layer["out_specs"][0]
+    if "norm" in sem:
+        keep = norm_axes(layer, len(shape))
+        w = ([shape[i] for i in keep], [dims[i] for i in keep])
+        if sem.get("scale"):
+            out.append(("scale",) + w + ("ones",))
+        if sem.get("bias"):
+            out.append(("shift",) + w + ("zeros",))
+    for i, p in enumerate(sem.get("pointwise", [])):
+        if "weight" in p:
+            wshape, wdims = onnx_operand_dims(layer, p["weight"])
+            out.append(("pw%d" % i, wshape, wdims, ONNX_WEIGHT_INIT[p["op"]]))
+    return out
+
+
+def onnx_operand(layer, p, i, x, extra):
+    """The second operand of point-wise op i: its learned weight, or its
+    constant broadcast as recorded."""
+    if "weight" in p:
+        return extra["pw%d" % i].astype(x.dtype)
+    c = jnp.asarray(p["constant"], x.dtype)
+    return c if "shape" not in p else jnp.reshape(c, p["shape"])
+
+
+def onnx_pointwise(layer, x, extra):
+    """The point-wise ops recorded for the layer, in order, each as ONNX
+    defines it."""
+    for i, p in enumerate(layer["onnx"]["pointwise"]):
+        op = p["op"]
+        if op in ONNX_BINARY:
+            w = onnx_operand(layer, p, i, x, extra)
+            if i == 0 and "beta" in layer["onnx"]:  # a Gemm's C, times beta
+                w = w * layer["onnx"]["beta"]
+            x = ONNX_BINARY[op](w, x) if p.get("swapped") else ONNX_BINARY[op](x, w)
+        elif op == "PRelu":
+            x = jnp.where(x >= 0, x, x * onnx_operand(layer, p, i, x, extra))
+        else:
+            x = ONNX_UNARY[op](x, p)
+    return x
+
+
+def onnx_norm(layer, x, extra):
+    """BatchNormalization in training mode (the batch's statistics over
+    every axis but the channels, biased variance) or LayerNormalization (over
+    the normalised axes), epsilon as recorded, then the scale and bias; the
+    statistics in float32."""
+    sem = layer["onnx"]
+    axis, rank = sem["axis"], x.ndim
+    axes = (tuple(i for i in range(rank) if i != axis) if sem["norm"] == "batch"
+            else tuple(range(axis, rank)))
+    xf = x.astype(wide())
+    mean = jnp.mean(xf, axis=axes, keepdims=True)
+    var = jnp.mean(jnp.square(xf - mean), axis=axes, keepdims=True)
+    y = (xf - mean) * jax.lax.rsqrt(var + sem.get("epsilon", 1e-5))
+    shape = [x.shape[i] if i in norm_axes(layer, rank) else 1 for i in range(rank)]
+    if "scale" in extra:
+        y = y * jnp.reshape(extra["scale"].astype(wide()), shape)
+    if "shift" in extra:
+        y = y + jnp.reshape(extra["shift"].astype(wide()), shape)
+    return y.astype(x.dtype)
+
+
+def onnx_pool(layer, x):
+    """MaxPool (-inf outside the image) or AveragePool (the mean over the
+    window's elements, the padding counted with count_include_pad), the
+    node's own padding as recorded, after the zeros of a Pad before it."""
+    sem = layer["onnx"]
+    r, s = layer["window"]
+    ph, pw = layer["pad"]
+    z = sem.get("zero_pads")
+    if z:
+        x = jnp.pad(x, ((0, 0), (0, 0), (z[0], z[2]), (z[1], z[3])))
+    p = sem.get("pads", [ph, pw, ph, pw])
+    window, strides = (1, 1, r, s), (1, 1) + tuple(layer["stride"])
+    padding = [(0, 0), (0, 0), (p[0], p[2]), (p[1], p[3])]
+    if sem["pool"] == "max":
+        return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, window, strides, padding)
+    total = jax.lax.reduce_window(x, 0.0, jax.lax.add, window, strides, padding)
+    if sem.get("count_include_pad"):
+        return total / (r * s)
+    ones = jnp.ones((1, 1) + x.shape[2:], x.dtype)
+    count = jax.lax.reduce_window(ones, 0.0, jax.lax.add, window, strides, padding)
+    return total / count
+
+
 # ---- the ops (core/docs/graph-format.md) ----
 
-def _pw(x, count):
-    # The point-wise operations fused after a layer: one GELU stands for them.
-    return jax.nn.gelu(x) if count else x
+def _pw(layer, x, extra, stand_in):
+    """The point-wise operations fused after a layer: as recorded for an
+    imported model, else `stand_in` (GELU or ReLU) for them all."""
+    if "pointwise" in layer.get("onnx", {}):
+        return onnx_pointwise(layer, x, extra)
+    return stand_in(x) if layer.get("pw", 0) else x
 
 
-def op_fc(layer, xs, ws):
-    return [_pw(jnp.matmul(xs[0], ws[0]), layer.get("pw", 0))]
+def _alpha(layer, y):
+    # A Gemm's alpha: the product's factor.
+    alpha = layer.get("onnx", {}).get("alpha")
+    return y if alpha is None else y * alpha
 
 
-def op_einsum(layer, xs, ws):
-    y = jnp.einsum(layer["equation"], xs[0], xs[1])
-    return [_pw(y, layer.get("pw", 0))]
+def op_fc(layer, xs, ws, extra):
+    return [_pw(layer, _alpha(layer, jnp.matmul(xs[0], ws[0])), extra, jax.nn.gelu)]
 
 
-def op_embedding(layer, xs, ws):
+def op_einsum(layer, xs, ws, extra):
+    y = _alpha(layer, jnp.einsum(layer["equation"], xs[0], xs[1]))
+    return [_pw(layer, y, extra, jax.nn.gelu)]
+
+
+def op_embedding(layer, xs, ws, extra):
     return [jnp.take(ws[0], xs[0], axis=0)]
 
 
-def op_conv(layer, xs, ws):
+def op_conv(layer, xs, ws, extra):
     ph, pw = layer["pad"]
+    p = layer.get("onnx", {}).get("pads", [ph, pw, ph, pw])
     y = jax.lax.conv_general_dilated(
-        xs[0], ws[0], window_strides=tuple(layer["stride"]), padding=[(ph, ph), (pw, pw)],
+        xs[0], ws[0], window_strides=tuple(layer["stride"]),
+        padding=[(p[0], p[2]), (p[1], p[3])],
         dimension_numbers=("NCHW", "OIHW", "NCHW"), feature_group_count=layer["group"])
-    return [jax.nn.relu(y) if layer.get("pw", 0) else y]
+    return [_pw(layer, y, extra, jax.nn.relu)]
 
 
-def op_lstm(layer, xs, ws):
+def op_lstm(layer, xs, ws, extra):
     """`layers` stacked LSTM layers over x of (b, s, u); the weight of each
     layer is (2, u, 4, u): the input's and the state's part, the four gates
     (input, forget, cell, output) apart, so that a split of the units splits
@@ -423,7 +610,9 @@ def op_lstm(layer, xs, ws):
     return [x]
 
 
-def op_pool(layer, xs, ws):
+def op_pool(layer, xs, ws, extra):
+    if "pool" in layer.get("onnx", {}):
+        return [onnx_pool(layer, xs[0])]
     r, s = layer["window"]
     ph, pw = layer["pad"]
     total = jax.lax.reduce_window(xs[0], 0.0, jax.lax.add, (1, 1, r, s),
@@ -432,57 +621,64 @@ def op_pool(layer, xs, ws):
     return [total / (r * s)]
 
 
-def op_elementwise(layer, xs, ws):
-    return [_pw(xs[0] + xs[1], layer.get("pw", 0))]
+def op_elementwise(layer, xs, ws, extra):
+    y = ONNX_BINARY[layer.get("onnx", {}).get("elementwise", "Add")](xs[0], xs[1])
+    return [_pw(layer, y, extra, jax.nn.gelu)]
 
 
-def op_activation(layer, xs, ws):
+def op_activation(layer, xs, ws, extra):
+    if "pointwise" in layer.get("onnx", {}):
+        return [onnx_pointwise(layer, xs[0], extra)]
     return [jax.nn.gelu(xs[0]) if layer.get("pw", 0) else jax.nn.relu(xs[0])]
 
 
-def op_norm(layer, xs, ws):
+def op_norm(layer, xs, ws, extra):
+    if "norm" in layer.get("onnx", {}):
+        return [onnx_norm(layer, xs[0], extra)]
     x, axis = xs[0], layer["axis"]
     mean = jnp.mean(x, axis=axis, keepdims=True)
     var = jnp.mean(jnp.square(x - mean), axis=axis, keepdims=True)
     return [(x - mean) * jax.lax.rsqrt(var + 1e-5)]
 
 
-def op_reduce_mean(layer, xs, ws):
+def op_reduce_mean(layer, xs, ws, extra):
     axes = tuple(layer["axes"]) if layer.get("has_axes") else None
     return [jnp.mean(xs[0], axis=axes, keepdims=layer.get("keepdims", False))]
 
 
-def op_softmax(layer, xs, ws):
+def op_softmax(layer, xs, ws, extra):
+    if layer.get("onnx", {}).get("softmax") == "log":
+        return [jax.nn.log_softmax(xs[0], axis=layer["axis"])]
     return [jax.nn.softmax(xs[0], axis=layer["axis"])]
 
 
-def op_cross_entropy(layer, xs, ws):
+def op_cross_entropy(layer, xs, ws, extra):
     logits, labels = xs[0], xs[1]
     picked = jnp.take_along_axis(logits, labels[..., None], axis=-1)[..., 0]
     return [jax.nn.logsumexp(logits, axis=-1) - picked]
 
 
-def op_reshape(layer, xs, ws):
+def op_reshape(layer, xs, ws, extra):
     return [jnp.reshape(xs[0], layer["shape"])]
 
 
-def op_transpose(layer, xs, ws):
+def op_transpose(layer, xs, ws, extra):
     return [jnp.transpose(xs[0], layer["perm"])]
 
 
-def op_concat(layer, xs, ws):
+def op_concat(layer, xs, ws, extra):
     return [jnp.concatenate(xs, axis=layer["axis"])]
 
 
-def op_split(layer, xs, ws):
+def op_split(layer, xs, ws, extra):
     return list(jnp.split(xs[0], layer["num"], axis=layer["axis"]))
 
 
-def op_stack(layer, xs, ws):
+def op_stack(layer, xs, ws, extra):
     return [jnp.stack(xs, axis=layer["axis"])]
 
 
-def op_unstack(layer, xs, ws):
+def op_unstack(layer, xs, ws, extra):
     axis = layer["axis"]
     return [jnp.take(xs[0], i, axis=axis) for i in range(xs[0].shape[axis])]
 
@@ -544,6 +740,8 @@ def _make_one(key, i, definition, dtype):
         return jnp.ones(shape, dtype)
     if init == "zeros":
         return jnp.zeros(shape, dtype)
+    if isinstance(init, float):
+        return jnp.full(shape, init, dtype)
     w = jax.random.normal(jax.random.fold_in(key, i), shape, jnp.float32)
     return (w * scale).astype(dtype)
 
@@ -692,7 +890,7 @@ def run_layer(index, params, env, constrain):
         elif LLM:
             ys = llm_layer(layer, xs, ws, extra, params)
         if ys is None:
-            ys = OPS[layer["op"]](layer, xs, ws)
+            ys = OPS[layer["op"]](layer, xs, ws, extra)
         if constrain:
             ys = [jax.lax.with_sharding_constraint(y, sharding(s))
                   for y, s in zip(ys, layer["out_specs"])]
@@ -776,9 +974,12 @@ def step_function(constrain, outputs=False):
 
 def optimizer(lr):
     """AdamW (optax): betas 0.9 and 0.95, weight decay 0.1 on the matrices
-    (not on norms' scales, shifts and biases), as Llama's pre-training."""
+    (not on norms' scales, shifts and biases, nor on an imported layer's
+    point-wise operands), as Llama's pre-training."""
     return optax.adamw(lr, b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.1,
-                       mask=lambda p: {k: v.ndim >= 2 for k, v in p.items()})
+                       mask=lambda p: {k: v.ndim >= 2 and (LLM is not None or
+                                                           PARAMS[k][2] == "normal")
+                                       for k, v in p.items()})
 
 
 def opt_dims():

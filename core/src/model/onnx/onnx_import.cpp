@@ -63,6 +63,11 @@ int64_t attr_int(const Node& node, std::string_view name, int64_t fallback) {
   return a ? a->i : fallback;
 }
 
+double attr_float(const Node& node, std::string_view name, double fallback) {
+  const Attribute* a = node.attribute(name);
+  return a ? a->f : fallback;
+}
+
 std::optional<std::vector<int64_t>> attr_ints(const Node& node, std::string_view name) {
   const Attribute* a = node.attribute(name);
   if (!a) return std::nullopt;
@@ -193,16 +198,48 @@ bool has_pw(const std::string& op) {
 
 }  // namespace
 
-Value Importer::pointwise(const Node& node, size_t input, const Value& x) {
+Value Importer::pointwise(const Node& node, size_t input, const Value& x, json_detail::Json op) {
   if (x.layer >= 0 && consumers(node.inputs[input]) <= 1 &&
       spec_.layers[x.layer].name == x.operand && has_pw(spec_.layers[x.layer].op)) {
     ++spec_.layers[x.layer].pw;
+    add_pointwise(x.layer, std::move(op));
     return x;
   }
   LayerSpec l;
   l.op = "Activation";
   l.inputs.push_back(Operand{x.operand, {}});
-  return add_layer(node, std::move(l), x.shape);
+  Value out = add_layer(node, std::move(l), x.shape);
+  add_pointwise(out.layer, std::move(op));
+  return out;
+}
+
+void Importer::add_pointwise(int layer, json_detail::Json op) {
+  if (op.is_null()) unnamed_pointwise_.insert(layer);
+  if (unnamed_pointwise_.count(layer)) return;
+  json_detail::Json& list = semantics(layer)["pointwise"];
+  if (!list.is_array()) list = json_detail::Json::array();
+  list.push_back(std::move(op));
+}
+
+json_detail::Json Importer::layer_semantics() const {
+  json_detail::Json out = json_detail::Json::object();
+  for (const auto& [layer, entry] : semantics_) {
+    json_detail::Json e = entry;
+    if (unnamed_pointwise_.count(layer)) e.erase("pointwise");
+    if (e.is_object() && !e.empty()) out[spec_.layers[layer].name] = std::move(e);
+  }
+  return out;
+}
+
+json_detail::Json operand_entry(const Value& v, const Shape& shape) {
+  const Shape& s = shape.empty() ? v.shape : shape;
+  if (v.kind == Kind::kWeight) return json_detail::Json{{"weight", s}};
+  if (v.kind != Kind::kConstant || !v.has_values) return nullptr;
+  const size_t n = v.is_float() ? v.floats.size() : v.ints.size();
+  if (n == 1) return json_detail::Json{{"constant", v.number(0)}};
+  json_detail::Json values = json_detail::Json::array();
+  for (size_t i = 0; i < n; ++i) values.push_back(v.number(i));
+  return json_detail::Json{{"constant", std::move(values)}, {"shape", s}};
 }
 
 // Graph inputs are data (activations) or weights. Initializers are weights.
@@ -404,7 +441,12 @@ Result<GraphSpec> translate(const Model& model, const ImportOptions& options) {
                                           : "onnx-model";
   Importer importer(model, spec);
   if (auto e = importer.run(options)) return *e;
-  spec.meta_json = "{\"source\": \"onnx\", \"opset\": " + std::to_string(model.opset) + "}";
+  // The meta: where the graph came from and what its layers run as ONNX
+  // defines them (core/docs/import.md, "What the layers run").
+  json_detail::Json meta{{"source", "onnx"}, {"opset", model.opset}};
+  json_detail::Json layers = importer.layer_semantics();
+  if (!layers.empty()) meta["onnx_layers"] = std::move(layers);
+  spec.meta_json = json_detail::dump_compact(meta);
   return spec;
 }
 

@@ -26,6 +26,7 @@
 #include "model/onnx/onnx_proto.hpp"
 #include "pase/graph.hpp"
 #include "pase/result.hpp"
+#include "util/json_util.hpp"
 
 namespace pase::onnx {
 
@@ -134,7 +135,18 @@ class Importer {
   // A one-input point-wise node (Relu, Add of a constant, ...): fused into
   // the layer that produced `x` (input `input` of the node) when that layer
   // has a `pw` and `x` has no other reader, else a new Activation layer.
-  Value pointwise(const Node& node, size_t input, const Value& x);
+  // `op` describes it for the layer's meta entry (add_pointwise()).
+  Value pointwise(const Node& node, size_t input, const Value& x, json_detail::Json op);
+
+  // What layer `layer` runs as ONNX defines it: its entry of the graph's
+  // meta.onnx_layers (core/docs/import.md, "What the layers run"), an
+  // object made on first use.
+  json_detail::Json& semantics(int layer) { return semantics_[layer]; }
+  // One more point-wise operation of `layer`, after those before it. A null
+  // `op` is one the entry cannot describe: the layer's list is then left out.
+  void add_pointwise(int layer, json_detail::Json op);
+  // meta.onnx_layers: the entries by layer name, in layer order.
+  json_detail::Json layer_semantics() const;
 
   // `x` under another name (Identity, a Reshape to the same shape): the same
   // pase tensor, fusable only while `node` is its one reader.
@@ -168,6 +180,8 @@ class Importer {
   std::set<int> skip_;
   std::set<std::string> names_;
   std::map<std::string, std::string> parts_;
+  std::map<int, json_detail::Json> semantics_;
+  std::set<int> unnamed_pointwise_;  // layers with a point-wise op no entry describes
   struct Param {
     std::string name;
     int64_t elements = 0;
@@ -209,12 +223,20 @@ std::vector<int64_t> broadcast_index(const Shape& from, const Shape& to);
 // out[i] = x[index[i]], with shape `shape`.
 Value gather_values(const Value& x, const Shape& shape, const std::vector<int64_t>& index);
 
+// The meta entry of a point-wise operand (core/docs/import.md, "What the
+// layers run"): a weight, {"weight": shape}; a constant with known values,
+// {"constant": v} (one element) or {"constant": [...], "shape": shape};
+// null for a constant whose values are not known. `shape`, when given, is
+// the shape recorded instead of the value's (a Conv's bias [c] as [c, 1, 1]).
+json_detail::Json operand_entry(const Value& v, const Shape& shape = {});
+
 // Broadcast of two shapes (numpy rules), or nullopt when they do not broadcast.
 std::optional<Shape> broadcast(const Shape& a, const Shape& b);
 // Product of a shape's sizes (1 for a scalar); nullopt on overflow.
 std::optional<int64_t> elements(const Shape& s);
-// Integer, int list and string attributes (with a default).
+// Integer, float, int list and string attributes (with a default).
 int64_t attr_int(const Node& node, std::string_view name, int64_t fallback);
+double attr_float(const Node& node, std::string_view name, double fallback);
 std::optional<std::vector<int64_t>> attr_ints(const Node& node, std::string_view name);
 std::string attr_string(const Node& node, std::string_view name, std::string_view fallback);
 

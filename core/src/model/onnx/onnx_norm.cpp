@@ -8,6 +8,7 @@ namespace pase::onnx {
 namespace {
 
 using Table = std::map<std::string, Handler, std::less<>>;
+using json_detail::Json;
 
 Value norm_layer(Importer& im, const Node& node, const Value& x, int64_t axis, std::string name) {
   LayerSpec l;
@@ -16,6 +17,15 @@ Value norm_layer(Importer& im, const Node& node, const Value& x, int64_t axis, s
   l.inputs.push_back(Operand{x.operand, {}});
   l.axis = axis;
   return im.add_layer(node, std::move(l), x.shape);
+}
+
+// A Norm's meta entry (core/docs/import.md, "What the layers run"): batch
+// statistics over every axis but `axis` (the channels), or a layer's over
+// `axis` and the axes after it; epsilon; and whether a learned scale and
+// bias follow (over the channels, or the normalised axes).
+Json norm_entry(const char* kind, double epsilon, int64_t axis, bool scale, bool bias) {
+  return Json{
+      {"norm", kind}, {"epsilon", epsilon}, {"axis", axis}, {"scale", scale}, {"bias", bias}};
 }
 
 std::optional<Error> batch_norm(Importer& im, const Node& node) {
@@ -27,13 +37,20 @@ std::optional<Error> batch_norm(Importer& im, const Node& node) {
       if (!p) return p.error();
       im.use_weight(**p);
     }
-  im.set(node, 0, norm_layer(im, node, **x, 0, ""));
+  Value out = norm_layer(im, node, **x, 0, "");
+  if ((*x)->shape.size() >= 2)  // (N, C, ...): the channels are axis 1
+    im.semantics(out.layer) = norm_entry("batch", attr_float(node, "epsilon", 1e-5), 1,
+                                         im.has_input(node, 1), im.has_input(node, 2));
+  im.set(node, 0, out);
   return std::nullopt;
 }
 
 // The affine step after a normalization: Mul by a weight, then Add a weight,
-// each taken into the Norm when it is the only reader.
-void absorb_affine(Importer& im, const std::string& tensor, Value out) {
+// each taken into the Norm when it is the only reader. Returns which were
+// taken, {scale, bias}; `exact` turns false when one is not a vector over
+// the last axis (the meta entry's scale and bias are).
+std::array<bool, 2> absorb_affine(Importer& im, const std::string& tensor, Value out, bool& exact) {
+  std::array<bool, 2> taken{false, false};
   std::string current = tensor;
   for (const char* op : {"Mul", "Add"}) {
     const std::vector<int>& readers = im.consumer_nodes(current);
@@ -46,8 +63,13 @@ void absorb_affine(Importer& im, const std::string& tensor, Value out) {
     im.use_weight(*w);
     im.consume(readers[0]);
     current = next.outputs[0];
+    taken[op[0] == 'A' ? 1 : 0] = true;
+    Shape s = w->shape;
+    while (!s.empty() && s.front() == 1) s.erase(s.begin());
+    exact = exact && s == Shape{out.shape.back()};
   }
   im.set_tensor(current, std::move(out));
+  return taken;
 }
 
 std::optional<Error> layer_norm(Importer& im, const Node& node) {
@@ -62,7 +84,10 @@ std::optional<Error> layer_norm(Importer& im, const Node& node) {
       if (!p) return p.error();
       im.use_weight(**p);
     }
-  im.set(node, 0, norm_layer(im, node, **x, -1, ""));
+  Value out = norm_layer(im, node, **x, -1, "");
+  im.semantics(out.layer) = norm_entry("layer", attr_float(node, "epsilon", 1e-5), *axis,
+                                       im.has_input(node, 1), im.has_input(node, 2));
+  im.set(node, 0, out);
   return std::nullopt;
 }
 
@@ -124,7 +149,10 @@ bool decomposed_layer_norm(Importer& im, const Node& node, const Value& x,
   while (!scope.empty() && scope.front() == '/') scope.erase(scope.begin());
   std::string name = im.unique_name(scope.empty() ? "LayerNorm" : scope + "/LayerNorm");
   Value out = norm_layer(im, node, x, -1, name);
-  absorb_affine(im, div->outputs[0], std::move(out));
+  const int layer = out.layer;
+  bool exact = eps->has_values && elements(eps->shape) == 1;
+  const std::array<bool, 2> affine = absorb_affine(im, div->outputs[0], std::move(out), exact);
+  if (exact) im.semantics(layer) = norm_entry("layer", eps->number(0), last, affine[0], affine[1]);
   return true;
 }
 
@@ -181,7 +209,9 @@ std::optional<Error> softmax(Importer& im, const Node& node) {
   l.op = "Softmax";
   l.inputs.push_back(Operand{(*x)->operand, {}});
   l.axis = *axis;
-  im.set(node, 0, im.add_layer(node, std::move(l), s));
+  Value out = im.add_layer(node, std::move(l), s);
+  if (node.op_type == "LogSoftmax") im.semantics(out.layer)["softmax"] = "log";
+  im.set(node, 0, out);
   return std::nullopt;
 }
 

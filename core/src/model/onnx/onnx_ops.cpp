@@ -11,6 +11,16 @@ namespace pase::onnx {
 namespace {
 
 using Table = std::map<std::string, Handler, std::less<>>;
+using json_detail::Json;
+
+// A point-wise op's meta entry: {"op": op} with the operand's entry
+// (operand_entry()); null when the operand is one no entry describes.
+Json named(const std::string& op, const Json& operand) {
+  if (operand.is_null()) return nullptr;
+  Json e{{"op", op}};
+  for (const auto& [key, value] : operand.items()) e[key] = value;
+  return e;
+}
 
 // ---- Windows: Conv and the pools -------------------------------------------------------
 
@@ -29,6 +39,11 @@ std::optional<int64_t> symmetric_pad(int64_t size, int64_t window, int64_t strid
 struct Window {
   std::array<int64_t, 2> stride{1, 1}, pad{0, 0};
   Shape out;  // [ho, wo]
+  // ONNX's padding [h_begin, w_begin, h_end, w_end]: the node's own (after
+  // auto_pad), and the zeros of a Pad before it.
+  std::array<int64_t, 4> own{0, 0, 0, 0}, zeros{0, 0, 0, 0};
+  // Whether own + zeros differ from the symmetric `pad` in some dimension.
+  bool asymmetric = false;
 };
 
 // Reads strides, pads, auto_pad, dilations and ceil_mode for a window of
@@ -66,6 +81,8 @@ Result<Window> window_of(Importer& im, const Node& node, const Value& x,
     } else if (auto_pad != "NOTSET") {
       return im.err(node, "auto_pad " + pase::quoted(auto_pad) + " is not supported");
     }
+    w.own[d] = begin;
+    w.own[2 + d] = end;
     begin += extra[d];
     end += extra[2 + d];
     int64_t out = 0;
@@ -77,10 +94,14 @@ Result<Window> window_of(Importer& im, const Node& node, const Value& x,
                               " has no symmetric equivalent, which the format needs");
     w.stride[d] = s;
     w.pad[d] = *p;
+    w.asymmetric = w.asymmetric || begin != *p || end != *p;
     w.out.push_back(out);
   }
+  w.zeros = extra;
   return w;
 }
+
+Json pads_json(const std::array<int64_t, 4>& p) { return Json::array({p[0], p[1], p[2], p[3]}); }
 
 std::optional<Error> conv(Importer& im, const Node& node) {
   Result<const Value*> x = im.activation(node, 0, true);
@@ -107,14 +128,23 @@ std::optional<Error> conv(Importer& im, const Node& node) {
   l.pad = win->pad;
   l.group = group;
   im.use_weight(w);
+  Json bias;
   if (im.has_input(node, 2)) {  // the bias: one point-wise add
     Result<const Value*> b = im.input(node, 2);
     if (!b) return b.error();
     im.use_weight(**b);
     l.pw = 1;
+    bias = named("Add", operand_entry(**b, {w.shape[0], 1, 1}));
   }
-  im.set(node, 0,
-         im.add_layer(node, std::move(l), {(*x)->shape[0], w.shape[0], win->out[0], win->out[1]}));
+  Value out =
+      im.add_layer(node, std::move(l), {(*x)->shape[0], w.shape[0], win->out[0], win->out[1]});
+  if (win->asymmetric) {  // ONNX's padding, all of it zeros
+    std::array<int64_t, 4> total{};
+    for (int i = 0; i < 4; ++i) total[i] = win->own[i] + win->zeros[i];
+    im.semantics(out.layer)["pads"] = pads_json(total);
+  }
+  if (im.has_input(node, 2)) im.add_pointwise(out.layer, std::move(bias));
+  im.set(node, 0, out);
   return std::nullopt;
 }
 
@@ -141,16 +171,36 @@ std::optional<Error> pool(Importer& im, const Node& node) {
   l.window = {kernel[0], kernel[1]};
   l.stride = win->stride;
   l.pad = win->pad;
-  im.set(node, 0, im.add_layer(node, std::move(l), {s[0], s[1], win->out[0], win->out[1]}));
+  Value out = im.add_layer(node, std::move(l), {s[0], s[1], win->out[0], win->out[1]});
+  // What it computes (core/docs/import.md, "What the layers run"): the
+  // maximum or the mean, the node's own padding (not counted by a maximum,
+  // or by a mean without count_include_pad) and the zeros of a Pad before it.
+  Json& e = im.semantics(out.layer);
+  const bool max = node.op_type == "MaxPool" || node.op_type == "GlobalMaxPool";
+  e["pool"] = max ? "max" : "average";
+  if (global) e["global"] = true;
+  if (!max && !global) e["count_include_pad"] = attr_int(node, "count_include_pad", 0) != 0;
+  if (!global) e["pads"] = pads_json(win->own);
+  if (win->zeros != std::array<int64_t, 4>{0, 0, 0, 0}) e["zero_pads"] = pads_json(win->zeros);
+  im.set(node, 0, out);
   return std::nullopt;
 }
 
 // ---- GEMMs: Gemm, MatMul, Einsum -------------------------------------------------------
 
-// An Einsum layer (or an opaque weight when no operand is an activation).
+// A Gemm's alpha (the product's factor) and beta (C's) in its layer's entry,
+// when they are not 1.
+void gemm_factors(Importer& im, const Node& node, int layer) {
+  if (node.op_type != "Gemm") return;
+  for (const char* name : {"alpha", "beta"})
+    if (const double f = attr_float(node, name, 1.0); f != 1.0) im.semantics(layer)[name] = f;
+}
+
+// An Einsum layer (or an opaque weight when no operand is an activation),
+// with a bias (Gemm's C: one point-wise op described by `bias`) or not.
 std::optional<Error> einsum_layer(Importer& im, const Node& node, const Value& a, const Value& b,
                                   const std::string& ta, const std::string& tb,
-                                  const std::string& to, int64_t pw) {
+                                  const std::string& to, std::optional<Json> bias = std::nullopt) {
   Shape out;
   for (char ch : to) {
     size_t i = ta.find(ch);
@@ -169,9 +219,12 @@ std::optional<Error> einsum_layer(Importer& im, const Node& node, const Value& a
   LayerSpec l;
   l.op = "Einsum";
   l.equation = ta + "," + tb + "->" + to;
-  l.pw = pw;
+  l.pw = bias ? 1 : 0;
   for (const Value* v : {&a, &b}) l.inputs.push_back(im.layer_operand(*v));
-  im.set(node, 0, im.add_layer(node, std::move(l), out));
+  Value y = im.add_layer(node, std::move(l), out);
+  gemm_factors(im, node, y.layer);
+  if (bias) im.add_pointwise(y.layer, std::move(*bias));
+  im.set(node, 0, y);
   return std::nullopt;
 }
 
@@ -183,14 +236,14 @@ std::optional<Error> gemm(Importer& im, const Node& node) {
     return im.err(node, "Gemm needs two matrices, got " + shape_str((*a)->shape) + " and " +
                             shape_str((*b)->shape));
   bool ta = attr_int(node, "transA", 0) != 0, tb = attr_int(node, "transB", 0) != 0;
-  int64_t pw = 0;
+  std::optional<Json> bias;  // C, added
   if (im.has_input(node, 2)) {
     Result<const Value*> c = im.operand(node, 2);
     if (!c) return c.error();
     if ((*c)->is_activation())
       return im.err(node, "a Gemm bias computed from the data is not supported");
     im.use_weight(**c);
-    pw = 1;
+    bias = named("Add", operand_entry(**c));
   }
   const Value& x = **a;
   const Value& w = **b;
@@ -203,12 +256,15 @@ std::optional<Error> gemm(Importer& im, const Node& node) {
     l.op = "FC";
     l.inputs.push_back(Operand{x.operand, {}});
     l.units = tb ? w.shape[0] : w.shape[1];
-    l.pw = pw;
+    l.pw = bias ? 1 : 0;
     im.use_weight(w);
-    im.set(node, 0, im.add_layer(node, std::move(l), {x.shape[0], l.units}));
+    Value y = im.add_layer(node, std::move(l), {x.shape[0], l.units});
+    gemm_factors(im, node, y.layer);
+    if (bias) im.add_pointwise(y.layer, std::move(*bias));
+    im.set(node, 0, y);
     return std::nullopt;
   }
-  return einsum_layer(im, node, x, w, ta ? "kb" : "bk", tb ? "nk" : "kn", "bn", pw);
+  return einsum_layer(im, node, x, w, ta ? "kb" : "bk", tb ? "nk" : "kn", "bn", std::move(bias));
 }
 
 std::optional<Error> matmul(Importer& im, const Node& node) {
@@ -251,7 +307,7 @@ std::optional<Error> matmul(Importer& im, const Node& node) {
     if (in_b) tb += letter;
     to += letter;
   }
-  return einsum_layer(im, node, x, w, ta + "sk", tb + "kn", to + "sn", 0);
+  return einsum_layer(im, node, x, w, ta + "sk", tb + "kn", to + "sn");
 }
 
 std::optional<Error> einsum(Importer& im, const Node& node) {
@@ -283,7 +339,7 @@ std::optional<Error> einsum(Importer& im, const Node& node) {
   for (char ch : to)
     if (ta.find(ch) == std::string::npos && tb.find(ch) == std::string::npos)
       return im.err(node, "equation " + pase::quoted(eq) + " is malformed");
-  return einsum_layer(im, node, **a, **b, ta, tb, to, 0);
+  return einsum_layer(im, node, **a, **b, ta, tb, to);
 }
 
 // ---- Element-wise ------------------------------------------------------------------------
@@ -320,7 +376,9 @@ std::optional<Error> binary(Importer& im, const Node& node) {
     LayerSpec l;
     l.op = "Elementwise";
     l.inputs = {Operand{x.operand, {}}, Operand{y.operand, {}}};
-    im.set(node, 0, im.add_layer(node, std::move(l), x.shape));
+    Value out = im.add_layer(node, std::move(l), x.shape);
+    im.semantics(out.layer)["elementwise"] = node.op_type;
+    im.set(node, 0, out);
     return std::nullopt;
   }
   size_t i = x.is_activation() ? 0 : 1;
@@ -330,7 +388,9 @@ std::optional<Error> binary(Importer& im, const Node& node) {
                             shape_str(act.shape) + " to " + shape_str(*out) +
                             ", which is not supported");
   im.use_weight(i == 0 ? y : x);
-  im.set(node, 0, im.pointwise(node, i, act));
+  Json op = named(node.op_type, operand_entry(i == 0 ? y : x));
+  if (i == 1 && !op.is_null()) op["swapped"] = true;  // the activation second: w - x
+  im.set(node, 0, im.pointwise(node, i, act, std::move(op)));
   return std::nullopt;
 }
 
@@ -350,6 +410,39 @@ double unary_value(std::string_view op, double x) {
   return std::nan("");
 }
 
+// The meta entry of a one-input point-wise node: its op with its attributes
+// (ONNX's defaults where the node has none), Clip's bounds and PRelu's slope
+// from its inputs; null when a bound or the slope is one no entry describes.
+Json unary_entry(const Importer& im, const Node& node) {
+  const std::string& op = node.op_type;
+  static const std::map<std::string, std::vector<std::pair<const char*, double>>, std::less<>>
+      kFloats = {
+          {"LeakyRelu", {{"alpha", 0.01}}},
+          {"Elu", {{"alpha", 1.0}}},
+          {"Celu", {{"alpha", 1.0}}},
+          {"Selu", {{"alpha", 1.67326319217681884765625}, {"gamma", 1.05070102214813232421875}}},
+          {"HardSigmoid", {{"alpha", 0.2}, {"beta", 0.5}}}};
+  const auto input = [&](size_t i) {
+    return im.has_input(node, i) ? im.find(node.inputs[i]) : nullptr;
+  };
+  if (op == "PRelu") {
+    const Value* slope = input(1);
+    return slope ? named(op, operand_entry(*slope)) : Json();
+  }
+  Json e{{"op", op}};
+  if (auto it = kFloats.find(op); it != kFloats.end())
+    for (const auto& [name, fallback] : it->second) e[name] = attr_float(node, name, fallback);
+  if (op == "Gelu") e["approximate"] = attr_string(node, "approximate", "none");
+  for (size_t i = 1; op == "Clip" && i <= 2; ++i) {
+    if (!im.has_input(node, i)) continue;  // no bound
+    const Value* bound = input(i);
+    if (!bound || bound->is_activation() || !bound->has_values || elements(bound->shape) != 1)
+      return nullptr;
+    e[i == 1 ? "min" : "max"] = bound->number(0);
+  }
+  return e;
+}
+
 // One-input element-wise functions: folded on constants, fused on activations.
 std::optional<Error> unary(Importer& im, const Node& node) {
   Result<const Value*> a = im.operand(node, 0);
@@ -359,7 +452,7 @@ std::optional<Error> unary(Importer& im, const Node& node) {
     if (const Value* p = im.has_input(node, i) ? im.find(node.inputs[i]) : nullptr)
       im.use_weight(*p);
   if (x.is_activation()) {
-    im.set(node, 0, im.pointwise(node, 0, x));
+    im.set(node, 0, im.pointwise(node, 0, x, unary_entry(im, node)));
     return std::nullopt;
   }
   Value v = x;
