@@ -974,11 +974,12 @@ def step_function(constrain, outputs=False):
 
 def optimizer(lr):
     """AdamW (optax): betas 0.9 and 0.95, weight decay 0.1 on the matrices
-    (not on norms' scales, shifts and biases, nor on an imported layer's
-    point-wise operands), as Llama's pre-training."""
+    (the weights drawn from a normal distribution; not on norms' scales,
+    shifts and biases, a language model's two-dimensional q, k and v biases
+    included, nor on an imported layer's point-wise operands), as Llama's
+    pre-training."""
     return optax.adamw(lr, b1=0.9, b2=0.95, eps=1e-8, weight_decay=0.1,
-                       mask=lambda p: {k: v.ndim >= 2 and (LLM is not None or
-                                                           PARAMS[k][2] == "normal")
+                       mask=lambda p: {k: v.ndim >= 2 and PARAMS[k][2] == "normal"
                                        for k, v in p.items()})
 
 
