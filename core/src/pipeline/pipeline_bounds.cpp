@@ -1,6 +1,8 @@
 // Lower bounds of a pipeline stage's work and memory (pipeline_model.hpp,
 // Floors; core/docs/pipeline.md, "What the planner chooses"): the search
 // skips the ranges and the (S, M) pairs they prove cannot win.
+#include "pipeline/pipeline_bounds.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>

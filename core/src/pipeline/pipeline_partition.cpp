@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/cost_model.hpp"
+#include "pipeline/pipeline_bounds.hpp"
 #include "pipeline/pipeline_searcher.hpp"
 #include "search/stop.hpp"
 

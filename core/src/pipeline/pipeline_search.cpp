@@ -13,6 +13,7 @@
 
 #include "model/cost_model.hpp"
 #include "pase/pipeline.hpp"
+#include "pipeline/pipeline_bounds.hpp"
 #include "pipeline/pipeline_model.hpp"
 #include "pipeline/pipeline_searcher.hpp"
 #include "search/progress.hpp"
