@@ -5,102 +5,16 @@
 
 #include <doctest/doctest.h>
 
+#include "onnx_model_builder.hpp"
 #include "test_util.hpp"
 
 using namespace pase;
 using namespace pase::onnx;
 using pase::testing::contains;
+using namespace onnx_test;
 using pase::testing::why;
 
 namespace {
-
-Attribute int_attr(std::string name, int64_t v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = kAttrInt;
-  a.i = v;
-  return a;
-}
-
-Attribute ints_attr(std::string name, std::vector<int64_t> v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = kAttrInts;
-  a.ints = std::move(v);
-  return a;
-}
-
-Attribute tensor_attr(std::string name, Tensor t) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = kAttrTensor;
-  a.t = std::move(t);
-  return a;
-}
-
-// A model under construction: graph inputs, initializers and nodes.
-struct Builder {
-  Model m;
-  explicit Builder(int64_t opset = 13) {
-    m.opset = opset;
-    m.ir_version = 7;
-    m.graph_name = "test";
-  }
-  Builder& dims_input(const std::string& name, std::vector<Dim> dims, int32_t type = kFloat) {
-    ValueInfo v;
-    v.name = name;
-    v.elem_type = type;
-    v.has_shape = true;
-    v.dims = std::move(dims);
-    m.inputs.push_back(v);
-    return *this;
-  }
-  Builder& input(const std::string& name, const std::vector<int64_t>& dims, int32_t type = kFloat) {
-    std::vector<Dim> d;
-    for (int64_t x : dims) d.push_back(Dim{x, ""});
-    return dims_input(name, d, type);
-  }
-  Builder& weight(const std::string& name, std::vector<int64_t> dims) {
-    Tensor t;
-    t.name = name;
-    t.data_type = kFloat;
-    t.dims = std::move(dims);
-    m.initializers.push_back(t);
-    return *this;
-  }
-  Builder& ints(const std::string& name, std::vector<int64_t> values) {
-    Tensor t;
-    t.name = name;
-    t.data_type = kInt64;
-    t.dims = {static_cast<int64_t>(values.size())};
-    t.has_values = true;
-    t.ints = std::move(values);
-    m.initializers.push_back(t);
-    return *this;
-  }
-  Builder& scalar(const std::string& name, double value) {
-    Node n;
-    n.op_type = "Constant";
-    n.outputs = {name};
-    Tensor t;
-    t.data_type = kFloat;
-    t.has_values = true;
-    t.floats = {value};
-    n.attributes.push_back(tensor_attr("value", t));
-    m.nodes.push_back(n);
-    return *this;
-  }
-  Node& node(std::string op, std::vector<std::string> in, std::vector<std::string> out,
-             std::string name = "") {
-    Node n;
-    n.op_type = std::move(op);
-    n.inputs = std::move(in);
-    n.outputs = std::move(out);
-    n.name = std::move(name);
-    m.nodes.push_back(n);
-    return m.nodes.back();
-  }
-};
 
 GraphSpec imported(const Model& m, const ImportOptions& options = {}) {
   Result<GraphSpec> spec = translate(m, options);

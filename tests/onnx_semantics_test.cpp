@@ -10,6 +10,7 @@
 
 #include "export_util.hpp"
 #include "model/onnx/onnx_import.hpp"
+#include "onnx_model_builder.hpp"
 #include "pase/export.hpp"
 #include "pase/import.hpp"
 #include "pase/plan.hpp"
@@ -20,86 +21,9 @@ using namespace pase::onnx;
 using nlohmann::json;
 using pase::testing::contains;
 using pase::testing::why;
+using namespace onnx_test;
 
 namespace {
-
-Attribute attr(std::string name, int64_t v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = kAttrInt;
-  a.i = v;
-  return a;
-}
-
-Attribute attr_f(std::string name, double v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = kAttrFloat;
-  a.f = v;
-  return a;
-}
-
-Attribute attr_ints(std::string name, std::vector<int64_t> v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = kAttrInts;
-  a.ints = std::move(v);
-  return a;
-}
-
-struct Builder {
-  Model m;
-  Builder() {
-    m.opset = 13;
-    m.ir_version = 7;
-    m.graph_name = "test";
-  }
-  Builder& input(const std::string& name, const std::vector<int64_t>& dims) {
-    ValueInfo v;
-    v.name = name;
-    v.elem_type = kFloat;
-    v.has_shape = true;
-    for (int64_t d : dims) v.dims.push_back(Dim{d, ""});
-    m.inputs.push_back(v);
-    return *this;
-  }
-  Builder& weight(const std::string& name, std::vector<int64_t> dims) {
-    Tensor t;
-    t.name = name;
-    t.data_type = kFloat;
-    t.dims = std::move(dims);
-    m.initializers.push_back(t);
-    return *this;
-  }
-  // A Constant of `dims`, with `values` or (none given) without known values.
-  Builder& constant(const std::string& name, std::vector<int64_t> dims,
-                    std::vector<double> values) {
-    Node n;
-    n.op_type = "Constant";
-    n.outputs = {name};
-    Tensor t;
-    t.data_type = kFloat;
-    t.dims = std::move(dims);
-    t.has_values = !values.empty();
-    t.floats = std::move(values);
-    Attribute a;
-    a.name = "value";
-    a.type = kAttrTensor;
-    a.t = t;
-    n.attributes.push_back(a);
-    m.nodes.push_back(n);
-    return *this;
-  }
-  Node& node(std::string op, std::vector<std::string> in, std::string out, std::string name) {
-    Node n;
-    n.op_type = std::move(op);
-    n.inputs = std::move(in);
-    n.outputs = {std::move(out)};
-    n.name = std::move(name);
-    m.nodes.push_back(n);
-    return m.nodes.back();
-  }
-};
 
 // The graph's meta.onnx_layers.
 json layers_meta(const GraphSpec& spec) {
@@ -134,24 +58,24 @@ TEST_CASE("onnx semantics: each layer's entry says what it runs as ONNX defines 
   b.weight("gamma", {4}).weight("beta", {4}).weight("mean", {4}).weight("var", {4});
   b.weight("fc_w", {4, 5}).weight("fc_b", {5}).weight("shift", {4, 1, 1});
   b.constant("lo", {}, {0.0}).constant("hi", {}, {6.0}).constant("half", {}, {0.5});
-  b.node("Conv", {"x", "w", "bias"}, "c", "conv").attributes = {attr_ints("pads", {1, 1, 1, 1})};
-  b.node("Relu", {"c"}, "r", "relu");
-  b.node("BatchNormalization", {"r", "gamma", "beta", "mean", "var"}, "n", "bn").attributes = {
-      attr_f("epsilon", 1e-3)};
-  b.node("LeakyRelu", {"n"}, "l", "leaky").attributes = {attr_f("alpha", 0.25)};
-  b.node("Sub", {"shift", "l"}, "s", "sub");
-  b.node("MaxPool", {"s"}, "p", "max").attributes = {attr_ints("kernel_shape", {2, 2}),
-                                                     attr_ints("strides", {2, 2})};
-  b.node("AveragePool", {"p"}, "a", "avg").attributes = {attr_ints("kernel_shape", {3, 3}),
-                                                         attr_ints("pads", {1, 1, 1, 1}),
-                                                         attr("count_include_pad", 1)};
-  b.node("Clip", {"a", "lo", "hi"}, "k", "relu6");
-  b.node("Mul", {"k", "half"}, "h", "half");
-  b.node("GlobalAveragePool", {"h"}, "g", "gap");
-  b.node("Flatten", {"g"}, "f", "flat");
-  b.node("Gemm", {"f", "fc_w", "fc_b"}, "y", "fc").attributes = {attr_f("alpha", 2.0),
-                                                                 attr_f("beta", 0.5)};
-  b.node("LogSoftmax", {"y"}, "z", "logp").attributes = {attr("axis", 1)};
+  b.node("Conv", {"x", "w", "bias"}, {"c"}, "conv").attributes = {ints_attr("pads", {1, 1, 1, 1})};
+  b.node("Relu", {"c"}, {"r"}, "relu");
+  b.node("BatchNormalization", {"r", "gamma", "beta", "mean", "var"}, {"n"}, "bn").attributes = {
+      float_attr("epsilon", 1e-3)};
+  b.node("LeakyRelu", {"n"}, {"l"}, "leaky").attributes = {float_attr("alpha", 0.25)};
+  b.node("Sub", {"shift", "l"}, {"s"}, "sub");
+  b.node("MaxPool", {"s"}, {"p"}, "max").attributes = {ints_attr("kernel_shape", {2, 2}),
+                                                       ints_attr("strides", {2, 2})};
+  b.node("AveragePool", {"p"}, {"a"}, "avg").attributes = {ints_attr("kernel_shape", {3, 3}),
+                                                           ints_attr("pads", {1, 1, 1, 1}),
+                                                           int_attr("count_include_pad", 1)};
+  b.node("Clip", {"a", "lo", "hi"}, {"k"}, "relu6");
+  b.node("Mul", {"k", "half"}, {"h"}, "half");
+  b.node("GlobalAveragePool", {"h"}, {"g"}, "gap");
+  b.node("Flatten", {"g"}, {"f"}, "flat");
+  b.node("Gemm", {"f", "fc_w", "fc_b"}, {"y"}, "fc").attributes = {float_attr("alpha", 2.0),
+                                                                   float_attr("beta", 0.5)};
+  b.node("LogSoftmax", {"y"}, {"z"}, "logp").attributes = {int_attr("axis", 1)};
   const GraphSpec spec = imported(b.m);
   const json e = layers_meta(spec);
   // Conv's bias as a [c, 1, 1] operand, then the ReLU fused after it.
@@ -188,16 +112,17 @@ TEST_CASE("onnx semantics: LayerNormalization, the decomposed LayerNorm, two act
   Builder b;
   b.input("x", {2, 5, 8}).weight("gamma", {8}).weight("beta", {8});
   b.constant("two", {}, {2.0}).constant("eps", {}, {1e-6});
-  b.node("LayerNormalization", {"x", "gamma"}, "ln", "ln").attributes = {attr_f("epsilon", 1e-4)};
-  b.node("ReduceMean", {"ln"}, "m", "/dec/ReduceMean").attributes = {attr_ints("axes", {-1})};
-  b.node("Sub", {"ln", "m"}, "d", "");
-  b.node("Pow", {"d", "two"}, "p", "");
-  b.node("ReduceMean", {"p"}, "v", "").attributes = {attr_ints("axes", {-1})};
-  b.node("Add", {"v", "eps"}, "ve", "");
-  b.node("Sqrt", {"ve"}, "sd", "");
-  b.node("Div", {"d", "sd"}, "n", "");
-  b.node("Mul", {"n", "gamma"}, "g", "");
-  b.node("Mul", {"g", "x"}, "y", "product");
+  b.node("LayerNormalization", {"x", "gamma"}, {"ln"}, "ln").attributes = {
+      float_attr("epsilon", 1e-4)};
+  b.node("ReduceMean", {"ln"}, {"m"}, "/dec/ReduceMean").attributes = {ints_attr("axes", {-1})};
+  b.node("Sub", {"ln", "m"}, {"d"}, "");
+  b.node("Pow", {"d", "two"}, {"p"}, "");
+  b.node("ReduceMean", {"p"}, {"v"}, "").attributes = {ints_attr("axes", {-1})};
+  b.node("Add", {"v", "eps"}, {"ve"}, "");
+  b.node("Sqrt", {"ve"}, {"sd"}, "");
+  b.node("Div", {"d", "sd"}, {"n"}, "");
+  b.node("Mul", {"n", "gamma"}, {"g"}, "");
+  b.node("Mul", {"g", "x"}, {"y"}, "product");
   const json e = layers_meta(imported(b.m));
   CHECK(e["ln"]["norm"] == "layer");
   CHECK(e["ln"]["epsilon"].get<double>() == doctest::Approx(1e-4));
@@ -216,9 +141,9 @@ TEST_CASE("onnx semantics: a point-wise operand of unknown values leaves the lay
   Builder b;
   b.input("x", {4, 16}).weight("w", {16, 16});
   b.constant("big", {4, 16}, {});  // its values are not in the file
-  b.node("MatMul", {"x", "w"}, "h", "fc");
-  b.node("Relu", {"h"}, "r", "relu");
-  b.node("Add", {"r", "big"}, "y", "add");
+  b.node("MatMul", {"x", "w"}, {"h"}, "fc");
+  b.node("Relu", {"h"}, {"r"}, "relu");
+  b.node("Add", {"r", "big"}, {"y"}, "add");
   const GraphSpec spec = imported(b.m);
   REQUIRE(spec.layers.size() == 1);
   CHECK(spec.layers[0].pw == 2);
