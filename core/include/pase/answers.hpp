@@ -11,8 +11,11 @@
 // THE METHOD. The layout search (layout_search.hpp) runs first. Its best
 // layout's step is the incumbent of the per-layer search: plan_pipeline()
 // with PipelineOptions::incumbent_cost, so that what cannot beat it goes
-// unsearched, once per ZeRO stage 0 to 3 (AnswerOptions::zero_auto), each
-// stage's search starting from the best step found so far, with the
+// unsearched, once per ZeRO stage 0 to 3 (AnswerOptions::zero_auto), in the
+// order of the stages' floors (the least first; ties from 0 to 3), each
+// stage's search starting from the best step found so far (a later stage's
+// plan replaces it only when faster, so an equal step keeps the stage
+// searched first), with the
 // micro-batches "auto" by default. When no per-layer plan beats the
 // layout, the per-layer answer is the layout's own strategy (evaluated as
 // `pase eval --layout` evaluates it): it gains nothing, and says so. A
