@@ -11,7 +11,9 @@
 // THE METHOD. The layout search (layout_search.hpp) runs first. Its best
 // layout's step is the incumbent of the per-layer search: plan_pipeline()
 // with PipelineOptions::incumbent_cost, so that what cannot beat it goes
-// unsearched, once per ZeRO stage 0 to 3 (AnswerOptions::zero_auto), in the
+// unsearched, once per ZeRO stage 0 to 3 (AnswerOptions::zero_auto) but
+// those priced like a higher stage (zero_alike(): that stage's fastest plan
+// is at least as fast, so an equal step is the higher stage's), in the
 // order of the stages' floors (the least first; ties from 0 to 3), each
 // stage's search starting from the best step found so far (a later stage's
 // plan replaces it only when faster, so an equal step keeps the stage

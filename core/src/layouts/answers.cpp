@@ -256,7 +256,17 @@ Result<PlanAnswers> plan_answers(const Graph& graph, const Cluster& cluster,
   // The per-layer search, once per ZeRO stage, each starting from the
   // least step found so far (the best layout's first).
   std::vector<int64_t> zeros = {cluster.training.zero};
-  if (answers.zero_auto) zeros = {0, 1, 2, 3};
+  if (answers.zero_auto) {
+    // A stage priced as a higher one that holds less (zero_alike()) steps
+    // no faster than it: its search is the higher stage's, so it has none.
+    zeros.clear();
+    for (int64_t z = 0; z <= 3; ++z) {
+      bool dominated = false;
+      for (int64_t above = z + 1; above <= 3; ++above)
+        dominated = dominated || zero_alike(cluster, z, above);
+      if (!dominated) zeros.push_back(z);
+    }
+  }
   // Every ZeRO stage's floors first (core/docs/pipeline.md, "A time
   // limit"): a stage whose floors are above the step to beat is proven
   // without a search, and a stop anywhere after has every stage's bound at

@@ -364,4 +364,16 @@ MemoryBytes vertex_memory(const Graph& g, const Vertex& v, const int64_t* c, con
 }
 
 }  // namespace ops
+
+bool zero_alike(const Cluster& cluster, int64_t lower, int64_t upper) {
+  if (lower < 0 || lower >= upper || upper > 2) return false;
+  // 1 and 2: gemm_cost() and practice_cost() tell them apart nowhere.
+  if (lower >= 1) return true;
+  // 0 against 1 or 2: the paper formula's weight gradient is ZeRO 3's
+  // alone; the practice model's all-reduce (grad bytes) against the
+  // reduce-scatter and all-gather (half of grad + param bytes).
+  return cluster.cost_model == CostModel::kPaper ||
+         cluster.training.grad_bytes == cluster.training.param_bytes;
+}
+
 }  // namespace pase

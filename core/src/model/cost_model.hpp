@@ -95,6 +95,17 @@ Machine make_machine(const Cluster& cluster);
 
 }  // namespace ops
 
+// Whether ZeRO stage `upper` prices every layer exactly as stage `lower`
+// does on `cluster` while holding no more bytes per device: then no plan
+// steps faster at `lower` than the fastest at `upper`, under any cap
+// (core/docs/layouts.md, "Both answers"). Stages 1 and 2 move the same
+// bytes (the gradient reduce-scattered, the new weight all-gathered);
+// stage 0's all-reduce of the gradient costs the same under the paper
+// model, and under the practice model when a gradient element is as wide
+// as a weight element; stage 3 gathers the weights again, so it is alike
+// to none. Sharding only ever removes bytes (vertex_memory()).
+bool zero_alike(const Cluster& cluster, int64_t lower, int64_t upper);
+
 struct VertexModel;
 
 // The cost of a vertex at configuration `c` (one split per dimension).

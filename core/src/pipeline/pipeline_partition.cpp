@@ -184,6 +184,19 @@ class PairSearch {
       }
       least_f_[t + 1] = least_f_[t] + f;
     }
+    // Each part's value (M * F + W) at least its layers' least values and
+    // its plan's, whichever is larger, at the alignment where that is
+    // least: a floor of the value of any stages holding it.
+    least_value_.assign(nb_, 0);
+    for (int t = 0; t + 1 < nb_; ++t) {
+      double v = kInf;
+      for (const auto& [align, sum] : vs_.by_alignment) {
+        const std::vector<double>& part = parts_.at(align);
+        v = std::min(v, std::max(sum[bounds()[t + 1]].value - sum[bounds()[t]].value,
+                                 part[t + 1] - part[t]));
+      }
+      least_value_[t + 1] = least_value_[t] + v;
+    }
     best_.floor = std::max(best_.floor, least_f_[nb_ - 1] * spread());
     return std::nullopt;
   }
@@ -221,12 +234,23 @@ class PairSearch {
           if (s > 0) largest = std::max(largest, before / static_cast<double>(s));
           if (s + 1 < stages_)
             largest = std::max(largest, after / static_cast<double>(stages_ - 1 - s));
+          // (M - 1) max A + max W is at least each stage's (M - 1) A + W,
+          // so at least their mean over the stages before the range, and
+          // over those after it: (M - 1) F + W >= (M - 1) / M * (M * F + W).
+          double largest_value = 0;
+          const double shrink = (M_ - 1) / M_;
+          if (s > 0) largest_value = shrink * least_value_[i] / static_cast<double>(s);
+          if (s + 1 < stages_)
+            largest_value =
+                std::max(largest_value, shrink * (least_value_[nb_ - 1] - least_value_[j]) /
+                                            static_cast<double>(stages_ - 1 - s));
           const double x = x_of(s, i, j);
           const double own = std::max({M_ * (hi.F - lo.F), hi.value - lo.value, part[j] - part[i],
                                        weighed_floor(s, i, j)}) +
                              M_ * x;
           const double own_f = std::max(hi.F - lo.F, least_f_[j] - least_f_[i]) + x;
-          floor_t_[at(s, i, j)] = others + std::max(own, own_f + (M_ - 1) * largest);
+          floor_t_[at(s, i, j)] =
+              others + std::max({own, own_f + (M_ - 1) * largest, own_f + largest_value});
         }
     }
   }
@@ -470,6 +494,7 @@ class PairSearch {
   VertexSums vs_;
   std::map<int64_t, std::vector<double>> parts_;  // by alignment, summed from part 0
   std::vector<double> least_f_;                   // summed from part 0
+  std::vector<double> least_value_;               // summed from part 0
   std::vector<double> floor_t_;
   std::vector<Candidate> cand_;
   std::vector<char> searched_;

@@ -256,9 +256,10 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     return std::nullopt;
   };
   // With pruning and several pairs: every pair's floor from its vertices'
-  // floors first (no search: a stop keeps them, "A time limit"), then S =
-  // M = 1 (the plan without a pipeline, which the result compares with),
-  // then best first: the pair of least floor, its floor made with its
+  // floors first (no search: a stop keeps them, "A time limit"), then,
+  // without an incumbent, S = M = 1 (the plan without a pipeline, which the
+  // result compares with, and the first bound; with one, it takes its turn
+  // by its floor), then best first: the pair of least floor, its floor made with its
   // parts' plans (Depth::kFloor) before it is searched, so that the first
   // pairs searched give the bound that lets the others go unsearched, and a
   // pair whose vertices' floor is above it has none of its parts searched
@@ -294,7 +295,8 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
   if (prune) {
     // (A stop before the lead keeps the floors; no space is prepared.)
     if (stop_requested(options)) stopped = searcher.stop_reason();
-    if (!stopped && pairs.front().stages == 1 && pairs.front().microbatches == 1 &&
+    if (!stopped && best.T == kInf && pairs.front().stages == 1 &&
+        pairs.front().microbatches == 1 &&
         !(options.max_gap > 0 && pairs.front().floor > best.T * (1 - options.max_gap))) {
       // Half the progress bar: on a deep network the one whole-graph search
       // is most of the work (GPT-3 175B on 1,024 GPUs: 84 s of 103), and
