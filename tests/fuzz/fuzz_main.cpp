@@ -1,15 +1,16 @@
 // The libFuzzer targets, one executable each (tests/fuzz/CMakeLists.txt),
-// this file compiled with PASE_FUZZ_ENTRY naming the function of the
-// target and PASE_FUZZ_TARGET its name:
+// this file compiled with PASE_FUZZ_ENTRY naming the entry point of the
+// target (fuzz_entries.hpp, compiled once for all) and PASE_FUZZ_TARGET its
+// name:
 //
-//   pase_fuzz_plan      fuzz_one()       ONNX models, configs, graph documents
-//                                        and plan requests (fuzz_target.hpp)
-//   pase_fuzz_layout    fuzz_layout()    `pase eval --layout` (fuzz_layout.hpp)
-//   pase_fuzz_request   fuzz_request()   plan_json(), evaluate_json(),
-//                                        estimate_json() (fuzz_request.hpp)
-//   pase_fuzz_strategy  fuzz_strategy()  `pase eval --strategy` (fuzz_strategy.hpp)
-//   pase_fuzz_emit      fuzz_emit()      the emitters, `pase emit --plan`
-//                                        (fuzz_emit.hpp)
+//   pase_fuzz_plan      entry_plan()      ONNX models, configs, graph documents
+//                                         and plan requests (fuzz_target.hpp)
+//   pase_fuzz_layout    entry_layout()    `pase eval --layout` (fuzz_layout.hpp)
+//   pase_fuzz_request   entry_request()   plan_json(), evaluate_json(),
+//                                         estimate_json() (fuzz_request.hpp)
+//   pase_fuzz_strategy  entry_strategy()  `pase eval --strategy` (fuzz_strategy.hpp)
+//   pase_fuzz_emit      entry_emit()      the emitters, `pase emit --plan`
+//                                         (fuzz_emit.hpp)
 //
 // Built only with -DPASE_FUZZ=ON and clang (`bash .ci/sanitize --build
 // pase_fuzz` builds them all); run by .ci/fuzz. A failed property aborts, so
@@ -22,11 +23,7 @@
 #include <string>
 #include <string_view>
 
-#include "fuzz_emit.hpp"
-#include "fuzz_layout.hpp"
-#include "fuzz_request.hpp"
-#include "fuzz_strategy.hpp"
-#include "fuzz_target.hpp"
+#include "fuzz_entries.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string failure =
