@@ -43,6 +43,7 @@ class PairSearch {
         n_(static_cast<int>(mg.graph.vertices.size())),
         q_(searcher.cluster.devices / stages),
         floor_only_(depth != Depth::kPartition),
+        least_f_wanted_(depth == Depth::kFloor || depth == Depth::kPartition),
         prune_(searcher.pipeline.prune),
         beat_(searcher.pipeline.prune ? beat : kInf),
         accept_(searcher.options.max_gap > 0 ? 1 - searcher.options.max_gap : kSlack),
@@ -173,7 +174,7 @@ class PairSearch {
         v[t + 1] = v[t] + M_ * (*sp)->F + (*sp)->W;
       }
     }
-    for (int t = 0; bounded_ && stages_ > 1 && t + 1 < nb_; ++t) {
+    for (int t = 0; bounded_ && least_f_wanted_ && stages_ > 1 && t + 1 < nb_; ++t) {
       double f = kInf;
       for (const auto& [align, sum] : vs_.by_alignment) {
         Result<double> lf = searcher_.least_f(micro, sig(t, t + 1), bounds()[t], bounds()[t + 1],
@@ -484,7 +485,7 @@ class PairSearch {
   const double M_;
   const int nb_, n_;
   const int64_t q_;
-  const bool floor_only_, prune_;
+  const bool floor_only_, least_f_wanted_, prune_;
   const double beat_, accept_;
   const bool bounded_;
   const ops::Machine machine_;

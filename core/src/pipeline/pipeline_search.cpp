@@ -319,7 +319,7 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
   // progress's count as soon as it is known to be skipped.
   // With a gap accepted (PlanOptions::max_gap), so is one whose floor is
   // within it of the best T: it stays in the bound.
-  std::vector<char> skipped(pairs.size(), 0), tight(pairs.size(), prune ? 0 : 1);
+  std::vector<char> skipped(pairs.size(), 0), tight(pairs.size(), prune ? 0 : 2);
   const double beyond = options.max_gap > 0 ? 1 - options.max_gap : 1 + 1e-9;
   auto skip_hopeless = [&]() {
     for (size_t k = 0; k < pairs.size(); ++k)
@@ -346,10 +346,12 @@ Result<PipelinePlan> plan_pipeline_fixed(const Graph& graph, const Cluster& clus
     const size_t k = next_pair();
     if (k == pairs.size()) break;
     Pair& pair = pairs[k];
-    if (!tight[k]) {
-      tight[k] = 1;
+    if (tight[k] < 2) {
+      // The parts' plans of least value first; their plans of least F only
+      // if the pair is still the least after them.
+      const Depth depth = tight[k]++ == 0 ? Depth::kValueFloor : Depth::kFloor;
       Result<Partition> floor = best_partition(searcher, micros.at(pair.microbatches), pair.stages,
-                                               pair.microbatches, best.T, Depth::kFloor);
+                                               pair.microbatches, best.T, depth);
       if (!floor) return floor.error();
       pair.floor = std::max(pair.floor, floor->floor);
       if (floor->stopped) stopped = searcher.stop_reason();

@@ -462,8 +462,9 @@ Micro prepare_micro(Searcher& searcher, Graph graph);
 // How far best_partition() goes: the floor of the pair from the vertices'
 // floors alone (no search), the floor with the plans of the parts between
 // consecutive boundaries that the bounds take their values from (a search
-// of each part), or the best partition.
-enum class Depth { kVertexFloor, kFloor, kPartition };
+// of each part: kValueFloor their plans of least M * F + W, kFloor those
+// and their plans of least F), or the best partition.
+enum class Depth { kVertexFloor, kValueFloor, kFloor, kPartition };
 
 // The best partition of `mg` into `stages` stages for M micro-batches that
 // can beat `beat` (the best T of the pairs searched before; inf: none).
