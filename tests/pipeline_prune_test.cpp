@@ -223,11 +223,18 @@ TEST_CASE("pipeline: every pair's floor is at most its T") {
         REQUIRE(layers.ok());
         CHECK(searcher.searches == searches);
         CHECK(layers->T == INFINITY);
+        // The parts' plans of least value first, then of least F as well:
+        // each step only raises the floor.
+        Result<pipeline_detail::Partition> values = pipeline_detail::best_partition(
+            searcher, mg, s, m, INFINITY, pipeline_detail::Depth::kValueFloor);
+        REQUIRE(values.ok());
+        CHECK(values->T == INFINITY);
+        CHECK(layers->floor <= values->floor * (1 + 1e-12));
         Result<pipeline_detail::Partition> floor = pipeline_detail::best_partition(
             searcher, mg, s, m, INFINITY, pipeline_detail::Depth::kFloor);
         REQUIRE(floor.ok());
         CHECK(floor->T == INFINITY);
-        CHECK(layers->floor <= floor->floor * (1 + 1e-12));
+        CHECK(values->floor <= floor->floor * (1 + 1e-12));
         if (layers->floor >= 0.9 * floor->floor) ++layer_near;
         // The pair alone, every range planned.
         PipelineOptions one{.stages = s, .microbatches = m, .prune = false};
