@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/cost_model.hpp"
+#include "pipeline/partition_dp.hpp"
 #include "pipeline/pipeline_bounds.hpp"
 #include "pipeline/pipeline_searcher.hpp"
 #include "search/stop.hpp"
@@ -55,8 +56,7 @@ class PairSearch {
         floor_t_(cells(), kInf),
         cand_(cells()),
         searched_(cells(), 0),
-        dp_(static_cast<size_t>(stages + 1) * nb_, kInf),
-        from_(static_cast<size_t>(stages + 1) * nb_, -1),
+        partitions_(stages, nb_),
         weighed_(searcher, mg, q_, microbatches, capacity()) {
     best_.boundaries = nb_;
   }
@@ -272,41 +272,9 @@ class PairSearch {
   // The partition whose largest floor of T is least: that floor bounds T
   // of every partition, and its T bounds the optimum from above.
   double balanced_floor() {
-    balanced_ = partition_dp([&](int64_t s, int i, int j) { return floor_t_[at(s, i, j)]; },
-                             [](double base, double f) { return std::max(base, f); });
+    balanced_ = partitions_.run([&](int64_t s, int i, int j) { return floor_t_[at(s, i, j)]; },
+                                [](double base, double f) { return std::max(base, f); });
     return balanced_;
-  }
-  // The dynamic program over partitions: the least combine(that of the
-  // stages before, value(s, i, j)) of stage s over [i, j) (value inf: no
-  // such stage), the arg-mins in from_ (ends_of()); the whole graph's.
-  template <class Value, class Combine>
-  double partition_dp(Value value, Combine combine) {
-    std::fill(dp_.begin(), dp_.end(), kInf);
-    dp_[0] = 0;
-    for (int64_t s = 0; s < stages_; ++s)
-      for (int i = 0; i < nb_; ++i) {
-        const double base = dp_[static_cast<size_t>(s) * nb_ + i];
-        if (base == kInf) continue;
-        for (int j = i + 1; j < nb_; ++j) {
-          const double f = value(s, i, j);
-          if (f == kInf) continue;
-          double& d = dp_[static_cast<size_t>(s + 1) * nb_ + j];
-          if (combine(base, f) < d) {
-            d = combine(base, f);
-            from_[static_cast<size_t>(s + 1) * nb_ + j] = i;
-          }
-        }
-      }
-    return dp_[static_cast<size_t>(stages_) * nb_ + nb_ - 1];
-  }
-  std::vector<int> ends_of() const {
-    std::vector<int> ends(stages_);
-    int j = nb_ - 1;
-    for (int64_t s = stages_; s-- > 0;) {
-      ends[s] = j;
-      j = from_[static_cast<size_t>(s + 1) * nb_ + j];
-    }
-    return ends;
   }
   // T of a partition from its candidates, summed in stage order.
   double t_of(const std::vector<int>& ends) const {
@@ -358,7 +326,7 @@ class PairSearch {
   // The partition of balanced floors planned: its T bounds the pair's.
   std::optional<Error> plan_balanced(double& bound) {
     if (!(balanced_ < kInf)) return std::nullopt;
-    const std::vector<int> ends = ends_of();
+    const std::vector<int> ends = partitions_.ends();
     int i = 0;
     for (int64_t s = 0; s < stages_; ++s) {
       if (std::optional<Error> e = search(s, i, ends[s])) return e;
@@ -438,7 +406,7 @@ class PairSearch {
   // all thresholds is the optimum. Thresholds run upwards and stop once the
   // unconstrained least sum of A plus them cannot beat the best.
   double least_sum(double ta, double tw) {
-    return partition_dp(
+    return partitions_.run(
         [&](int64_t s, int i, int j) {
           const Candidate& c = cand_[at(s, i, j)];
           return c.A > ta || c.W > tw ? kInf : c.A;
@@ -468,7 +436,7 @@ class PairSearch {
         if (ta != kInf && floor_sum + (M_ - 1) * ta + tw >= best_.T) break;
         const double sum = least_sum(ta, tw);
         if (sum == kInf) continue;
-        const std::vector<int> ends = ends_of();
+        const std::vector<int> ends = partitions_.ends();
         const double t = t_of(ends);
         if (t < best_.T) {
           best_.T = t;
@@ -499,8 +467,7 @@ class PairSearch {
   std::vector<double> floor_t_;
   std::vector<Candidate> cand_;
   std::vector<char> searched_;
-  std::vector<double> dp_;
-  std::vector<int> from_;
+  PartitionDp partitions_;
   double balanced_ = kInf;
   std::vector<int> planned_;  // the partition of balanced floors, once planned
   Partition best_;
