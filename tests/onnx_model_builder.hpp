@@ -15,34 +15,34 @@ namespace onnx_test {
 
 using namespace pase::onnx;
 
-inline Attribute int_attr(std::string name, int64_t v) {
+// An attribute of `type` named `name`; the makers below set its value.
+inline Attribute attr_of(std::string name, AttributeType type) {
   Attribute a;
   a.name = std::move(name);
-  a.type = kAttrInt;
+  a.type = type;
+  return a;
+}
+
+inline Attribute int_attr(std::string name, int64_t v) {
+  Attribute a = attr_of(std::move(name), kAttrInt);
   a.i = v;
   return a;
 }
 
 inline Attribute float_attr(std::string name, double v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = kAttrFloat;
+  Attribute a = attr_of(std::move(name), kAttrFloat);
   a.f = v;
   return a;
 }
 
 inline Attribute ints_attr(std::string name, std::vector<int64_t> v) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = kAttrInts;
+  Attribute a = attr_of(std::move(name), kAttrInts);
   a.ints = std::move(v);
   return a;
 }
 
 inline Attribute tensor_attr(std::string name, Tensor t) {
-  Attribute a;
-  a.name = std::move(name);
-  a.type = kAttrTensor;
+  Attribute a = attr_of(std::move(name), kAttrTensor);
   a.t = std::move(t);
   return a;
 }

@@ -160,7 +160,8 @@ class PairSearch {
   // edges between them, so its value is at least the sum of its parts'. In
   // the same way a range's F is at least the sum of its parts' least F,
   // which bounds the A of the other stages (least: over the stages'
-  // alignments). Not needed by a search without a bound (the first pair).
+  // alignments); those plans of least F only from Depth::kFloor on. Not needed by a search without
+  // a bound (the first pair).
   std::optional<Error> part_floors() {
     const Graph& micro = mg_.graph;
     least_f_.assign(nb_, 0);
